@@ -1,0 +1,131 @@
+"""The API function: single links, redirects, the index page and the app-links document.
+Routes parse, call the layer, and answer; errors are mapped to JSON once, below."""
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
+from shortener import web
+from shortener.logic.links import LinkService
+from shortener.models.exceptions import LinkNotFoundError, ShortenerError
+from shortener.models.links import ShortenRequest
+from shortener.observability import logger, metrics, tracer
+from shortener.services import link_service
+from shortener.settings import api_settings
+
+app = APIGatewayRestResolver(enable_validation=True)
+_HERE = Path(__file__).parent
+
+
+@lru_cache(maxsize=1)
+def links() -> LinkService:
+    return link_service(api_settings())
+
+
+@lru_cache(maxsize=1)
+def apple_app_site_association() -> str:
+    # Serialised once per container.
+    return json.dumps(api_settings().APPLE_APP_SITE_ASSOCIATION, separators=(",", ":"))
+
+
+@lru_cache(maxsize=2)
+def page(name: str) -> str:
+    return (_HERE / name).read_text(encoding="utf-8")
+
+
+@app.get("/")
+def index_page() -> Response[str]:
+    return Response(200, "text/html; charset=utf-8", page("index.html"))
+
+
+@app.post("/")
+def shorten() -> Response[str]:
+    event = app.current_event
+    fields = web.parse_fields(
+        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
+    )
+    request = ShortenRequest.model_validate(fields)
+    settings = api_settings()
+    result = links().shorten(
+        request,
+        settings.url_policy().with_own_host(web.request_host(event.headers)),
+        web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage),
+    )
+    metrics.add_metric(
+        name="LinksCreated" if result.created else "LinksFound", unit=MetricUnit.Count, value=1
+    )
+    return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
+
+
+@app.get("/apple-app-site-association")
+@app.get("/.well-known/apple-app-site-association")
+def app_site_association() -> Response[str]:
+    return Response(200, content_types.APPLICATION_JSON, apple_app_site_association())
+
+
+# Registered last: the static routes above take precedence over this catch-all.
+@app.get("/<code>")
+def follow(code: str) -> Response[str]:
+    resolution = links().resolve(code)
+    metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
+    settings = api_settings()
+    return Response(
+        settings.REDIRECT_STATUS,
+        "text/plain; charset=utf-8",
+        "",
+        headers={"Location": resolution.url, "Cache-Control": settings.REDIRECT_CACHE_CONTROL},
+    )
+
+
+@app.exception_handler(LinkNotFoundError)
+def link_not_found(error: LinkNotFoundError) -> Response[str]:
+    metrics.add_metric(name="RedirectMisses", unit=MetricUnit.Count, value=1)
+    if web.wants_html(app.current_event.headers):
+        return Response(404, "text/html; charset=utf-8", page("not_found.html"))
+    return _error(error.status_code, error.error, error.message)
+
+
+@app.exception_handler(ShortenerError)
+def domain_error(error: ShortenerError) -> Response[str]:
+    return _error(error.status_code, error.error, error.message)
+
+
+@app.exception_handler(ValidationError)
+def invalid_model(error: ValidationError) -> Response[str]:
+    return _error(422, "invalid_request", _describe(error.errors()))
+
+
+@app.exception_handler(RequestValidationError)
+def invalid_request(error: RequestValidationError) -> Response[str]:
+    return _error(422, "invalid_request", _describe(error.errors()))
+
+
+@app.not_found
+def route_not_found(_: Exception) -> Response[str]:
+    return _error(404, "not_found", "No such path or method.")
+
+
+def _error(status: int, error: str, message: str) -> Response[str]:
+    return Response(status, content_types.APPLICATION_JSON, json.dumps({"error": error, "message": message}))
+
+
+def _describe(errors: object) -> str:
+    parts = []
+    for error in errors if isinstance(errors, list) else []:
+        location = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
+    return "; ".join(parts) or "The request is not valid."
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict, context: LambdaContext) -> dict:
+    return app.resolve(event, context)

@@ -1,0 +1,39 @@
+"""boto3 clients, created lazily (nothing touches AWS at import time) and once per container.
+
+The endpoint comes from boto3's own AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE> variables, so the
+same code talks to AWS or to the local stack."""
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sqs import SQSClient
+
+# Adaptive retries absorb DynamoDB throttling; the pool fits a container's threads.
+_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=50)
+
+
+@lru_cache(maxsize=1)
+def dynamodb() -> "DynamoDBClient":
+    return boto3.client("dynamodb", config=_CONFIG)
+
+
+@lru_cache(maxsize=1)
+def sqs() -> "SQSClient":
+    return boto3.client("sqs", config=_CONFIG)
+
+
+@lru_cache(maxsize=1)
+def lambda_() -> "LambdaClient":
+    return boto3.client("lambda", config=_CONFIG)
+
+
+def reset_clients() -> None:
+    """Forget the cached clients (tests that change endpoints or credentials)."""
+    for factory in (dynamodb, sqs, lambda_):
+        factory.cache_clear()

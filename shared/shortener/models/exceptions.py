@@ -1,0 +1,64 @@
+"""Typed domain errors. Each carries its HTTP status and a stable machine word; the API maps them to
+``{"error", "message"}`` answers in one place."""
+
+from typing import ClassVar
+
+
+class ShortenerError(Exception):
+    """Base of every error a caller can cause; ``message`` is a sentence for a person."""
+
+    status_code: ClassVar[int] = 400
+    error: ClassVar[str] = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidUrlError(ShortenerError):
+    status_code = 400
+    error = "invalid_url"
+
+
+class InvalidCodeError(ShortenerError):
+    status_code = 400
+    error = "invalid_code"
+
+
+class InvalidRequestError(ShortenerError):
+    status_code = 400
+    error = "invalid_request"
+
+
+class CodeTakenError(ShortenerError):
+    status_code = 409
+    error = "code_taken"
+
+
+class LinkNotFoundError(ShortenerError):
+    status_code = 404
+    error = "not_found"
+
+
+class JobNotFoundError(ShortenerError):
+    status_code = 404
+    error = "job_not_found"
+
+
+class InvalidCsvError(ShortenerError):
+    status_code = 400
+    error = "invalid_csv"
+
+
+class PayloadTooLargeError(ShortenerError):
+    status_code = 413
+    error = "payload_too_large"
+
+
+class UnsupportedMediaTypeError(ShortenerError):
+    status_code = 415
+    error = "unsupported_media_type"
+
+
+class CodesExhaustedError(Exception):
+    """No free code could be found within the retry budget (an operational fault, not a caller's)."""

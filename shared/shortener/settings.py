@@ -1,0 +1,129 @@
+"""Per-function settings: one pydantic model each, composed from small mixins, parsed once per
+container from the environment that template.yaml sets. Logic never reads os.environ."""
+
+import json
+import os
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from shortener.logic.urls import UrlPolicy
+
+
+def _comma_separated(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip().lower() for item in value.split(",") if item.strip()]
+    return value
+
+
+def _json_text(value: Any) -> Any:
+    if isinstance(value, str):
+        return json.loads(value) if value.strip() else {}
+    return value
+
+
+class _FromEnvironment(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TablesMixin(_FromEnvironment):
+    LINKS_TABLE: str
+    JOBS_TABLE: str = ""
+    TOKENS_TABLE: str = ""
+
+
+class LinksMixin(_FromEnvironment):
+    CODE_STRATEGY: Literal["counter", "hash"] = "counter"
+    CODE_ALPHABET: str = ""
+    FIND_IF_EXISTS: bool = True
+    ALLOWED_SCHEMES: Annotated[list[str], BeforeValidator(_comma_separated)] = ["http", "https"]
+    MAX_URL_LENGTH: int = Field(default=2048, ge=16, le=32768)
+    PUBLIC_BASE_URL: str = ""
+    # Ids one counter write reserves for this container's single-link requests.
+    ID_BLOCK_SIZE: int = Field(default=10, ge=1, le=1000)
+
+    @field_validator("CODE_ALPHABET")
+    @classmethod
+    def _alphabet_is_a_permutation(cls, value: str) -> str:
+        if value and (len(set(value)) != len(value) or not value.isascii() or not value.isalnum()):
+            raise ValueError("CODE_ALPHABET must be distinct ASCII letters and digits")
+        return value
+
+    def url_policy(self) -> UrlPolicy:
+        own_host = _host_of(self.PUBLIC_BASE_URL)
+        return UrlPolicy(
+            allowed_schemes=frozenset(self.ALLOWED_SCHEMES),
+            max_length=self.MAX_URL_LENGTH,
+            own_hosts=frozenset({own_host}) if own_host else frozenset(),
+        )
+
+
+class ApiSettings(TablesMixin, LinksMixin):
+    """The API function."""
+
+    BULK_QUEUE_URL: str = ""
+    REDIRECT_STATUS: Literal[301, 302, 307, 308] = 301
+    REDIRECT_CACHE_CONTROL: str = "public, max-age=86400"
+    # How long a container remembers a code it resolved (a link never changes once written).
+    REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)
+    REDIRECT_CACHE_SIZE: int = Field(default=10_000, ge=0)
+    APPLE_APP_SITE_ASSOCIATION: Annotated[dict[str, Any], BeforeValidator(_json_text)] = {
+        "applinks": {"details": []}
+    }
+    # Below API Gateway's 10 MB cap and Lambda's 6 MB synchronous payload (base64 adds a third).
+    MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
+
+
+class PollerSettings(TablesMixin, LinksMixin):
+    """The poller (one loop)."""
+
+    # Stop polling and re-invoke when less than this is left of the invocation.
+    REINVOKE_MARGIN_SECONDS: float = Field(default=30, ge=1)
+    RECEIVE_WAIT_SECONDS: int = Field(default=20, ge=0, le=20)
+
+
+class LoopsMixin(_FromEnvironment):
+    TOKENS_TABLE: str
+    # {"<queue name>": "<function name>"}: which function drains which queue.
+    LOOP_FUNCTIONS: Annotated[dict[str, str], BeforeValidator(_json_text)]
+    MIN_LOOPS: int = Field(default=1, ge=1)
+    MAX_LOOPS: int = Field(default=10, ge=1)
+    ROWS_PER_LOOP: int = Field(default=5000, ge=1)
+
+
+class ScalerSettings(LoopsMixin):
+    """The scaler."""
+
+
+class RestarterSettings(LoopsMixin):
+    """The restarter."""
+
+    STALE_HEARTBEAT_SECONDS: int = Field(default=180, ge=1)
+
+
+@lru_cache(maxsize=1)
+def api_settings() -> ApiSettings:
+    return ApiSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def poller_settings() -> PollerSettings:
+    return PollerSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def scaler_settings() -> ScalerSettings:
+    return ScalerSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def restarter_settings() -> RestarterSettings:
+    return RestarterSettings.model_validate(os.environ)
+
+
+def _host_of(base_url: str) -> str | None:
+    if not base_url:
+        return None
+    host = base_url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    return host.lower() or None

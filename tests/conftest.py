@@ -1,0 +1,68 @@
+"""Fixtures shared by every test layer: moto with tables made from template.yaml, and settings."""
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from local_stack.template import create_table_arguments
+from shortener import settings
+from shortener.dal import aws as aws_clients
+from shortener.logic.codes import code_generator
+
+TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
+
+
+def _clear_container_caches() -> None:
+    aws_clients.reset_clients()
+    for getter in (
+        settings.api_settings,
+        settings.poller_settings,
+        settings.scaler_settings,
+        settings.restarter_settings,
+    ):
+        getter.cache_clear()
+    code_generator.cache_clear()
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials, one region, and no endpoint override: boto3 talks to moto only."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SECURITY_TOKEN", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    for name in (
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_SQS",
+        "AWS_ENDPOINT_URL_LAMBDA",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "BulkShortenerTests")
+    monkeypatch.setenv("POWERTOOLS_DEV", "false")
+
+
+@pytest.fixture
+def moto(aws_env: None) -> Iterator[None]:
+    """An in-process moto (mock_aws) for the test."""
+    with mock_aws():
+        _clear_container_caches()
+        yield
+    _clear_container_caches()
+
+
+@pytest.fixture
+def tables(moto: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The template's tables created in moto; their names are in the environment, as in Lambda."""
+    client = boto3.client("dynamodb")
+    names = {}
+    for variable, logical_id in TABLES.items():
+        name = f"test-{logical_id}"
+        client.create_table(**create_table_arguments(logical_id, name))
+        monkeypatch.setenv(variable, name)
+        names[variable] = name
+    _clear_container_caches()
+    return names
