@@ -1,10 +1,13 @@
 """Fixtures shared by every test layer: moto with tables made from template.yaml, and settings."""
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.template import create_table_arguments
 from shortener import settings
@@ -46,7 +49,26 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def moto(aws_env: None) -> Iterator[None]:
+def atomic_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make each mocked AWS request atomic, as each DynamoDB request is on AWS. moto itself does
+    not serialise requests, so without this a conditional write racing another thread could pass
+    its condition check inside moto, and a concurrency test would test moto rather than our code."""
+    lock = threading.RLock()
+    process_request = BotocoreStubber.process_request
+
+    def atomic_process_request(self: BotocoreStubber, request: Any) -> Any:
+        # Only DynamoDB: an SQS long poll holding the lock would stall every other thread.
+        target = request.headers.get("X-Amz-Target") or b""
+        if not (target.decode() if isinstance(target, bytes) else target).startswith("DynamoDB"):
+            return process_request(self, request)
+        with lock:
+            return process_request(self, request)
+
+    monkeypatch.setattr(BotocoreStubber, "process_request", atomic_process_request)
+
+
+@pytest.fixture
+def moto(aws_env: None, atomic_requests: None) -> Iterator[None]:
     """An in-process moto (mock_aws) for the test."""
     with mock_aws():
         _clear_container_caches()
