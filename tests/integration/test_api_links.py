@@ -6,36 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.api import call, get_code, post_json
 from tests.support.events import api_event
-
-
-class FakeContext:
-    function_name = "api"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:api"
-    aws_request_id = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
-
-@pytest.fixture
-def api(tables: dict[str, str]) -> ModuleType:
-    from functions.api import app
-
-    app.links.cache_clear()
-    app.apple_app_site_association.cache_clear()
-    return app
-
-
-def call(api: ModuleType, event: dict[str, Any]) -> dict[str, Any]:
-    return api.lambda_handler(event, FakeContext())
-
-
-def post_json(api: ModuleType, payload: dict[str, Any]) -> dict[str, Any]:
-    return call(
-        api, api_event("POST", "/", body=json.dumps(payload), headers={"Content-Type": "application/json"})
-    )
 
 
 def test_post_creates_a_link_that_redirects(api: ModuleType) -> None:
@@ -109,7 +81,7 @@ def test_form_post_is_accepted(api: ModuleType) -> None:
 
 def test_unknown_and_malformed_codes_are_404(api: ModuleType) -> None:
     for code in ("zzzz", "a.b", "x" * 80):
-        answer = call(api, api_event("GET", f"/{code}", resource="/{code}", path_parameters={"code": code}))
+        answer = get_code(api, code)
         assert answer["statusCode"] == 404
 
 

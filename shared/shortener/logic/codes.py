@@ -40,31 +40,89 @@ RESERVED_WORDS = frozenset(
 DEFAULT_ALPHABET = "kR3uXoTbV8Lq1NjZmWf6yHcE0SgAiP4rD9hKszCnYe7GwQa2vMBtJ5dOlFxIUp"
 
 
+# Ids below 2**17 give 4-character codes; each later power-of-two band is permuted on its own, so
+# codes grow with the counter instead of starting long.
+_FIRST_BAND_BITS = 17
+_FEISTEL_ROUNDS = 4
+
+
+class IdPermutation:
+    """A keyed bijection on the non-negative integers that keeps each band [2**k, 2**(k+1)) (and
+    [0, 2**17)) in itself: a balanced Feistel network over the band's bits, with cycle-walking for
+    odd widths. Neighbouring ids come out unrelated, so codes cannot be guessed by counting."""
+
+    def __init__(self, key: str) -> None:
+        self._key = hashlib.blake2b(key.encode(), digest_size=32).digest()
+
+    def forward(self, number: int) -> int:
+        base, bits = self._band(number)
+        return base + self._walk(number - base, bits, inverse=False)
+
+    def inverse(self, number: int) -> int:
+        base, bits = self._band(number)
+        return base + self._walk(number - base, bits, inverse=True)
+
+    @staticmethod
+    def _band(number: int) -> tuple[int, int]:
+        if number < 1 << _FIRST_BAND_BITS:
+            return 0, _FIRST_BAND_BITS
+        bits = number.bit_length() - 1
+        return 1 << bits, bits
+
+    def _walk(self, value: int, bits: int, *, inverse: bool) -> int:
+        half = (bits + 1) // 2
+        while True:
+            value = self._feistel(value, half, inverse=inverse)
+            if value < 1 << bits:
+                return value
+
+    def _feistel(self, value: int, half: int, *, inverse: bool) -> int:
+        mask = (1 << half) - 1
+        left, right = value >> half, value & mask
+        rounds = range(_FEISTEL_ROUNDS - 1, -1, -1) if inverse else range(_FEISTEL_ROUNDS)
+        for round_number in rounds:
+            if inverse:
+                left, right = right ^ self._round(round_number, left, half), left
+            else:
+                left, right = right, left ^ self._round(round_number, right, half)
+        return (left << half) | right
+
+    def _round(self, round_number: int, value: int, half: int) -> int:
+        digest = hashlib.blake2b(
+            f"{round_number}:{half}:{value}".encode(), key=self._key, digest_size=16
+        ).digest()
+        return int.from_bytes(digest) & ((1 << half) - 1)
+
+
 class CodeGenerator:
-    """Turns counter ids into codes: at least 4 characters, neighbouring ids give unrelated codes,
-    offensive words and reserved route words never appear (sqids skips them)."""
+    """Turns counter ids into codes: at least 4 characters, neighbouring ids give unrelated codes
+    (a keyed permutation, then sqids), offensive words never appear and reserved route words are
+    never a whole code (sqids skips them)."""
 
     def __init__(self, alphabet: str = "") -> None:
+        alphabet = alphabet or DEFAULT_ALPHABET
+        self._permutation = IdPermutation(alphabet)
         self._sqids = Sqids(
-            alphabet=alphabet or DEFAULT_ALPHABET,
+            alphabet=alphabet,
             min_length=MIN_GENERATED_LENGTH,
             blocklist=sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS),
         )
 
     def encode(self, link_id: int) -> str:
         """The code of counter id ``link_id`` (a positive integer)."""
-        return self._sqids.encode([link_id])
+        return self._sqids.encode([self._permutation.forward(link_id)])
 
     def id_of(self, code: str) -> int | None:
         """The counter id that generates exactly ``code``, or None when no id ever would. Custom and
         hash codes that fall in the generated space must be reserved against the counter."""
         try:
             numbers = self._sqids.decode(code)
+            if len(numbers) != 1 or self._sqids.encode(numbers) != code:
+                return None
         except (ValueError, IndexError):
             return None
-        if len(numbers) != 1 or numbers[0] < 1:
-            return None
-        return numbers[0] if self._sqids.encode(numbers) == code else None
+        link_id = self._permutation.inverse(numbers[0])
+        return link_id if link_id >= 1 else None
 
 
 @lru_cache(maxsize=4)
