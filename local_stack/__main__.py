@@ -1,0 +1,171 @@
+"""`python -m local_stack` (`make run`): the whole system on this machine, in the foreground."""
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
+from local_stack.intrinsics import IntrinsicError
+from local_stack.stack import LocalStack, StackOptions
+from local_stack.template import PROJECT_ROOT, TemplateError
+
+READY_PREFIX = "READY "
+
+
+def parse_args(argv: list[str] | None = None) -> StackOptions:
+    """StackOptions from the command line."""
+    defaults = StackOptions()
+    parser = argparse.ArgumentParser(
+        prog="python -m local_stack",
+        description="Run the template's whole system on loopback: embedded AWS (moto), the REST API, "
+        "the functions, schedules and alarms. No AWS account, no Docker.",
+    )
+    parser.add_argument("--api-port", type=int, default=defaults.api_port, help="REST API port (0: any free)")
+    parser.add_argument(
+        "--aws-port", type=int, default=defaults.aws_port, help="embedded AWS port (0: any free)"
+    )
+    parser.add_argument("--lambda-port", type=int, default=defaults.lambda_port, help="Lambda endpoint port")
+    parser.add_argument(
+        "--data-dir", type=Path, default=defaults.data_dir, help="where state survives restarts"
+    )
+    parser.add_argument("--no-persist", action="store_true", help="start empty and save nothing on stop")
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=defaults.time_scale,
+        help="speed-up of schedules and alarm periods",
+    )
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="override a template parameter"
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="FAULT",
+        help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05 or "
+        "raise-in=PollerFunction:0.1",
+    )
+    parser.add_argument("--template", type=Path, default=defaults.template_path, help="the SAM template")
+    parser.add_argument("--stack-name", default=defaults.stack_name, help="prefix of the resources' names")
+    parser.add_argument("--region", default=defaults.region)
+    parser.add_argument(
+        "--max-concurrency", type=int, default=defaults.max_concurrency, help="workers per function at most"
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    args = parser.parse_args(argv)
+    if args.time_scale <= 0:
+        parser.error("--time-scale must be positive")
+    try:
+        params = dict(_key_value(item) for item in args.param)
+        faults = parse_faults(args.fault)
+    except (ValueError, FaultError) as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # moto's server logs every AWS call; the functions' own logs say more.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    return StackOptions(
+        template_path=args.template,
+        stack_name=args.stack_name,
+        region=args.region,
+        api_port=args.api_port,
+        aws_port=args.aws_port,
+        lambda_port=args.lambda_port,
+        data_dir=args.data_dir,
+        persist=not args.no_persist,
+        time_scale=args.time_scale,
+        params=params,
+        faults=faults,
+        max_concurrency=args.max_concurrency,
+    )
+
+
+def _key_value(item: str) -> tuple[str, str]:
+    key, separator, value = item.partition("=")
+    if not separator or not key:
+        raise ValueError(f"--param {item}: expected KEY=VALUE")
+    return key, value
+
+
+def banner(stack: LocalStack) -> str:
+    """What a person sees once the stack is up."""
+    assert stack.resources is not None
+    options, resources = stack.options, stack.resources
+    data_dir = _shown(options.data_dir)
+    restored = stack.report.restored
+    lines = [
+        f"Local stack of {_shown(options.template_path)}: stack {options.stack_name}, {options.region}, "
+        f"time x{options.time_scale:g}",
+        "",
+        f"  API          {stack.api_url}",
+        f"  AWS          {stack.aws_endpoint}   (AWS_ENDPOINT_URL for boto3 / aws --endpoint-url; any keys)",
+        f"  Lambda       {stack.lambda_endpoint}   (Invoke API)",
+    ]
+    if options.persist:
+        state = f"restored {restored.items} items, {restored.messages} messages" if restored else "empty"
+        lines.append(f"  Data         {data_dir}   ({state})")
+    lines += ["", "Resources:"]
+    template = resources.template["Resources"]
+    for logical_id, name in resources.names.items():
+        lines.append(f"  {logical_id:<30} {template[logical_id]['Type']:<28} {name}")
+    lines += [f"  ! {warning}" for warning in stack.report.warnings]
+    if options.faults.throttles or options.faults.raise_in or options.faults.crash_in:
+        lines.append(f"Faults: {options.faults}")
+    lines += [
+        "",
+        "Try:",
+        f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json' -d '{{\"url\": \"https://example.com/\"}}'",
+        "  shortener shorten https://example.com/",
+        f"  open {stack.api_url} in a browser",
+        "",
+        "Ctrl-C stops" + (f" (state saved to {data_dir})." if options.persist else "."),
+    ]
+    return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT)) + ("/" if path.is_dir() else "")
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start, print the banner and the READY line, run until SIGINT or SIGTERM, stop cleanly."""
+    options = parse_args(argv)
+    stop = threading.Event()
+
+    def request_stop(signum: int, _: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    stack = LocalStack(options)
+    try:
+        stack.start()
+    except (TemplateError, IntrinsicError, OSError) as exc:
+        print(f"local stack: {exc}", file=sys.stderr)
+        return 1
+    print(banner(stack), flush=True)
+    # One machine-readable line for test harnesses and scripts.
+    print(READY_PREFIX + json.dumps(stack.ready_info()), flush=True)
+    while not stop.wait(0.5):
+        pass
+    print("Stopping...", flush=True)
+    summary = stack.stop()
+    if summary is not None:
+        print(
+            f"Saved {summary.items} items and {summary.messages} messages to {_shown(options.data_dir)}",
+            flush=True,
+        )
+    print("Stopped.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""API Gateway, locally: the template's REST API served on loopback, each request turned into a
+proxy event (the shape `sam local generate-event apigateway aws-proxy` prints) for the function the
+route integrates, and its answer turned back into HTTP."""
+
+import base64
+import fnmatch
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
+
+log = logging.getLogger(__name__)
+
+STAGE = "local"
+_FUNCTION_IN_URI = re.compile(r"/functions/arn:[^/]*:function:(?P<name>[^/:]+)(:[^/]*)?/invocations")
+_ANY_METHOD = "x-amazon-apigateway-any-method"
+_HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
+# Segment kinds, most specific first: API Gateway prefers /jobs/x over /{code} over /{proxy+}.
+_LITERAL, _PARAMETER, _GREEDY = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Route:
+    """One method of one resource path, and the function it integrates."""
+
+    resource: str
+    method: str
+    function: str
+
+    @property
+    def segments(self) -> list[str]:
+        return _segments(self.resource)
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        """The path parameters when ``method path`` is this route, else None."""
+        if self.method not in ("ANY", method):
+            return None
+        parts, parameters = _segments(path), {}
+        for index, segment in enumerate(self.segments):
+            if segment.endswith("+}"):
+                if index >= len(parts):
+                    return None
+                parameters[segment[1:-2]] = "/".join(parts[index:])
+                return parameters
+            if index >= len(parts):
+                return None
+            if segment.startswith("{"):
+                parameters[segment[1:-1]] = parts[index]
+            elif segment != parts[index]:
+                return None
+        return parameters if len(parts) == len(self.segments) else None
+
+    def specificity(self) -> tuple[int, ...]:
+        return tuple(
+            _GREEDY if s.endswith("+}") else _PARAMETER if s.startswith("{") else _LITERAL
+            for s in self.segments
+        )
+
+
+def routes_from_swagger(body: dict[str, Any]) -> list[Route]:
+    """The routes of a RestApi's (SAM-generated, resolved) OpenAPI body."""
+    routes = []
+    for resource, methods in body.get("paths", {}).items():
+        for method, operation in methods.items():
+            if not isinstance(operation, dict):
+                continue
+            uri = operation.get("x-amazon-apigateway-integration", {}).get("uri", "")
+            if found := _FUNCTION_IN_URI.search(str(uri)):
+                verb = "ANY" if method == _ANY_METHOD else method.upper()
+                routes.append(Route(resource, verb, found["name"]))
+    return routes
+
+
+def binary_media_types(properties: dict[str, Any]) -> list[str]:
+    """The RestApi's binary media types; the template writes "/" as "~1" (JSON pointer style)."""
+    body = properties.get("Body", {})
+    types = body.get("x-amazon-apigateway-binary-media-types") or properties.get("BinaryMediaTypes", [])
+    return [media_type.replace("~1", "/") for media_type in types]
+
+
+def find_route(routes: Iterable[Route], method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    """The most specific route for ``method path`` and its path parameters."""
+    matches = [(route, params) for route in routes if (params := route.match(method, path)) is not None]
+    if not matches:
+        return None
+    return min(matches, key=lambda match: (match[0].specificity(), match[0].method == "ANY"))
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """What arrived over HTTP, before API Gateway turns it into an event."""
+
+    method: str
+    target: str  # path and query string, as sent
+    headers: list[tuple[str, str]]
+    body: bytes
+    source_ip: str
+    port: int
+
+
+def proxy_event(
+    request: HttpRequest, route: Route, path_parameters: dict[str, str], binary_types: list[str], api_id: str
+) -> dict[str, Any]:
+    """The REST API proxy event API Gateway would send for ``request``."""
+    split = urlsplit(request.target)
+    path = unquote(split.path) or "/"
+    headers = [
+        *((k, v) for k, v in request.headers if k.lower() not in ("x-forwarded-proto", "x-forwarded-port")),
+        ("X-Forwarded-Proto", "http"),
+        ("X-Forwarded-Port", str(request.port)),
+    ]
+    if not any(k.lower() == "x-forwarded-for" for k, _ in headers):
+        headers.append(("X-Forwarded-For", request.source_ip))
+    query = parse_qsl(split.query, keep_blank_values=True)
+    content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+    is_binary = bool(request.body) and _is_binary(content_type, binary_types)
+    body: str | None = None
+    if request.body:
+        body = (
+            base64.b64encode(request.body).decode() if is_binary else request.body.decode("utf-8", "replace")
+        )
+    now = datetime.now(UTC)
+    user_agent = next((v for k, v in headers if k.lower() == "user-agent"), None)
+    host = next((v for k, v in headers if k.lower() == "host"), "")
+    return {
+        "body": body,
+        "resource": route.resource,
+        "path": path,
+        "httpMethod": request.method,
+        "isBase64Encoded": is_binary,
+        "queryStringParameters": dict(query) or None,
+        "multiValueQueryStringParameters": _multi(query) or None,
+        "pathParameters": path_parameters or None,
+        "stageVariables": None,
+        "headers": dict(headers),
+        "multiValueHeaders": _multi(headers),
+        "requestContext": {
+            "accountId": ACCOUNT_ID,
+            "resourceId": uuid.uuid5(uuid.NAMESPACE_URL, route.resource).hex[:6],
+            "stage": STAGE,
+            "requestId": str(uuid.uuid4()),
+            "extendedRequestId": str(uuid.uuid4()),
+            "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "requestTimeEpoch": int(now.timestamp() * 1000),
+            "identity": {
+                "cognitoIdentityPoolId": None,
+                "accountId": None,
+                "cognitoIdentityId": None,
+                "caller": None,
+                "accessKey": None,
+                "sourceIp": request.source_ip,
+                "cognitoAuthenticationType": None,
+                "cognitoAuthenticationProvider": None,
+                "userArn": None,
+                "userAgent": user_agent,
+                "user": None,
+            },
+            # Served at the root, like a custom domain mapped to the stage: no stage in the path.
+            "path": path,
+            "resourcePath": route.resource,
+            "httpMethod": request.method,
+            "apiId": api_id,
+            "domainName": host.split(":", 1)[0],
+            "protocol": "HTTP/1.1",
+        },
+    }
+
+
+def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """(status, headers, body) for a proxy integration's answer; a malformed answer is a 502,
+    as API Gateway gives."""
+    if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int):
+        return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
+    headers: list[tuple[str, str]] = []
+    for key, values in (result.get("multiValueHeaders") or {}).items():
+        headers += [(key, str(value)) for value in values]
+    listed = {key.lower() for key, _ in headers}
+    headers += [(k, str(v)) for k, v in (result.get("headers") or {}).items() if k.lower() not in listed]
+    headers = [(k, v) for k, v in headers if k.lower() not in _HOP_BY_HOP]
+    body = result.get("body") or ""
+    raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    if not any(k.lower() == "content-type" for k, _ in headers):
+        headers.append(("Content-Type", "application/json"))
+    return result["statusCode"], headers, raw
+
+
+class ApiGateway(ThreadingHTTPServer):
+    """The REST API on loopback."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(
+        self, routes: list[Route], binary_types: list[str], runtime: LambdaRuntime, api_id: str, port: int
+    ) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.routes = routes
+        self.binary_types = binary_types
+        self.runtime = runtime
+        self.api_id = api_id
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+    def handle_request_of(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Route, invoke, answer."""
+        path = urlsplit(request.target).path or "/"
+        found = find_route(self.routes, request.method, unquote(path))
+        if found is None:
+            status, headers, body = _gateway_error(HTTPStatus.FORBIDDEN, "Missing Authentication Token")
+            return status, [*headers, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")], body
+        route, parameters = found
+        event = proxy_event(request, route, parameters, self.binary_types, self.api_id)
+        try:
+            invocation = self.runtime.invoke(route.function, event)
+        except FunctionThrottledError:
+            return _gateway_error(HTTPStatus.TOO_MANY_REQUESTS, "Too Many Requests")
+        if invocation.error is not None:
+            if invocation.error.get("errorType") == "Sandbox.Timedout":
+                return _gateway_error(HTTPStatus.GATEWAY_TIMEOUT, "Endpoint request timed out")
+            log.error("%s %s: %s", route.function, invocation.error.get("errorType"), invocation.error)
+            return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
+        return http_response(invocation.result)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ApiGateway
+    protocol_version = "HTTP/1.1"
+
+    def _handle(self) -> None:
+        started = time.monotonic()
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=body,
+            source_ip=self.client_address[0],
+            port=self.server.server_address[1],
+        )
+        status, headers, raw = self.server.handle_request_of(request)
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(raw)
+        elapsed = (time.monotonic() - started) * 1000
+        log.info('%s "%s %s" %d %.0f ms', self.client_address[0], self.command, self.path, status, elapsed)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # _handle logs each request once, with its timing
+
+
+def _segments(path: str) -> list[str]:
+    stripped = path.strip("/")
+    return stripped.split("/") if stripped else []
+
+
+def _multi(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return grouped
+
+
+def _is_binary(content_type: str, binary_types: list[str]) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return any(fnmatch.fnmatch(media_type, pattern.lower()) for pattern in binary_types)
+
+
+def _gateway_error(status: HTTPStatus, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = json.dumps({"message": message}).encode()
+    return status, [("Content-Type", "application/json")], body

@@ -1,0 +1,24 @@
+"""boto3 clients for the embedded AWS (the moto server): fake credentials, one region."""
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+# moto accepts any credentials; these keep boto3 from looking for real ones.
+FAKE_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+FAKE_CREDENTIAL_ENV = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+
+
+def aws_client(service: str, endpoint_url: str, region: str) -> Any:
+    """A client for ``service`` on the embedded AWS."""
+    session = boto3.session.Session(
+        region_name=region,
+        aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
+        aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
+    )
+    return session.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=endpoint_url,
+        config=Config(retries={"mode": "standard", "max_attempts": 3}),
+    )

@@ -1,0 +1,149 @@
+"""Fault injection for tests and demos, installed by the worker bootstrap and never deployed.
+
+Faults are botocore event hooks on the default boto3 session of a function's worker process, so the
+function's own code is untouched and unaware:
+
+- ``<service>-throttle=P`` (dynamodb, sqs, lambda): each HTTP attempt to that service is answered
+  with the service's throttling error with probability P, *before* botocore's retry logic, exactly
+  as a real throttle would be; the configured retries absorb most of them, as in AWS.
+- ``raise-in=Function:P``: each AWS call made inside that function (logical id or name) raises
+  ``InjectedFault`` with probability P before anything is sent: an exception at a random point of
+  the function's work.
+- ``crash-in=Function:P``: likewise, but the execution environment dies on the spot (the process
+  exits), as on a timeout or out-of-memory: the invocation fails and nothing after it runs.
+"""
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.awsrequest import AWSResponse
+
+# (status, headers, body) of each service's throttling answer, as the service sends it.
+_THROTTLES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
+    "dynamodb": (
+        400,
+        {"Content-Type": "application/x-amz-json-1.0"},
+        {
+            "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+            "message": "The level of configured provisioned throughput for the table was exceeded.",
+        },
+    ),
+    "sqs": (
+        400,
+        {"Content-Type": "application/x-amz-json-1.0", "x-amzn-query-error": "RequestThrottled;Sender"},
+        {"__type": "com.amazonaws.sqs#RequestThrottled", "message": "Request is throttled."},
+    ),
+    "lambda": (
+        429,
+        {"Content-Type": "application/json", "x-amzn-ErrorType": "TooManyRequestsException"},
+        {"Type": "User", "message": "Rate Exceeded.", "Reason": "CallerRateLimitExceeded"},
+    ),
+}
+FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in")
+CRASH_EXIT_CODE = 137
+
+
+class FaultError(ValueError):
+    """A --fault option that does not parse."""
+
+
+class InjectedFault(RuntimeError):
+    """The exception ``raise-in`` raises inside a function."""
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Every fault the local stack was started with."""
+
+    throttles: dict[str, float] = field(default_factory=dict)
+    raise_in: dict[str, float] = field(default_factory=dict)
+    crash_in: dict[str, float] = field(default_factory=dict)
+
+    def for_function(self, logical_id: str, name: str) -> dict[str, Any]:
+        """The faults one function's workers install (JSON-serialisable, for the bootstrap)."""
+
+        def pick(table: dict[str, float]) -> float:
+            return table.get(logical_id, table.get(name, 0.0))
+
+        return {"throttles": self.throttles, "raise": pick(self.raise_in), "crash": pick(self.crash_in)}
+
+
+def parse_faults(options: list[str]) -> Faults:
+    """Faults from ``--fault`` options such as ``dynamodb-throttle=0.05`` or ``raise-in=Fn:0.1``."""
+    throttles: dict[str, float] = {}
+    raise_in: dict[str, float] = {}
+    crash_in: dict[str, float] = {}
+    for option in options:
+        kind, _, value = option.partition("=")
+        if kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
+            throttles[kind.removesuffix("-throttle")] = _probability(option, value)
+        elif kind in ("raise-in", "crash-in"):
+            function, _, probability = value.rpartition(":")
+            if not function:
+                raise FaultError(f"{option}: expected {kind}=<Function>:<probability>")
+            (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, probability)
+        else:
+            raise FaultError(f"{option}: unknown fault; known: {', '.join(FAULT_KINDS)}")
+    return Faults(throttles, raise_in, crash_in)
+
+
+def _probability(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise FaultError(f"{option}: {text!r} is not a probability") from None
+    if not 0 <= value <= 1:
+        raise FaultError(f"{option}: the probability must be between 0 and 1")
+    return value
+
+
+def install(faults: dict[str, Any], rng: random.Random | None = None) -> None:
+    """Register the hooks on the default boto3 session (every client created after this)."""
+    chance = rng or random.Random()
+    if not boto3.DEFAULT_SESSION:
+        boto3.setup_default_session()
+    events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+    for service, probability in faults.get("throttles", {}).items():
+        if probability > 0:
+            events.register(f"before-send.{service}", _throttler(service, probability, chance))
+    raise_probability, crash_probability = faults.get("raise", 0.0), faults.get("crash", 0.0)
+    if raise_probability > 0 or crash_probability > 0:
+        events.register("before-call", _saboteur(raise_probability, crash_probability, chance))
+
+
+def _throttler(service: str, probability: float, chance: random.Random) -> Any:
+    status, headers, body = _THROTTLES[service]
+
+    def throttle(request: Any, **_: Any) -> AWSResponse | None:
+        if chance.random() >= probability:
+            return None
+        # A response returned from before-send replaces the HTTP exchange; parsing and the
+        # retry handler treat it like the service's own answer.
+        return AWSResponse(request.url, status, headers, _Raw(json.dumps(body).encode()))  # type: ignore[arg-type]
+
+    return throttle
+
+
+def _saboteur(raise_probability: float, crash_probability: float, chance: random.Random) -> Any:
+    def sabotage(event_name: str, **_: Any) -> None:
+        operation = event_name.removeprefix("before-call.")
+        if chance.random() < crash_probability:
+            os._exit(CRASH_EXIT_CODE)
+        if chance.random() < raise_probability:
+            raise InjectedFault(f"Injected fault (raise-in) before {operation}")
+
+    return sabotage
+
+
+class _Raw:
+    """The slice of urllib3's response that AWSResponse reads."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_: Any, **__: Any) -> Any:
+        yield self._body

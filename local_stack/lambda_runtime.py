@@ -1,0 +1,330 @@
+"""Lambda, locally: each function runs in worker processes (its execution environments), with its
+own environment from the template, warm workers reused, concurrent invocations in parallel.
+
+Separate processes, not threads, because functions differ in environment variables and keep
+module-level caches, exactly as separate Lambda containers do."""
+
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.resources import FunctionSpec
+from local_stack.template import PROJECT_ROOT
+
+log = logging.getLogger(__name__)
+
+# Lambda gives a function's init phase 10 s; imports on a busy laptop can take longer.
+_INIT_TIMEOUT_SECONDS = 30.0
+# Lambda retries a failed asynchronous invocation twice, one and then two minutes later.
+_ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
+_KILL_GRACE_SECONDS = 2.0
+_INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+
+
+class FunctionThrottledError(Exception):
+    """Every execution environment of the function is busy (Lambda's TooManyRequestsException)."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The outcome of one invocation: a result, or an error in Lambda's error shape."""
+
+    request_id: str
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def payload(self) -> bytes:
+        """What Lambda's Invoke API returns as the response payload."""
+        body = self.error if self.error is not None else self.result
+        if self.error is not None:
+            body = {**self.error, "requestId": self.request_id}
+        return json.dumps(body).encode()
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """What every worker shares: the endpoints it talks to and the knobs of the local stack."""
+
+    aws_endpoint: str
+    lambda_endpoint: str
+    region: str
+    max_concurrency: int = 16
+    time_scale: float = 1.0
+    async_retries: int = 2
+    faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class Worker:
+    """One execution environment: a process that imported the handler and waits for events."""
+
+    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings) -> None:
+        self.spec = spec
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [
+                sys.executable,
+                "-m",
+                "local_stack.bootstrap",
+                spec.handler,
+                json.dumps(settings.faults.get(spec.logical_id, {})),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=spec.code_dir,
+            env=worker_environment(spec, settings),
+            # Its own session: Ctrl-C reaches the local stack, which then stops workers in order.
+            start_new_session=True,
+            text=True,
+            encoding="utf-8",
+        )
+        ready = self._read(_INIT_TIMEOUT_SECONDS)
+        if ready is None or "init_error" in ready:
+            self.kill()
+            error = (ready or {}).get("init_error") or {"errorMessage": "The worker did not start"}
+            raise WorkerInitError(error)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def invoke(self, event: Any, request_id: str, invoked_arn: str) -> Invocation:
+        """Run one event; a timeout kills the environment, as Lambda does."""
+        timeout = self.spec.timeout_seconds
+        request = {
+            "request_id": request_id,
+            "event": event,
+            "deadline": time.time() + timeout,
+            "invoked_function_arn": invoked_arn,
+        }
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", "The worker is gone"))
+        answer = self._read(timeout + 1.0)
+        if answer is None:
+            timed_out = self.alive
+            self.kill()
+            if timed_out:
+                message = f"Task timed out after {timeout:.2f} seconds"
+                return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
+            code = self.process.returncode
+            message = f"Runtime exited with error: exit status {code}"
+            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", message))
+        return Invocation(request_id, result=answer.get("result"), error=answer.get("error"))
+
+    def kill(self) -> None:
+        """Stop the process: politely, then for sure."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(_KILL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        try:
+            readable, _, _ = select.select([stdout], [], [], timeout)
+        except (OSError, ValueError):
+            return None
+        line = stdout.readline() if readable else ""
+        return json.loads(line) if line else None
+
+
+class WorkerInitError(Exception):
+    """The handler could not be imported (Lambda's Runtime.ImportModuleError and friends)."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("errorMessage"))
+        self.error = error
+
+
+class FunctionPool:
+    """The execution environments of one function: warm ones reused, new ones up to a cap."""
+
+    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings) -> None:
+        self.spec = spec
+        self._settings = settings
+        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def invoke(self, event: Any, slot_timeout: float | None) -> Invocation:
+        """Run ``event`` on a warm worker, or a new one; wait at most ``slot_timeout`` for a slot."""
+        request_id = str(uuid.uuid4())
+        if not self._slots.acquire(timeout=slot_timeout):
+            raise FunctionThrottledError(self.spec.name)
+        try:
+            try:
+                worker = self._take_worker()
+            except WorkerInitError as exc:
+                return Invocation(request_id, error={**exc.error, "errorType": "Runtime.ImportModuleError"})
+            invocation = worker.invoke(event, request_id, self.spec.arn)
+            self._give_back(worker)
+            return invocation
+        finally:
+            self._slots.release()
+
+    def warm_up(self) -> None:
+        """Start one environment ahead of the first request (a provisioned-concurrency of one)."""
+        try:
+            worker = self._take_worker()
+        except WorkerInitError as exc:
+            log.warning("%s failed to start: %s", self.spec.logical_id, exc)
+            return
+        self._give_back(worker)
+
+    def close(self) -> None:
+        """Kill every worker, busy or not."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._all)
+            self._idle.clear()
+        for worker in workers:
+            worker.kill()
+
+    def _take_worker(self) -> Worker:
+        with self._lock:
+            if self._closed:
+                raise WorkerInitError({"errorMessage": "The local stack is stopping"})
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive:
+                    return worker
+                self._all.discard(worker)
+        worker = Worker(self.spec, self._settings)
+        with self._lock:
+            self._all.add(worker)
+            closed = self._closed
+        if closed:
+            worker.kill()
+            raise WorkerInitError({"errorMessage": "The local stack is stopping"})
+        return worker
+
+    def _give_back(self, worker: Worker) -> None:
+        with self._lock:
+            if worker.alive and not self._closed:
+                self._idle.append(worker)
+                return
+            self._all.discard(worker)
+        worker.kill()
+
+
+class LambdaRuntime:
+    """Invokes the template's functions by name, synchronously or in the background."""
+
+    def __init__(self, functions: Mapping[str, FunctionSpec], settings: RuntimeSettings) -> None:
+        self._settings = settings
+        self._pools = {spec.name: FunctionPool(spec, settings) for spec in functions.values()}
+        self._stopping = threading.Event()
+        self._threads: set[threading.Thread] = set()
+        self._threads_lock = threading.Lock()
+
+    def function(self, name_or_arn: str) -> FunctionSpec | None:
+        """The function that a name, an ARN or a partial ARN designates."""
+        name = name_or_arn.split(":function:", 1)[-1].split(":", 1)[0]
+        pool = self._pools.get(name)
+        return pool.spec if pool else None
+
+    def invoke(self, name: str, event: Any, slot_timeout: float | None = 10.0) -> Invocation:
+        """RequestResponse: run and wait for the outcome."""
+        return self._pools[name].invoke(event, slot_timeout)
+
+    def invoke_async(self, name: str, event: Any) -> str:
+        """Event: queue the invocation and return at once; failures are retried like Lambda's."""
+        request_id = str(uuid.uuid4())
+        thread = threading.Thread(
+            target=self._run_async, args=(name, event), name=f"async-{name}-{request_id[:8]}", daemon=True
+        )
+        with self._threads_lock:
+            self._threads.add(thread)
+        thread.start()
+        return request_id
+
+    def warm_up(self, names: list[str]) -> None:
+        """Start one environment of each named function, in parallel."""
+        threads = [threading.Thread(target=self._pools[name].warm_up, daemon=True) for name in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(_INIT_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        """Stop accepting work and kill every worker, even those mid-invocation."""
+        self._stopping.set()
+        for pool in self._pools.values():
+            pool.close()
+
+    def _run_async(self, name: str, event: Any) -> None:
+        try:
+            delays = _ASYNC_RETRY_DELAYS_SECONDS[: self._settings.async_retries]
+            for attempt in range(len(delays) + 1):
+                if self._stopping.is_set():
+                    return
+                # Asynchronous events wait in Lambda's queue while the function is at its limit.
+                invocation = self._pools[name].invoke(event, slot_timeout=None)
+                if invocation.error is None or self._stopping.is_set():
+                    return
+                log.warning(
+                    "%s failed (%s: %s), attempt %d",
+                    name,
+                    invocation.error.get("errorType"),
+                    invocation.error.get("errorMessage"),
+                    attempt + 1,
+                )
+                if attempt < len(delays) and self._stopping.wait(delays[attempt] / self._settings.time_scale):
+                    return
+        finally:
+            with self._threads_lock:
+                self._threads.discard(threading.current_thread())
+
+
+def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[str, str]:
+    """A worker's environment: the function's variables from the template, then what Lambda
+    itself sets (which a function cannot override), then the local endpoints."""
+    python_path = [str(spec.code_dir), *(str(layer) for layer in spec.layer_dirs), str(PROJECT_ROOT)]
+    inherited = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ}
+    return {
+        **inherited,
+        **spec.environment,
+        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{uuid.uuid4().hex}",
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+        "AWS_REGION": settings.region,
+        "AWS_DEFAULT_REGION": settings.region,
+        "LAMBDA_TASK_ROOT": str(spec.code_dir),
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "PYTHONUNBUFFERED": "1",
+        "TZ": "UTC",
+        **FAKE_CREDENTIAL_ENV,
+        "AWS_ENDPOINT_URL": settings.aws_endpoint,
+        "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
+        # There is no X-Ray daemon on this machine.
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+
+
+def _runtime_error(error_type: str, message: str) -> dict[str, Any]:
+    return {"errorType": error_type, "errorMessage": message, "stackTrace": []}

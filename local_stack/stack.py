@@ -1,0 +1,205 @@
+"""The local stack as one object: start everything in order, stop it in reverse."""
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moto.server import ThreadedMotoServer
+
+from local_stack import persistence
+from local_stack.alarms import AlarmEvaluator, alarm_specs
+from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.faults import Faults
+from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.lambda_endpoint import LambdaEndpoint
+from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
+from local_stack.resources import REST_API, Resources, create_resources, name_resources
+from local_stack.schedules import Scheduler, schedules_of
+from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """Everything `python -m local_stack` can be told."""
+
+    template_path: Path = TEMPLATE_PATH
+    stack_name: str = "shortener-local"
+    region: str = "us-east-1"
+    api_port: int = 3000
+    aws_port: int = 3001
+    lambda_port: int = 0
+    data_dir: Path = PROJECT_ROOT / ".local-stack"
+    persist: bool = True
+    time_scale: float = 1.0
+    params: dict[str, str] = field(default_factory=dict)
+    faults: Faults = field(default_factory=Faults)
+    max_concurrency: int = 16
+    async_retries: int = 2
+
+
+@dataclass
+class StartReport:
+    """What start() did, for the banner."""
+
+    restored: persistence.SnapshotSummary | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class LocalStack:
+    """The embedded AWS, the functions, the API, the schedules and the alarms, on loopback."""
+
+    def __init__(self, options: StackOptions) -> None:
+        self.options = options
+        self.resources: Resources | None = None
+        self.report = StartReport()
+        self._moto: ThreadedMotoServer | None = None
+        self._lambda_endpoint: LambdaEndpoint | None = None
+        self._runtime: LambdaRuntime | None = None
+        self._api: ApiGateway | None = None
+        self._background: list[Any] = []
+        self._servers: list[threading.Thread] = []
+
+    @property
+    def api_url(self) -> str:
+        assert self._api is not None
+        return self._api.url
+
+    @property
+    def aws_endpoint(self) -> str:
+        assert self._moto is not None
+        host, port = self._moto.get_host_and_port()
+        return f"http://{host}:{port}"
+
+    @property
+    def lambda_endpoint(self) -> str:
+        assert self._lambda_endpoint is not None
+        return self._lambda_endpoint.url
+
+    def start(self) -> None:
+        """Start every part; on failure, stop what was started and re-raise."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop(save=False)
+            raise
+
+    def _start(self) -> None:
+        options = self.options
+        self._moto = ThreadedMotoServer(ip_address=LOOPBACK, port=options.aws_port, verbose=False)
+        self._moto.start()
+        template = load_template(options.template_path)
+        expanded = expand_sam(template, options.stack_name, options.region)
+        resolver = Resolver(
+            parameters=parameter_values(expanded.get("Parameters", {}), options.params),
+            region=options.region,
+            stack_name=options.stack_name,
+            conditions=expanded.get("Conditions", {}),
+            mappings=expanded.get("Mappings", {}),
+        )
+        resources = name_resources(expanded, resolver, self.aws_endpoint, options.region)
+        self.resources = resources
+        for logical_id, reason in _skipped(resources).items():
+            self.report.warnings.append(f"{logical_id} is not running: {reason}")
+            log.warning("%s is not running: %s", logical_id, reason)
+
+        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port)
+        self._runtime = LambdaRuntime(
+            resources.functions,
+            RuntimeSettings(
+                aws_endpoint=self.aws_endpoint,
+                lambda_endpoint=self._lambda_endpoint.url,
+                region=options.region,
+                max_concurrency=options.max_concurrency,
+                time_scale=options.time_scale,
+                async_retries=options.async_retries,
+                faults={
+                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
+                    for spec in resources.functions.values()
+                },
+            ),
+        )
+        self._lambda_endpoint.runtime = self._runtime
+        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+
+        create_resources(resources, self._lambda_endpoint.sns_url)
+        if options.persist:
+            self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
+
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port)
+        self._runtime.warm_up(sorted({route.function for route in routes}))
+        self._serve(self._api.serve_forever, "api-gateway")
+
+        scheduler = Scheduler(
+            schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
+        )
+        evaluator = AlarmEvaluator(
+            alarm_specs(resources), self.aws_endpoint, options.region, options.time_scale
+        )
+        for part in (scheduler, evaluator):
+            part.start()
+            self._background.append(part)
+
+    def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
+        """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
+        if self._api is not None:
+            self._api.shutdown()
+            self._api.server_close()
+            self._api = None
+        for part in self._background:
+            part.stop()
+        self._background.clear()
+        if self._runtime is not None:
+            self._runtime.stop()
+        summary = None
+        if save and self.options.persist and self.resources is not None and self._moto is not None:
+            summary = persistence.save_snapshot(self.resources, self.options.data_dir)
+        if self._lambda_endpoint is not None:
+            self._lambda_endpoint.shutdown()
+            self._lambda_endpoint.server_close()
+            self._lambda_endpoint = None
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+        return summary
+
+    def ready_info(self) -> dict[str, Any]:
+        """What a program needs to drive the stack (printed as the READY line)."""
+        assert self.resources is not None
+        return {
+            "api_url": self.api_url,
+            "aws_endpoint": self.aws_endpoint,
+            "lambda_endpoint": self.lambda_endpoint,
+            "region": self.options.region,
+            "data_dir": str(self.options.data_dir),
+            "resources": self.resources.names,
+        }
+
+    def _serve(self, serve_forever: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=serve_forever, name=name, daemon=True)
+        thread.start()
+        self._servers.append(thread)
+
+    @staticmethod
+    def _api_definition(resources: Resources) -> tuple[list[Route], list[str], str]:
+        apis = resources.of_type(REST_API)
+        routes: list[Route] = []
+        binary_types: list[str] = []
+        for properties in apis.values():
+            routes += routes_from_swagger(properties.get("Body", {}))
+            binary_types += binary_media_types(properties)
+        running = {spec.name for spec in resources.functions.values()}
+        api_id = resources.physical_id(next(iter(apis))) if apis else "local"
+        return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _skipped(resources: Resources) -> dict[str, str]:
+    _ = resources.functions  # finding the functions records the skipped ones
+    return resources.skipped_functions
