@@ -20,8 +20,14 @@ from shortener.observability import logger, metrics, tracer
 from shortener.services import link_service
 from shortener.settings import api_settings
 
+try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
+    from bulk import router as bulk_router
+except ModuleNotFoundError:
+    from functions.api.bulk import router as bulk_router
+
 app = APIGatewayRestResolver(enable_validation=True)
 _HERE = Path(__file__).parent
+app.include_router(bulk_router)
 
 
 @lru_cache(maxsize=1)

@@ -73,6 +73,13 @@ class ApiSettings(TablesMixin, LinksMixin):
     }
     # Below API Gateway's 10 MB cap and Lambda's 6 MB synchronous payload (base64 adds a third).
     MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
+    # Rows per upload: bounds the messages one request sends within the API's 29 s.
+    MAX_UPLOAD_ROWS: int = Field(default=100_000, ge=1)
+    # Rows packed into one SQS message, by count and by bytes of row text: far below the 256 KiB
+    # of a SendMessageBatch call, and a chunk item of one message far below DynamoDB's 400 KB.
+    BULK_ROWS_PER_MESSAGE: int = Field(default=250, ge=1, le=1000)
+    BULK_MESSAGE_BYTES: int = Field(default=64_000, ge=1024, le=200_000)
+    JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
 
 
 class PollerSettings(TablesMixin, LinksMixin):
@@ -81,6 +88,13 @@ class PollerSettings(TablesMixin, LinksMixin):
     # Stop polling and re-invoke when less than this is left of the invocation.
     REINVOKE_MARGIN_SECONDS: float = Field(default=30, ge=1)
     RECEIVE_WAIT_SECONDS: int = Field(default=20, ge=0, le=20)
+    # Long work refreshes the heartbeat this often, far inside the restarter's stale threshold.
+    HEARTBEAT_INTERVAL_SECONDS: float = Field(default=30, gt=0)
+    # Metrics are written this often (Powertools flushes only when the handler returns).
+    METRICS_FLUSH_SECONDS: float = Field(default=60, gt=0)
+    # Parallel DynamoDB writes while one message is processed.
+    WRITE_THREADS: int = Field(default=8, ge=1, le=64)
+    JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
 
 
 class LoopsMixin(_FromEnvironment):

@@ -1,0 +1,96 @@
+"""Bulk routes: CSV uploads, job status and job results. Included into the API's resolver by
+app.py; errors raised here are mapped to JSON there."""
+
+from functools import lru_cache
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from shortener import web
+from shortener.dal.jobs import JobsStore
+from shortener.dal.queue import BulkQueue
+from shortener.logic import bulk
+from shortener.models.exceptions import JobNotFoundError
+from shortener.models.jobs import Job, JobAccepted, JobStatusView
+from shortener.observability import metrics
+from shortener.settings import api_settings
+
+router = APIGatewayRouter()
+
+
+@lru_cache(maxsize=1)
+def jobs() -> JobsStore:
+    return JobsStore(api_settings().JOBS_TABLE)
+
+
+@lru_cache(maxsize=1)
+def queue() -> BulkQueue:
+    return BulkQueue()
+
+
+@router.post("/bulk")
+def upload_csv() -> Response[str]:
+    event = router.current_event
+    settings = api_settings()
+    rows = bulk.read_upload(
+        web.body_bytes(event.body, event.is_base64_encoded),
+        web.header(event.headers, "content-type"),
+        max_bytes=settings.MAX_UPLOAD_BYTES,
+        max_rows=settings.MAX_UPLOAD_ROWS,
+    )
+    job = bulk.submit_job(
+        rows,
+        jobs=jobs(),
+        queue=queue(),
+        queue_url=settings.BULK_QUEUE_URL,
+        own_host=web.request_host(event.headers),
+        options=bulk.BulkOptions(
+            rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
+            message_bytes=settings.BULK_MESSAGE_BYTES,
+            retention_days=settings.JOB_RETENTION_DAYS,
+        ),
+    )
+    metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
+    accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_base_url() + f"jobs/{job.job_id}")
+    return Response(202, content_types.APPLICATION_JSON, accepted.model_dump_json())
+
+
+@router.get("/jobs/<job_id>")
+def job_status(job_id: str) -> Response[str]:
+    job = _job(job_id)
+    view = JobStatusView(
+        job_id=job.job_id,
+        status=job.status,
+        total=job.total,
+        succeeded=job.succeeded,
+        failed=job.failed,
+        processed=job.processed,
+        created_at=job.created_at,
+        results_url=_base_url() + f"jobs/{job.job_id}/results",
+    )
+    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
+
+
+@router.get("/jobs/<job_id>/results")
+def job_results(job_id: str) -> Response[str]:
+    job = _job(job_id)
+    body = bulk.results_csv(jobs().iter_outcomes(job.job_id), _base_url())
+    return Response(
+        200,
+        "text/csv; charset=utf-8",
+        body,
+        headers={"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'},
+    )
+
+
+def _job(job_id: str) -> Job:
+    job = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None
+    if job is None:
+        raise JobNotFoundError(f"No job has the id '{job_id[:64]}'.")
+    return job
+
+
+def _base_url() -> str:
+    event = router.current_event
+    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)

@@ -1,0 +1,62 @@
+"""The poller: one loop over the bulk queue. Started (and re-invoked by itself) with a
+LoopInvocation {queue_url, token, loop_id}; the loop itself is shortener.logic.poller."""
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener.dal.jobs import JobsStore
+from shortener.dal.links import LinksStore
+from shortener.dal.loops import LoopsStore, LoopStarter
+from shortener.dal.queue import BulkQueue
+from shortener.logic.bulk import ChunkProcessor
+from shortener.logic.codes import code_generator
+from shortener.logic.poller import LoopOptions, PollLoop
+from shortener.models.loops import LoopInvocation
+from shortener.observability import logger, metrics, tracer
+from shortener.services import link_service
+from shortener.settings import poller_settings
+
+
+@lru_cache(maxsize=1)
+def poll_loop() -> PollLoop:
+    settings = poller_settings()
+    processor = ChunkProcessor(
+        LinksStore(settings.LINKS_TABLE),
+        JobsStore(settings.JOBS_TABLE),
+        link_service(settings),
+        code_generator(settings.CODE_ALPHABET),
+        settings.url_policy(),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+        retention_days=settings.JOB_RETENTION_DAYS,
+        threads=settings.WRITE_THREADS,
+    )
+    return PollLoop(
+        LoopsStore(settings.TOKENS_TABLE),
+        BulkQueue(),
+        LoopStarter(),
+        processor,
+        metrics=metrics,
+        logger=logger,
+        options=LoopOptions(
+            reinvoke_margin_seconds=settings.REINVOKE_MARGIN_SECONDS,
+            receive_wait_seconds=settings.RECEIVE_WAIT_SECONDS,
+            heartbeat_interval_seconds=settings.HEARTBEAT_INTERVAL_SECONDS,
+            metrics_flush_seconds=settings.METRICS_FLUSH_SECONDS,
+        ),
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    loop = LoopInvocation.model_validate(event)
+
+    def seconds_left() -> float:
+        return context.get_remaining_time_in_millis() / 1000
+
+    report = poll_loop().run(loop, context.function_name, seconds_left)
+    return {"stopped": report.stopped, "reinvoked": report.reinvoked, "messages": report.messages}

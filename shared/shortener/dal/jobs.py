@@ -1,0 +1,257 @@
+"""The jobs table: one "job" item per bulk upload (totals and progress counters) and one
+"chunk#<n>" item per SQS message (its id block, then the outcome of each of its rows).
+
+Chunk items keep bulk processing idempotent: the first delivery of a message fixes its ids with a
+conditional put, and one transaction marks the chunk done and adds its counts to the job, so a
+redelivered message reuses the same ids and is counted once.
+"""
+
+import json
+import random
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shortener.dal import aws
+from shortener.models.jobs import ChunkIds, Job, RowOutcome
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+JOB_SK = "job"
+CHUNK_PREFIX = "chunk#"
+# Zero-padded so that the chunks of a job sort in input order (an upload has far fewer chunks).
+_CHUNK_DIGITS = 7
+# Transactions on one job item from many loops at once conflict now and then; throttling cancels a
+# transaction without botocore retrying it. Both are retried here with jittered backoff.
+_TRANSACTION_ATTEMPTS = 10
+_RETRYABLE_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+
+
+class JobsStore:
+    """Data access for the jobs table. The client is created lazily unless one is passed."""
+
+    def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
+        self.table_name = table_name
+        self._client = client
+
+    @property
+    def client(self) -> "DynamoDBClient":
+        return self._client or aws.dynamodb()
+
+    # ---- jobs -------------------------------------------------------------------------------
+
+    def create_job(self, job: Job, expires_at: int) -> None:
+        """Write a new job record (its id is fresh, so the condition only guards against a bug)."""
+        self.client.put_item(
+            TableName=self.table_name,
+            Item={
+                "job_id": {"S": job.job_id},
+                "sk": {"S": JOB_SK},
+                "total": {"N": str(job.total)},
+                "chunks": {"N": str(job.chunks)},
+                "succeeded": {"N": "0"},
+                "failed": {"N": "0"},
+                "created_at": {"S": job.created_at.isoformat()},
+                "expires_at": {"N": str(expires_at)},
+            },
+            ConditionExpression="attribute_not_exists(job_id)",
+        )
+
+    def get_job(self, job_id: str) -> Job | None:
+        """The job record, or None. One consistent GetItem."""
+        response = self.client.get_item(
+            TableName=self.table_name,
+            Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        if not item:
+            return None
+        return Job(
+            job_id=item["job_id"]["S"],
+            total=int(item["total"]["N"]),
+            chunks=int(item.get("chunks", {}).get("N", "0")),
+            succeeded=int(item.get("succeeded", {}).get("N", "0")),
+            failed=int(item.get("failed", {}).get("N", "0")),
+            created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        )
+
+    # ---- chunks -----------------------------------------------------------------------------
+
+    def fix_chunk_ids(self, job_id: str, chunk: int, proposed: ChunkIds, expires_at: int) -> ChunkIds:
+        """Store ``proposed`` as the chunk's ids unless an earlier delivery already stored some: one
+        conditional put. The ids the chunk must use (the earlier ones, when there were)."""
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "job_id": {"S": job_id},
+                    "sk": {"S": chunk_sk(chunk)},
+                    "ids": {"S": encode_id_ranges(proposed.ids)},
+                    "created_at": {"S": proposed.created_at.isoformat()},
+                    "expires_at": {"N": str(expires_at)},
+                },
+                ConditionExpression="attribute_not_exists(job_id)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            old: Any = exc.response.get("Item") or self._get_chunk(job_id, chunk)
+            return _chunk_ids_from_item(old, proposed) if old else proposed
+        return proposed
+
+    def is_chunk_done(self, job_id: str, chunk: int) -> bool:
+        """Whether an earlier delivery already completed the chunk."""
+        item = self._get_chunk(job_id, chunk)
+        return bool(item and "done_at" in item)
+
+    def complete_chunk(
+        self,
+        job_id: str,
+        chunk: int,
+        *,
+        first_row: int,
+        outcomes: Sequence[RowOutcome],
+        now: int,
+        expires_at: int,
+    ) -> bool:
+        """Record the chunk's row outcomes and add its counts to the job, in one transaction that
+        only succeeds the first time. False when the chunk was already done (a redelivery) or its
+        job no longer exists: nothing is counted then."""
+        succeeded = sum(1 for outcome in outcomes if outcome.succeeded)
+        failed = len(outcomes) - succeeded
+        items: list[Any] = [
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": {"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
+                    "UpdateExpression": (
+                        "SET done_at = :now, first_row = :first_row, outcomes = :outcomes, "
+                        "succeeded = :succeeded, failed = :failed, expires_at = :expires_at"
+                    ),
+                    "ConditionExpression": "attribute_not_exists(done_at)",
+                    "ExpressionAttributeValues": {
+                        ":now": {"N": str(now)},
+                        ":first_row": {"N": str(first_row)},
+                        ":outcomes": {"B": encode_outcomes(outcomes)},
+                        ":succeeded": {"N": str(succeeded)},
+                        ":failed": {"N": str(failed)},
+                        ":expires_at": {"N": str(expires_at)},
+                    },
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": {"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
+                    "UpdateExpression": "ADD succeeded :succeeded, failed :failed",
+                    "ConditionExpression": "attribute_exists(job_id)",
+                    "ExpressionAttributeValues": {
+                        ":succeeded": {"N": str(succeeded)},
+                        ":failed": {"N": str(failed)},
+                    },
+                }
+            },
+        ]
+        for attempt in range(_TRANSACTION_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+            except ClientError as exc:
+                if _error_code(exc) != "TransactionCanceledException":
+                    raise
+                codes = [
+                    str(reason.get("Code", "")) for reason in exc.response.get("CancellationReasons", [])
+                ]
+                if any(code in _RETRYABLE_REASONS for code in codes):
+                    time.sleep(random.uniform(0, min(0.025 * 2**attempt, 1.0)))
+                    continue
+                return False
+            return True
+        raise RuntimeError(f"completing chunk {chunk} of job {job_id} kept conflicting or throttling")
+
+    def iter_outcomes(self, job_id: str) -> Iterator[RowOutcome]:
+        """The outcomes of every completed chunk of a job, in input order (all pages)."""
+        paginator = self.client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table_name,
+            KeyConditionExpression="job_id = :job_id AND begins_with(sk, :chunk)",
+            FilterExpression="attribute_exists(done_at)",
+            ProjectionExpression="first_row, outcomes",
+            ExpressionAttributeValues={":job_id": {"S": job_id}, ":chunk": {"S": CHUNK_PREFIX}},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                yield from decode_outcomes(int(item["first_row"]["N"]), item["outcomes"]["B"])
+
+    def _get_chunk(self, job_id: str, chunk: int) -> dict[str, Any] | None:
+        response = self.client.get_item(
+            TableName=self.table_name,
+            Key={"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
+            ConsistentRead=True,
+        )
+        item: Any = response.get("Item")
+        return item
+
+
+def chunk_sk(chunk: int) -> str:
+    return f"{CHUNK_PREFIX}{chunk:0{_CHUNK_DIGITS}d}"
+
+
+def encode_id_ranges(ids: Sequence[int]) -> str:
+    """Ids as compact ranges ("101-350,352-360"): a counter block is almost always one range."""
+    ranges: list[str] = []
+    start = previous = None
+    for link_id in ids:
+        if previous is not None and link_id == previous + 1:
+            previous = link_id
+            continue
+        if start is not None:
+            ranges.append(f"{start}-{previous}")
+        start = previous = link_id
+    if start is not None:
+        ranges.append(f"{start}-{previous}")
+    return ",".join(ranges)
+
+
+def decode_id_ranges(text: str) -> list[int]:
+    ids: list[int] = []
+    for part in filter(None, text.split(",")):
+        first, last = part.split("-")
+        ids.extend(range(int(first), int(last) + 1))
+    return ids
+
+
+def encode_outcomes(outcomes: Sequence[RowOutcome]) -> bytes:
+    """Row outcomes as compressed JSON (``[url, code]`` or ``[url, "", error]`` per row): URLs
+    compress well, and the chunk item's size is what its transactional write costs."""
+    rows = [[o.url, o.code, o.error] if o.error else [o.url, o.code] for o in outcomes]
+    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 6)
+
+
+def decode_outcomes(first_row: int, blob: bytes) -> list[RowOutcome]:
+    rows = json.loads(zlib.decompress(blob))
+    return [
+        RowOutcome(row=first_row + index, url=row[0], code=row[1], error=row[2] if len(row) > 2 else "")
+        for index, row in enumerate(rows)
+    ]
+
+
+def _chunk_ids_from_item(item: dict[str, Any], proposed: ChunkIds) -> ChunkIds:
+    # A chunk completed without generated rows has no ids or time of its own.
+    created_at = item.get("created_at", {}).get("S")
+    return ChunkIds(
+        ids=decode_id_ranges(item.get("ids", {}).get("S", "")),
+        created_at=datetime.fromisoformat(created_at) if created_at else proposed.created_at,
+        done="done_at" in item,
+    )
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))

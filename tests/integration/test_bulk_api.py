@@ -1,0 +1,173 @@
+"""POST /bulk under moto: what an upload accepts, refuses, and puts on the queue."""
+
+import json
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+
+from shortener.models.jobs import ChunkMessage
+from tests.support.api import call
+from tests.support.bulk import BOUNDARY, create_bulk_queues, csv_text, multipart_body
+from tests.support.events import api_event
+
+
+@pytest.fixture
+def queue_url(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    url = create_bulk_queues()
+    monkeypatch.setenv("BULK_QUEUE_URL", url)
+    return url
+
+
+@pytest.fixture
+def api(queue_url: str) -> ModuleType:
+    from functions.api import app, bulk
+
+    app.links.cache_clear()
+    bulk.jobs.cache_clear()
+    bulk.queue.cache_clear()
+    return app
+
+
+def upload(api: ModuleType, body: bytes, content_type: str = "text/csv") -> dict[str, Any]:
+    return call(api, api_event("POST", "/bulk", body=body, headers={"Content-Type": content_type}))
+
+
+def queued_messages(queue_url: str) -> list[ChunkMessage]:
+    sqs = boto3.client("sqs")
+    messages: list[ChunkMessage] = []
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+        "Messages", []
+    ):
+        messages.extend(ChunkMessage.model_validate_json(message["Body"]) for message in batch)
+    return sorted(messages, key=lambda message: message.chunk)
+
+
+def job_items(tables: dict[str, str]) -> list[dict[str, Any]]:
+    return boto3.client("dynamodb").scan(TableName=tables["JOBS_TABLE"])["Items"]
+
+
+def test_upload_is_accepted_with_a_job_id_and_rows_packed_many_to_a_message(
+    api: ModuleType, queue_url: str
+) -> None:
+    # Given a CSV of 600 URLs
+    body = csv_text([[f"https://example.com/{n}"] for n in range(600)]).encode()
+    # When it is uploaded
+    answer = upload(api, body)
+    # Then the answer is 202 with the job id, the row count and where to follow it
+    assert answer["statusCode"] == 202
+    accepted = json.loads(answer["body"])
+    assert accepted["total"] == 600
+    assert accepted["status_url"] == f"https://sho.rt/jobs/{accepted['job_id']}"
+    # And the rows went out 250 to a message, numbered in input order
+    messages = queued_messages(queue_url)
+    assert [len(message.rows) for message in messages] == [250, 250, 100]
+    assert [message.first_row for message in messages] == [1, 251, 501]
+    assert messages[2].rows[-1] == ("https://example.com/599", "")
+    assert {message.job_id for message in messages} == {accepted["job_id"]}
+
+
+def test_new_job_is_queued_until_a_loop_processes_it(api: ModuleType) -> None:
+    accepted = json.loads(upload(api, b"url\nhttps://example.com/a\n")["body"])
+    status = call(
+        api,
+        api_event(
+            "GET",
+            f"/jobs/{accepted['job_id']}",
+            resource="/jobs/{job_id}",
+            path_parameters={"job_id": accepted["job_id"]},
+        ),
+    )
+    assert status["statusCode"] == 200
+    body = json.loads(status["body"])
+    assert (body["status"], body["total"], body["succeeded"], body["failed"]) == ("queued", 1, 0, 0)
+
+
+def test_bom_quoted_commas_newlines_and_extra_columns_are_read(api: ModuleType, queue_url: str) -> None:
+    # Given a spreadsheet export: a BOM, a 'URL' header in capitals, an extra column, a quoted URL
+    # with a comma, a quoted note with a line break, and a custom code column
+    text = (
+        "note,URL,Code\r\n"
+        '"first, with comma","https://example.com/a,b",promo\r\n'
+        '"two\nlines",https://example.com/c,\r\n'
+        "\r\n"
+        "third,https://example.com/d,\r\n"
+    )
+    answer = upload(api, "\ufeff".encode() + text.encode())
+    # Then three rows were read, each with its URL and code
+    assert answer["statusCode"] == 202
+    assert json.loads(answer["body"])["total"] == 3
+    [message] = queued_messages(queue_url)
+    assert message.rows == [
+        ("https://example.com/a,b", "promo"),
+        ("https://example.com/c", ""),
+        ("https://example.com/d", ""),
+    ]
+
+
+def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str) -> None:
+    body = multipart_body(b"url\nhttps://example.com/x\nhttps://example.com/y\n")
+    answer = upload(api, body, f"multipart/form-data; boundary={BOUNDARY}")
+    assert answer["statusCode"] == 202
+    [message] = queued_messages(queue_url)
+    assert message.rows == [("https://example.com/x", ""), ("https://example.com/y", "")]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "error"),
+    [
+        (b"link,code\nhttps://example.com/,x\n", "text/csv", 400, "invalid_csv"),
+        (b"url\n", "text/csv", 400, "invalid_csv"),
+        (b"url\n\n \n", "text/csv", 400, "invalid_csv"),
+        (b"", "text/csv", 400, "invalid_csv"),
+        (b"url\nhttps://example.com/\xff\xfe\n", "text/csv", 400, "invalid_csv"),
+        (b'url\n"https://example.com/unclosed\n', "text/csv", 400, "invalid_csv"),
+        (b"url\nhttps://example.com/\n", "application/pdf", 415, "unsupported_media_type"),
+    ],
+)
+def test_bad_uploads_are_a_clear_4xx_and_write_nothing(
+    api: ModuleType,
+    tables: dict[str, str],
+    queue_url: str,
+    body: bytes,
+    content_type: str,
+    status: int,
+    error: str,
+) -> None:
+    answer = upload(api, body, content_type)
+    assert answer["statusCode"] == status
+    problem = json.loads(answer["body"])
+    assert problem["error"] == error
+    assert problem["message"]
+    assert job_items(tables) == []
+    assert queued_messages(queue_url) == []
+
+
+def test_upload_above_the_size_limit_is_413(
+    api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a limit of 1,000 bytes
+    monkeypatch.setenv("MAX_UPLOAD_BYTES", "1000")
+    from shortener.settings import api_settings
+
+    api_settings.cache_clear()
+    # When 1,001 bytes are uploaded
+    body = ("url\n" + "https://example.com/" + "a" * 977).encode()
+    assert len(body) == 1001
+    answer = upload(api, body)
+    # Then the answer is 413 and nothing was written
+    assert answer["statusCode"] == 413
+    assert json.loads(answer["body"])["error"] == "payload_too_large"
+    assert job_items(tables) == []
+
+
+@pytest.mark.parametrize("job_id", ["0" * 32, "not-a-job", "x" * 200])
+def test_unknown_or_malformed_job_is_404(api: ModuleType, job_id: str) -> None:
+    for path, resource in (
+        (f"/jobs/{job_id}", "/jobs/{job_id}"),
+        (f"/jobs/{job_id}/results", "/jobs/{job_id}/results"),
+    ):
+        answer = call(api, api_event("GET", path, resource=resource, path_parameters={"job_id": job_id}))
+        assert answer["statusCode"] == 404
+        assert json.loads(answer["body"])["error"] == "job_not_found"

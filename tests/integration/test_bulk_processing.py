@@ -1,0 +1,379 @@
+"""Bulk jobs end to end inside one process under moto: upload through the API handler, drain the
+queue with a loop (real stores, real queue semantics), read status and results through the API."""
+
+import json
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+
+from shortener.dal.jobs import JobsStore
+from shortener.dal.links import LinksStore
+from shortener.dal.loops import LoopsStore
+from shortener.dal.queue import BulkQueue
+from shortener.logic.bulk import ChunkProcessor
+from shortener.logic.codes import code_generator
+from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
+from shortener.models.loops import LoopInvocation
+from shortener.services import link_service
+from shortener.settings import poller_settings
+from tests.support.api import call, get_code, post_json
+from tests.support.bulk import (
+    PollerContext,
+    cancelled_transaction,
+    create_bulk_queues,
+    csv_text,
+    dead_letter_queue_url,
+    parse_results,
+    throttle,
+)
+from tests.support.events import api_event
+
+
+class RecordingStarter:
+    def __init__(self) -> None:
+        self.started: list[tuple[str, LoopInvocation]] = []
+
+    def start(self, function_name: str, loop: LoopInvocation) -> None:
+        self.started.append((function_name, loop))
+
+
+class CrashingDeletes(BulkQueue):
+    """The queue, except that the first ``crashes`` deletes die (the loop crashed after writing)."""
+
+    def __init__(self, crashes: int) -> None:
+        super().__init__()
+        self.crashes = crashes
+
+    def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int:
+        if self.crashes:
+            self.crashes -= 1
+            raise RuntimeError("the loop died before deleting")
+        return super().delete(queue_url, receipt_handles)
+
+
+@pytest.fixture
+def bulk_env(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("FIND_IF_EXISTS", "false")
+    monkeypatch.setenv("RECEIVE_WAIT_SECONDS", "0")
+    return tables
+
+
+def make_queue(monkeypatch: pytest.MonkeyPatch, **overrides: int) -> str:
+    url = create_bulk_queues(**overrides)
+    monkeypatch.setenv("BULK_QUEUE_URL", url)
+    return url
+
+
+@pytest.fixture
+def queue_url(bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    return make_queue(monkeypatch)
+
+
+@pytest.fixture
+def api(bulk_env: dict[str, str]) -> ModuleType:
+    from functions.api import app, bulk
+
+    app.links.cache_clear()
+    bulk.jobs.cache_clear()
+    bulk.queue.cache_clear()
+    return app
+
+
+def a_loop(tables: dict[str, str], queue_url: str) -> LoopInvocation:
+    token = LoopsStore(tables["TOKENS_TABLE"]).create(queue_url)
+    return token.invocation()
+
+
+def drain(
+    tables: dict[str, str],
+    queue_url: str,
+    *,
+    seconds: float = 2.5,
+    queue: BulkQueue | None = None,
+    links_client: Any = None,
+) -> LoopReport:
+    """Run one loop invocation of ``seconds`` over the queue, composed as the poller composes it."""
+    from shortener.observability import metrics  # after the fixtures set the metrics namespace
+
+    settings = poller_settings()
+    processor = ChunkProcessor(
+        LinksStore(settings.LINKS_TABLE, client=links_client),
+        JobsStore(settings.JOBS_TABLE, client=links_client),
+        link_service(settings),
+        code_generator(settings.CODE_ALPHABET),
+        settings.url_policy(),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+    )
+    loop = PollLoop(
+        LoopsStore(tables["TOKENS_TABLE"]),
+        queue or BulkQueue(),
+        RecordingStarter(),
+        processor,
+        metrics=metrics,
+        options=LoopOptions(reinvoke_margin_seconds=1, receive_wait_seconds=0, error_pause_seconds=0.1),
+    )
+    context = PollerContext(budget_seconds=seconds + 1)
+    return loop.run(
+        a_loop(tables, queue_url),
+        context.function_name,
+        lambda: context.get_remaining_time_in_millis() / 1000,
+    )
+
+
+def upload(api: ModuleType, text: str) -> str:
+    answer = call(api, api_event("POST", "/bulk", body=text.encode(), headers={"Content-Type": "text/csv"}))
+    assert answer["statusCode"] == 202, answer["body"]
+    return str(json.loads(answer["body"])["job_id"])
+
+
+def status(api: ModuleType, job_id: str) -> dict[str, Any]:
+    answer = call(
+        api,
+        api_event("GET", f"/jobs/{job_id}", resource="/jobs/{job_id}", path_parameters={"job_id": job_id}),
+    )
+    assert answer["statusCode"] == 200
+    return dict(json.loads(answer["body"]))
+
+
+def results(api: ModuleType, job_id: str) -> list[dict[str, str]]:
+    answer = call(
+        api,
+        api_event(
+            "GET",
+            f"/jobs/{job_id}/results",
+            resource="/jobs/{job_id}/results",
+            path_parameters={"job_id": job_id},
+        ),
+    )
+    assert answer["statusCode"] == 200
+    assert "text/csv" in str(answer.get("headers") or answer.get("multiValueHeaders"))
+    assert answer["body"].startswith("row,url,code,short_url,error\r\n")
+    return parse_results(answer["body"])
+
+
+def link_count(tables: dict[str, str]) -> int:
+    client = boto3.client("dynamodb")
+    pages = client.get_paginator("scan").paginate(TableName=tables["LINKS_TABLE"])
+    return sum(1 for page in pages for item in page["Items"] if not item["code"]["S"].startswith("#"))
+
+
+def send_raw(queue_url: str, body: str) -> None:
+    boto3.client("sqs").send_message(QueueUrl=queue_url, MessageBody=body)
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    assert condition()
+
+
+def test_rows_reach_done_and_results_follow_input_order(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given an upload of 600 rows, every seventh of them not a URL
+    rows = [["not a url" if n % 7 == 0 else f"https://example.com/{n}"] for n in range(600)]
+    job_id = upload(api, csv_text(rows))
+    # When a loop drains the queue
+    report = drain(bulk_env, queue_url)
+    # Then the job is done with every row counted once
+    assert report.reinvoked and not report.stopped
+    job = status(api, job_id)
+    invalid = sum(1 for n in range(600) if n % 7 == 0)
+    assert (job["status"], job["total"], job["succeeded"], job["failed"]) == (
+        "done",
+        600,
+        600 - invalid,
+        invalid,
+    )
+    # And the results have one line per row in input order, with a code or an error each
+    lines = results(api, job_id)
+    assert [int(line["row"]) for line in lines] == list(range(1, 601))
+    for n, line in enumerate(lines):
+        if n % 7 == 0:
+            assert (line["code"], line["short_url"]) == ("", "")
+            assert line["error"].startswith("invalid_url: ")
+        else:
+            assert line["url"] == f"https://example.com/{n}"
+            assert line["short_url"] == f"https://sho.rt/{line['code']}"
+            assert line["error"] == ""
+    # And each code redirects to its URL
+    assert len({line["code"] for line in lines if line["code"]}) == 600 - invalid
+    for line in [line for line in lines if line["code"]][:50]:
+        followed = get_code(api, line["code"])
+        assert followed["statusCode"] == 301, line
+        assert line["url"] in str(followed.get("headers") or followed.get("multiValueHeaders"))
+    # And the queue is empty
+    assert boto3.client("sqs").receive_message(QueueUrl=queue_url, WaitTimeSeconds=0).get("Messages") is None
+
+
+def test_custom_codes_are_claimed_and_a_taken_code_is_a_row_error(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given 'promo' already points elsewhere, and an upload asking for 'promo', 'fresh' twice and
+    # a reserved word
+    assert post_json(api, {"url": "https://other.example/", "code": "promo"})["statusCode"] == 201
+    text = csv_text(
+        [
+            ["https://a.example/", "promo"],
+            ["https://b.example/", "fresh"],
+            ["https://c.example/", "fresh"],
+            ["https://b.example/", "fresh"],
+            ["https://d.example/", "jobs"],
+            ["https://e.example/", ""],
+        ],
+        header=("url", "code"),
+    )
+    job_id = upload(api, text)
+    # When it is processed
+    drain(bulk_env, queue_url)
+    # Then the first row asking for a free code gets it, later rows for the same URL share it,
+    # and the others are row errors
+    lines = results(api, job_id)
+    assert [line["error"].split(":")[0] for line in lines] == [
+        "code_taken",
+        "",
+        "code_taken",
+        "",
+        "invalid_code",
+        "",
+    ]
+    assert [line["code"] for line in lines[1:4]] == ["fresh", "", "fresh"]
+    assert lines[5]["code"]
+    assert status(api, job_id)["failed"] == 3
+
+
+def test_a_message_delivered_twice_gets_the_same_codes_and_is_counted_once(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given an uploaded job whose message SQS delivers twice (at-least-once delivery)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(40)]))
+    sqs = boto3.client("sqs")
+    [message] = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)["Messages"]
+    sqs.change_message_visibility(
+        QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
+    send_raw(queue_url, message["Body"])
+    # When a loop processes both copies
+    report = drain(bulk_env, queue_url)
+    # Then both were processed, the rows counted once, and one link exists per row
+    assert report.messages == 2
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 40, 0)
+    assert link_count(bulk_env) == 40
+    assert len({line["code"] for line in results(api, job_id)}) == 40
+
+
+def test_a_crash_between_writing_and_deleting_redelivers_with_the_same_codes(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue whose messages come back 1 s after a receive, and a loop that dies after
+    # writing a batch but before deleting it
+    queue_url = make_queue(monkeypatch, visibility_timeout=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(30)]))
+    report = drain(bulk_env, queue_url, seconds=0.5, queue=CrashingDeletes(crashes=1))
+    assert report.errors == 1
+    first = status(api, job_id)
+    codes_before = [line["code"] for line in results(api, job_id)]
+    # When the message is redelivered after its visibility timeout and processed again
+    report = drain(bulk_env, queue_url, seconds=2.5)
+    # Then it was recognised as done: same codes, counted once, no extra links
+    assert report.messages == 1
+    assert first["succeeded"] == status(api, job_id)["succeeded"] == 30
+    assert [line["code"] for line in results(api, job_id)] == codes_before
+    assert link_count(bulk_env) == 30
+
+
+def test_a_failing_message_does_not_hold_up_the_others_and_ends_in_the_dead_letter_queue(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue with a short visibility timeout and two receives before the DLQ, a poison
+    # message and a good job
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=2)
+    send_raw(queue_url, '{"job_id": "this is not a chunk"}')
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(10)]))
+    # When the loop runs long enough for the poison message to be received twice
+    report = drain(bulk_env, queue_url, seconds=3.5)
+    # Then the good message was processed and deleted while the poison one failed each time
+    assert status(api, job_id)["status"] == "done"
+    assert report.failed_messages >= 2
+    assert not report.stopped and report.reinvoked
+    # And the poison message is in the dead-letter queue, not in the bulk queue
+    sqs = boto3.client("sqs")
+    assert sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0).get("Messages") is None
+    [dead] = sqs.receive_message(QueueUrl=dead_letter_queue_url(), WaitTimeSeconds=0)["Messages"]
+    assert "not a chunk" in dead["Body"]
+
+
+def test_throttling_is_retried_and_every_row_counted_once(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given a DynamoDB client that throttles link writes, the counter, and the completing
+    # transaction a few times each
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(60)]))
+    client = boto3.client("dynamodb")
+    throttled_writes = throttle(client, "BatchWriteItem", 3)
+    throttled_counter = throttle(client, "UpdateItem", 2)
+    cancelled = cancelled_transaction(client, 2, ["None", "ThrottlingError"])
+    # When the loop processes the job through that client
+    drain(bulk_env, queue_url, links_client=client)
+    # Then the throttled calls were retried and the job completed, each row counted once
+    assert (throttled_writes(), throttled_counter(), cancelled()) == (3, 2, 2)
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 60, 0)
+    assert link_count(bulk_env) == 60
+
+
+def test_results_are_safe_to_open_in_a_spreadsheet(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given rows whose cells a spreadsheet would run as formulas
+    text = csv_text(
+        [
+            ['=HYPERLINK("https://evil.example/","x")', ""],
+            ["https://example.com/ok", "-dash"],
+            ["@SUM(1)", ""],
+        ],
+        header=("url", "code"),
+    )
+    job_id = upload(api, text)
+    drain(bulk_env, queue_url)
+    # Then every such cell starts with a quote
+    lines = results(api, job_id)
+    assert lines[0]["url"] == '\'=HYPERLINK("https://evil.example/","x")'
+    assert lines[1]["code"] == "'-dash"
+    assert lines[1]["short_url"] == "https://sho.rt/-dash"
+    assert lines[2]["url"] == "'@SUM(1)"
+
+
+def test_with_find_if_exists_known_urls_and_duplicates_share_one_code(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given find-if-exists, a URL that already has a link, and an upload repeating URLs
+    monkeypatch.setenv("FIND_IF_EXISTS", "true")
+    for getter in (poller_settings,):
+        getter.cache_clear()
+    from shortener.settings import api_settings
+
+    api_settings.cache_clear()
+    api.links.cache_clear()
+    queue_url = make_queue(monkeypatch)
+    existing = json.loads(post_json(api, {"url": "https://known.example/"})["body"])["code"]
+    rows = [
+        ["https://known.example/"],
+        ["https://x.example/"],
+        ["https://y.example/"],
+        ["https://x.example/"],
+    ]
+    rows += [[f"https://x.example/{n}"] for n in range(300)] + [["https://y.example/"]]
+    job_id = upload(api, csv_text(rows))
+    # When it is processed (two messages: 250 rows and 55)
+    drain(bulk_env, queue_url)
+    # Then the known URL keeps its code and each repeated URL has one code, across messages too
+    lines = results(api, job_id)
+    assert lines[0]["code"] == existing
+    assert lines[1]["code"] == lines[3]["code"]
+    assert lines[2]["code"] == lines[-1]["code"]
+    assert len({line["code"] for line in lines}) == 3 + 300
+    assert status(api, job_id)["succeeded"] == len(rows)
