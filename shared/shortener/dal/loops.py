@@ -45,6 +45,26 @@ class LoopsStore:
         )
         return token
 
+    def claim(self, queue_url: str, token: str) -> LoopToken | None:
+        """A new row for ``token`` (a loop slot chosen by the caller), written only if no row holds
+        that token yet: of two writers claiming one slot, one gets the row and the other None."""
+        now = clock.epoch_seconds()
+        claimed = LoopToken(
+            queue_url=queue_url, token=token, loop_id=uuid.uuid4().hex, started_at=now, last_used=now
+        )
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=_to_item(claimed),
+                ConditionExpression="attribute_not_exists(#token)",
+                ExpressionAttributeNames={"#token": "token"},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return None
+            raise
+        return claimed
+
     def heartbeat(self, loop: LoopInvocation) -> bool:
         """Record that ``loop`` is alive: one conditional write that succeeds only while its token
         exists and still names this loop id. False means the loop must stop."""

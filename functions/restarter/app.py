@@ -1,0 +1,50 @@
+"""The restarter, on a schedule: reconcile every configured queue with its backlog (which also keeps
+the minimum number of loops running), then revive loops whose heartbeat went stale. The rules live
+in shortener.logic.healing and shortener.logic.scaling."""
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener.dal.loops import LoopsStore, LoopStarter
+from shortener.dal.queue_metrics import QueueMetrics
+from shortener.logic.healing import heal_and_reconcile
+from shortener.logic.scaling import LoopBounds, LoopScaler
+from shortener.observability import logger, metrics, tracer
+from shortener.settings import restarter_settings
+
+
+@lru_cache(maxsize=1)
+def tokens() -> LoopsStore:
+    return LoopsStore(restarter_settings().TOKENS_TABLE)
+
+
+@lru_cache(maxsize=1)
+def scaler() -> LoopScaler:
+    settings = restarter_settings()
+    return LoopScaler(
+        tokens(),
+        LoopStarter(),
+        QueueMetrics(),
+        settings.LOOP_FUNCTIONS,
+        LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP),
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # The scheduled event carries nothing the restarter needs: every run does the same work.
+    report = heal_and_reconcile(
+        scaler(), tokens(), scaler().targets(), restarter_settings().STALE_HEARTBEAT_SECONDS
+    )
+    logger.info("Loops healed and reconciled", extra=report.model_dump())
+    if report.skipped:
+        logger.warning("Stale loops of queues with no loop function", extra={"tokens": report.skipped})
+    metrics.add_metric(name="LoopsRevived", unit=MetricUnit.Count, value=len(report.revived))
+    started = sum(len(outcome.started) for outcome in report.reconciled)
+    metrics.add_metric(name="LoopsStarted", unit=MetricUnit.Count, value=started)
+    return report.model_dump()

@@ -1,0 +1,50 @@
+"""The scaler: CloudWatch alarm notifications (via SNS) -> add or remove loops, then reconcile the
+alarm's queue with its backlog. The rules live in shortener.logic.scaling."""
+
+from functools import lru_cache
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import envelopes, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener.dal.loops import LoopsStore, LoopStarter
+from shortener.dal.queue_metrics import QueueMetrics
+from shortener.logic.scaling import LoopBounds, LoopScaler
+from shortener.models.alarms import AlarmNotification
+from shortener.models.scaling import ScalingOutcome
+from shortener.observability import logger, metrics, tracer
+from shortener.settings import scaler_settings
+
+
+@lru_cache(maxsize=1)
+def scaler() -> LoopScaler:
+    settings = scaler_settings()
+    return LoopScaler(
+        LoopsStore(settings.TOKENS_TABLE),
+        LoopStarter(),
+        QueueMetrics(),
+        settings.LOOP_FUNCTIONS,
+        LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP),
+    )
+
+
+def report(outcomes: list[ScalingOutcome]) -> None:
+    for outcome in outcomes:
+        if outcome.action == "ignored":
+            logger.warning("Alarm notification ignored", extra=outcome.model_dump())
+        else:
+            logger.info("Loops scaled", extra=outcome.model_dump())
+    started = sum(len(outcome.started) for outcome in outcomes)
+    stopped = sum(len(outcome.stopped) for outcome in outcomes)
+    metrics.add_metric(name="LoopsStarted", unit=MetricUnit.Count, value=started)
+    metrics.add_metric(name="LoopsStopped", unit=MetricUnit.Count, value=stopped)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+@event_parser(model=AlarmNotification, envelope=envelopes.SnsEnvelope)
+def lambda_handler(alarms: list[AlarmNotification | None], context: LambdaContext) -> list[dict]:
+    outcomes = scaler().handle_alarms(alarms)
+    report(outcomes)
+    return [outcome.model_dump() for outcome in outcomes]

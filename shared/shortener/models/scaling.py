@@ -1,0 +1,55 @@
+"""What the scaler and the restarter see and decide: queue depth, loop targets and outcomes."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ScalingTrigger = Literal["alarm", "reconcile"]
+ScalingAction = Literal["added", "removed", "reconciled", "unchanged", "ignored"]
+
+
+class QueueDepth(BaseModel):
+    """A queue's approximate backlog, in messages."""
+
+    model_config = ConfigDict(frozen=True)
+
+    visible: int = Field(default=0, ge=0)
+    in_flight: int = Field(default=0, ge=0)
+    delayed: int = Field(default=0, ge=0)
+
+    @property
+    def total(self) -> int:
+        """Every message not yet deleted: waiting, being processed, or delayed."""
+        return self.visible + self.in_flight + self.delayed
+
+
+class LoopTarget(BaseModel):
+    """A queue whose loops are managed, and the function that drains it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_name: str
+    queue_url: str
+    function_name: str
+    region: str | None = None  # None: the function's own region
+
+
+class ScalingOutcome(BaseModel):
+    """What one scaling step did to one queue's loops."""
+
+    queue_name: str | None
+    trigger: ScalingTrigger
+    action: ScalingAction
+    reason: str
+    loops_before: int | None = None
+    loops_after: int | None = None
+    started: list[str] = Field(default_factory=list)  # tokens given a new loop
+    stopped: list[str] = Field(default_factory=list)  # tokens deleted (their loops stop)
+
+
+class RestarterReport(BaseModel):
+    """One run of the restarter: stale loops revived, then every queue reconciled."""
+
+    revived: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # stale tokens of queues with no function
+    reconciled: list[ScalingOutcome] = Field(default_factory=list)
