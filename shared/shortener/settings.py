@@ -63,7 +63,7 @@ class ApiSettings(TablesMixin, LinksMixin):
     """The API function."""
 
     BULK_QUEUE_URL: str = ""
-    REDIRECT_STATUS: Literal[301, 302, 307, 308] = 301
+    REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
     REDIRECT_CACHE_CONTROL: str = "public, max-age=86400"
     # How long a container remembers a code it resolved (a link never changes once written).
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from shortener.models.exceptions import InvalidRequestError, UnsupportedMediaTypeError
+from pydantic import BaseModel, ValidationError
+
+from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
 
 
 def header(headers: Mapping[str, str] | None, name: str) -> str:
@@ -50,6 +52,18 @@ def parse_fields(raw: bytes, content_type: str) -> dict[str, Any]:
     raise UnsupportedMediaTypeError(
         f"Content type '{media_type}' is not accepted; send application/json or a form post."
     )
+
+
+def parse_request[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
+    """``fields`` as ``model``, or InvalidFieldsError (422) naming each field that is wrong."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            location = ".".join(str(part) for part in error["loc"])
+            problems.append(f"{location}: {error['msg']}" if location else error["msg"])
+        raise InvalidFieldsError("; ".join(problems)) from exc
 
 
 def public_base_url(configured: str, headers: Mapping[str, str] | None, stage: str | None) -> str:

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.api import call, get_code, post_json
+from shortener.logic.codes import hash_code_candidates
+from shortener.settings import api_settings
+from tests.support.api import call, get_code, post_json, response_header
 from tests.support.events import api_event
 
 
@@ -24,10 +26,8 @@ def test_post_creates_a_link_that_redirects(api: ModuleType) -> None:
         api, api_event("GET", f"/{body['code']}", resource="/{code}", path_parameters={"code": body["code"]})
     )
     assert followed["statusCode"] == 301
-    headers = followed["multiValueHeaders"] if "multiValueHeaders" in followed else followed["headers"]
-    location = headers.get("Location")
-    assert location in ("https://example.com/b", ["https://example.com/b"])
-    assert "Cache-Control" in headers
+    assert response_header(followed, "Location") == "https://example.com/b"
+    assert response_header(followed, "Cache-Control") == "public, max-age=86400"
 
 
 def test_same_url_gets_same_code_back_with_200(api: ModuleType) -> None:
@@ -89,7 +89,7 @@ def test_apple_app_site_association_is_served_as_json(api: ModuleType) -> None:
     for path in ("/apple-app-site-association", "/.well-known/apple-app-site-association"):
         answer = call(api, api_event("GET", path))
         assert answer["statusCode"] == 200
-        assert "application/json" in str(answer.get("headers") or answer.get("multiValueHeaders"))
+        assert response_header(answer, "Content-Type") == "application/json"
         assert json.loads(answer["body"]) == {"applinks": {"details": []}}
 
 
@@ -97,3 +97,122 @@ def test_index_page_is_html(api: ModuleType) -> None:
     answer = call(api, api_event("GET", "/"))
     assert answer["statusCode"] == 200
     assert "<form" in answer["body"]
+
+
+class DynamoDBCalls:
+    """Counts the requests the API's DynamoDB client sends."""
+
+    def __init__(self) -> None:
+        from shortener.dal import aws
+
+        self.count = 0
+        aws.dynamodb().meta.events.register("before-send.dynamodb", self._count)
+
+    def _count(self, **_: Any) -> None:
+        self.count += 1
+
+
+def test_a_malformed_code_is_404_without_a_database_call(api: ModuleType) -> None:
+    calls = DynamoDBCalls()
+    for code in ("a.b", "bulk", "x" * 65, "%00"):
+        assert get_code(api, code)["statusCode"] == 404
+    assert calls.count == 0
+
+
+def test_a_followed_code_is_served_from_the_container_cache(api: ModuleType) -> None:
+    # Given a link followed once
+    code = json.loads(post_json(api, {"url": "https://example.com/cached"})["body"])["code"]
+    get_code(api, code)
+    calls = DynamoDBCalls()
+    # When it is followed again
+    again = get_code(api, code)
+    # Then it redirects without reading the table
+    assert again["statusCode"] == 301
+    assert calls.count == 0
+
+
+def test_redirect_status_and_cache_control_are_configurable(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIRECT_STATUS", "307")
+    monkeypatch.setenv("REDIRECT_CACHE_CONTROL", "no-store")
+    api_settings.cache_clear()
+    code = json.loads(post_json(api, {"url": "https://example.com/temp"})["body"])["code"]
+    answer = get_code(api, code)
+    assert answer["statusCode"] == 307
+    assert response_header(answer, "Cache-Control") == "no-store"
+
+
+def test_browsers_get_an_html_404_page(api: ModuleType) -> None:
+    answer = get_code(api, "nope", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert answer["statusCode"] == 404
+    assert "<html" in answer["body"]
+
+
+def test_the_configured_app_site_association_document_is_served(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = {
+        "applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/*"}]}]}
+    }
+    monkeypatch.setenv("APPLE_APP_SITE_ASSOCIATION", json.dumps(document))
+    api_settings.cache_clear()
+    answer = call(api, api_event("GET", "/.well-known/apple-app-site-association"))
+    assert json.loads(answer["body"]) == document
+
+
+def test_hash_strategy_gives_the_url_hash_prefix(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODE_STRATEGY", "hash")
+    api_settings.cache_clear()
+    api.links.cache_clear()
+    first = post_json(api, {"url": "https://example.com/hashed"})
+    again = post_json(api, {"url": "https://example.com/hashed"})
+    code = json.loads(first["body"])["code"]
+    assert (first["statusCode"], again["statusCode"]) == (201, 200)
+    assert code == next(hash_code_candidates("https://example.com/hashed"))
+    assert json.loads(again["body"])["code"] == code
+
+
+def test_hash_strategy_lengthens_the_code_when_the_prefix_is_taken(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the 4-character prefix of a URL's hash already taken by a custom code
+    prefix = next(hash_code_candidates("https://example.com/collide"))
+    assert post_json(api, {"url": "https://other.example/", "code": prefix})["statusCode"] == 201
+    monkeypatch.setenv("CODE_STRATEGY", "hash")
+    api_settings.cache_clear()
+    api.links.cache_clear()
+    # When the URL is shortened
+    body = json.loads(post_json(api, {"url": "https://example.com/collide"})["body"])
+    # Then it gets the 5-character prefix and the custom code is untouched
+    assert body["code"] == prefix + "".join(list(hash_code_candidates("https://example.com/collide"))[1][4:])
+    assert response_header(get_code(api, prefix), "Location") == "https://other.example/"
+
+
+def test_without_find_if_exists_each_request_gets_a_new_code(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FIND_IF_EXISTS", "false")
+    api_settings.cache_clear()
+    api.links.cache_clear()
+    codes = {
+        json.loads(post_json(api, {"url": "https://example.com/again"})["body"])["code"] for _ in range(3)
+    }
+    assert len(codes) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "error"),
+    [
+        ("{not json", "application/json", 400, "invalid_request"),
+        ("[1, 2]", "application/json", 400, "invalid_request"),
+        ("url=x", "text/plain", 415, "unsupported_media_type"),
+        ('{"url": 42}', "application/json", 422, "invalid_request"),
+    ],
+)
+def test_unreadable_bodies_are_clear_4xx(
+    api: ModuleType, body: str, content_type: str, status: int, error: str
+) -> None:
+    answer = call(api, api_event("POST", "/", body=body, headers={"Content-Type": content_type}))
+    assert answer["statusCode"] == status
+    assert json.loads(answer["body"])["error"] == error

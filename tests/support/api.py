@@ -22,3 +22,14 @@ def get_code(api: ModuleType, code: str, headers: dict[str, str] | None = None) 
     return call(
         api, api_event("GET", f"/{code}", resource="/{code}", path_parameters={"code": code}, headers=headers)
     )
+
+
+def response_header(answer: dict[str, Any], name: str) -> str | None:
+    """A header of a proxy response, whether it came in headers or multiValueHeaders."""
+    for key, value in (answer.get("headers") or {}).items():
+        if key.lower() == name.lower():
+            return str(value)
+    for key, values in (answer.get("multiValueHeaders") or {}).items():
+        if key.lower() == name.lower() and values:
+            return str(values[0])
+    return None

@@ -30,6 +30,13 @@ class InvalidRequestError(ShortenerError):
     error = "invalid_request"
 
 
+class InvalidFieldsError(ShortenerError):
+    """The request was readable but its fields are not what the contract asks for."""
+
+    status_code = 422
+    error = "invalid_request"
+
+
 class CodeTakenError(ShortenerError):
     status_code = 409
     error = "code_taken"
