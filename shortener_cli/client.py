@@ -1,0 +1,85 @@
+"""The shortener's HTTP API, spoken with the standard library (no dependencies)."""
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urljoin
+
+_TIMEOUT_SECONDS = 60.0
+
+
+class ApiError(Exception):
+    """The API answered with an error (4xx/5xx): its status, machine word and message."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(f"{message} ({status} {error})")
+        self.status = status
+        self.error = error
+        self.message = message
+
+
+class UnreachableError(Exception):
+    """The API could not be reached at all."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class ShortenerClient:
+    """One deployment of the API, by its base URL."""
+
+    def __init__(self, api_url: str, timeout: float = _TIMEOUT_SECONDS) -> None:
+        self.api_url = api_url if api_url.endswith("/") else api_url + "/"
+        self.timeout = timeout
+
+    def shorten(self, url: str, code: str | None = None) -> dict[str, Any]:
+        """POST /: the link {"code", "short_url", "url"} (new or existing)."""
+        payload = {"url": url, **({"code": code} if code else {})}
+        return self._call("POST", "", json.dumps(payload).encode(), "application/json").json()  # type: ignore[no-any-return]
+
+    def upload(self, csv_bytes: bytes) -> dict[str, Any]:
+        """POST /bulk: the job {"job_id", "total", "status_url"}."""
+        return self._call("POST", "bulk", csv_bytes, "text/csv").json()  # type: ignore[no-any-return]
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """GET /jobs/{id}: status and counters."""
+        return self._call("GET", f"jobs/{quote(job_id, safe='')}").json()  # type: ignore[no-any-return]
+
+    def results(self, job_id: str) -> bytes:
+        """GET /jobs/{id}/results: the results CSV."""
+        return self._call("GET", f"jobs/{quote(job_id, safe='')}/results").body
+
+    def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
+        request = urllib.request.Request(urljoin(self.api_url, path), data=body, method=method)  # noqa: S310
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        request.add_header("Accept", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
+                return Response(answer.status, answer.headers.get("Content-Type", ""), answer.read())
+        except urllib.error.HTTPError as exc:
+            raise _api_error(exc.code, exc.read()) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise UnreachableError(f"cannot reach {self.api_url}: {reason}") from exc
+
+
+def _api_error(status: int, body: bytes) -> ApiError:
+    try:
+        fields = json.loads(body)
+    except ValueError:
+        fields = {}
+    if not isinstance(fields, dict):
+        fields = {}
+    error = str(fields.get("error") or "http_error")
+    message = str(fields.get("message") or body.decode("utf-8", "replace")[:200] or f"HTTP {status}")
+    return ApiError(status, error, message)

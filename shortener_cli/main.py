@@ -1,0 +1,159 @@
+"""`shortener`: shorten one URL, upload a CSV in bulk and wait for its results, list the loops.
+
+Exit codes: 0 done, 1 the API refused (4xx/5xx) or the job failed, 2 wrong usage, 3 unreachable."""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
+from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
+
+DEFAULT_API_URL = "http://127.0.0.1:3000/"
+DEFAULT_AWS_ENDPOINT = "http://127.0.0.1:3001"
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+_BAR_WIDTH = 30
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shortener", description="Client of the bulk URL shortener.")
+    parser.add_argument(
+        "--api-url",
+        default=os.environ.get("SHORTENER_API_URL", DEFAULT_API_URL),
+        help="base URL of the API (env SHORTENER_API_URL; default: the local stack)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    shorten = commands.add_parser("shorten", help="shorten one URL and print the short URL")
+    shorten.add_argument("url")
+    shorten.add_argument("--code", help="a custom code")
+
+    bulk = commands.add_parser("bulk", help="upload a CSV with a url column (and an optional code column)")
+    bulk.add_argument("file", type=Path)
+    bulk.add_argument("--wait", action="store_true", help="wait for the job, with a progress bar")
+    bulk.add_argument("--output", type=Path, help="write the results CSV here (implies --wait)")
+    bulk.add_argument("--timeout", type=float, default=3600.0, help="give up waiting after this many seconds")
+    bulk.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status checks")
+
+    job = commands.add_parser("job", help="show a bulk job's status")
+    job.add_argument("job_id")
+
+    loops = commands.add_parser("loops", help="list the loops draining the queues, with their heartbeats")
+    loops.add_argument(
+        "--aws-endpoint",
+        default=os.environ.get("AWS_ENDPOINT_URL", DEFAULT_AWS_ENDPOINT),
+        help="AWS endpoint (env AWS_ENDPOINT_URL; default: the local stack; 'aws' for real AWS)",
+    )
+    loops.add_argument("--tokens-table", help="the tokens table (default: the one table named *TokensTable*)")
+    loops.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit code says how it went."""
+    args = build_parser().parse_args(argv)
+    client = ShortenerClient(args.api_url)
+    commands = {
+        "shorten": lambda: _shorten(client, args),
+        "bulk": lambda: _bulk(client, args),
+        "job": lambda: _job(client, args.job_id),
+        "loops": lambda: _loops(args),
+    }
+    try:
+        return commands[args.command]()
+    except ApiError as exc:
+        print(f"shortener: {exc.message} ({exc.status} {exc.error})", file=sys.stderr)
+        return EXIT_REFUSED
+    except UnreachableError as exc:
+        print(f"shortener: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        print("shortener: interrupted", file=sys.stderr)
+        return 130
+
+
+def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
+    link = client.shorten(args.url, args.code)
+    print(link["short_url"])
+    return EXIT_OK
+
+
+def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
+    try:
+        data = args.file.read_bytes()
+    except OSError as exc:
+        print(f"shortener: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    job = client.upload(data)
+    print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
+    if not (args.wait or args.output):
+        print(job["job_id"])
+        return EXIT_OK
+    status = _wait_for(client, job["job_id"], args.timeout, args.poll_interval, sys.stderr)
+    if status is None:
+        print(f"shortener: job {job['job_id']} not done after {args.timeout:g} s", file=sys.stderr)
+        return EXIT_REFUSED
+    results = client.results(job["job_id"])
+    if args.output:
+        args.output.write_bytes(results)
+        print(f"results written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(results.decode("utf-8"))
+    return EXIT_OK if not status.get("failed") else EXIT_REFUSED
+
+
+def _wait_for(
+    client: ShortenerClient, job_id: str, timeout: float, interval: float, out: TextIO
+) -> dict[str, Any] | None:
+    """Poll the job until it is done, drawing a progress bar; None on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = client.job(job_id)
+        out.write("\r" + progress_bar(status))
+        out.flush()
+        if status.get("status") == "done":
+            out.write("\n")
+            return status
+        if time.monotonic() >= deadline:
+            out.write("\n")
+            return None
+        time.sleep(interval)
+
+
+def progress_bar(status: dict[str, Any]) -> str:
+    """One line: [#####.....] 600/1000 rows, 3 failed (running)."""
+    total = int(status.get("total") or 0)
+    done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
+    filled = _BAR_WIDTH if total == 0 else min(_BAR_WIDTH, _BAR_WIDTH * done // total)
+    bar = "#" * filled + "." * (_BAR_WIDTH - filled)
+    return f"[{bar}] {done}/{total} rows, {int(status.get('failed') or 0)} failed ({status.get('status')})"
+
+
+def _job(client: ShortenerClient, job_id: str) -> int:
+    status = client.job(job_id)
+    print(" ".join(f"{key}={value}" for key, value in status.items()))
+    return EXIT_OK
+
+
+def _loops(args: argparse.Namespace) -> int:
+    endpoint = None if args.aws_endpoint == "aws" else args.aws_endpoint
+    try:
+        dynamodb = dynamodb_client(endpoint, args.region)
+        table = args.tokens_table or find_tokens_table(dynamodb)
+        print(format_loops(list_loops(dynamodb, table)))
+    except LookupError as exc:
+        print(f"shortener: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (BotoCoreError, ClientError) as exc:
+        print(f"shortener: cannot read the loops: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
