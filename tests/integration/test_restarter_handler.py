@@ -1,0 +1,191 @@
+"""The restarter under moto: the real tokens table's conditional writes and scan pagination."""
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from types import ModuleType
+
+import boto3
+import pytest
+
+from shortener.dal.loops import LoopsStore
+from shortener.logic.healing import revive_stale_loops
+from shortener.logic.scaling import slot_token
+from shortener.models.loops import LoopToken
+from tests.support.alarms import QUEUE_NAME
+from tests.support.loops import FUNCTION_NAME, LambdaContext, RecordingStarter, frozen
+
+STALE_AFTER = 180
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+LATER = T0 + timedelta(seconds=STALE_AFTER + 1)
+
+
+@pytest.fixture
+def queue_url(moto: None) -> str:
+    return boto3.client("sqs").create_queue(QueueName=QUEUE_NAME)["QueueUrl"]
+
+
+@pytest.fixture
+def store(tables: dict[str, str]) -> LoopsStore:
+    return LoopsStore(tables["TOKENS_TABLE"])
+
+
+@pytest.fixture
+def starter() -> RecordingStarter:
+    return RecordingStarter()
+
+
+@pytest.fixture
+def restarter(
+    tables: dict[str, str], queue_url: str, starter: RecordingStarter, monkeypatch: pytest.MonkeyPatch
+) -> ModuleType:
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "restarter")
+    monkeypatch.setenv("LOOP_FUNCTIONS", json.dumps({QUEUE_NAME: FUNCTION_NAME}))
+    monkeypatch.setenv("MIN_LOOPS", "2")
+    monkeypatch.setenv("MAX_LOOPS", "4")
+    monkeypatch.setenv("MESSAGES_PER_LOOP", "10")
+    monkeypatch.setenv("STALE_HEARTBEAT_SECONDS", str(STALE_AFTER))
+    from functions.restarter import app
+
+    monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
+    app.tokens.cache_clear()
+    app.scaler.cache_clear()
+    app.scaler().starter = starter  # moto runs no Lambda code: record the invokes instead
+    return app
+
+
+def run(restarter: ModuleType) -> dict:
+    return restarter.lambda_handler(
+        {"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext("restarter")
+    )
+
+
+def test_a_scan_over_several_pages_revives_every_stale_loop(
+    store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given five loops whose heartbeats stopped at T0
+    with frozen(T0):
+        for slot in range(5):
+            store.claim(queue_url, slot_token(slot))
+    scans: list[str] = []
+    store.client.meta.events.register("before-call.dynamodb.Scan", lambda **_: scans.append("page"))
+    # When stale loops are revived with a page size of two
+    with frozen(LATER):
+        report = revive_stale_loops(store, starter, {queue_url: FUNCTION_NAME}, STALE_AFTER, page_size=2)
+    # Then the scan took several pages and every loop got a new loop id and was started once
+    assert len(scans) >= 3
+    assert sorted(report.revived) == [slot_token(slot) for slot in range(5)]
+    rows = {token.token: token for token in store.list_for_queue(queue_url)}
+    assert sorted(loop.token for _, loop in starter.started) == sorted(rows)
+    assert all(loop == rows[loop.token].invocation() for _, loop in starter.started)
+
+
+class ScanThenWait:
+    """A LoopsStore whose scan is read in full, then waits until every racer has read it: both
+    restarters decide on the same stale row before either writes."""
+
+    def __init__(self, store: LoopsStore, barrier: threading.Barrier) -> None:
+        self.store = store
+        self.barrier = barrier
+
+    def scan(self, page_size: int | None = None) -> Iterator[LoopToken]:
+        rows = list(self.store.scan(page_size))
+        self.barrier.wait()
+        yield from rows
+
+    def take_over(self, token: LoopToken, stale_before: int) -> LoopToken | None:
+        return self.store.take_over(token, stale_before)
+
+
+def test_two_restarters_racing_for_one_stale_token_start_one_loop(
+    store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given one stale loop
+    with frozen(T0):
+        store.claim(queue_url, slot_token(0))
+    barrier = threading.Barrier(2)
+    racer = ScanThenWait(store, barrier)
+    errors: list[BaseException] = []
+
+    def restart() -> None:
+        try:
+            revive_stale_loops(racer, starter, {queue_url: FUNCTION_NAME}, STALE_AFTER)
+        except BaseException as exc:
+            errors.append(exc)
+
+    # When two restarters that both saw it stale try to revive it at once
+    with frozen(LATER):
+        threads = [threading.Thread(target=restart) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    # Then exactly one loop was started, and it is the one the row names
+    assert errors == []
+    [(_, loop)] = starter.started
+    [row] = store.list_for_queue(queue_url)
+    assert loop == row.invocation()
+
+
+def test_a_slow_loop_stops_once_its_token_was_taken_over(
+    store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given a loop whose heartbeat went stale
+    with frozen(T0):
+        slow = store.claim(queue_url, slot_token(0))
+    assert slow is not None
+    # When the restarter takes its token over
+    with frozen(LATER):
+        revive_stale_loops(store, starter, {queue_url: FUNCTION_NAME}, STALE_AFTER)
+        # Then the old loop's next heartbeat fails (it must stop) and the new loop's succeeds
+        assert store.heartbeat(slow.invocation()) is False
+        assert store.heartbeat(starter.started[0][1]) is True
+
+
+def test_the_scheduled_run_revives_stale_loops_and_keeps_the_minimum(
+    restarter: ModuleType, store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given a minimum of two, and only one loop, whose heartbeat went stale at T0
+    with frozen(T0):
+        store.claim(queue_url, slot_token(0))
+    # When the scheduled restarter runs after the threshold
+    with frozen(LATER):
+        report = run(restarter)
+    # Then the stale loop was revived and the missing pinned loop was created, each started once
+    assert report["revived"] == [slot_token(0)]
+    assert sorted(starter.tokens) == [slot_token(0), slot_token(1)]
+    assert sorted(token.token for token in store.list_for_queue(queue_url)) == [slot_token(0), slot_token(1)]
+
+
+def test_fresh_loops_are_left_alone(
+    restarter: ModuleType, store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given the minimum of two loops, both beating at T0
+    with frozen(T0):
+        for slot in range(2):
+            store.claim(queue_url, slot_token(slot))
+    # When the restarter runs before the threshold
+    with frozen(T0 + timedelta(seconds=STALE_AFTER - 1)):
+        report = run(restarter)
+    # Then nothing is revived or started
+    assert report["revived"] == []
+    assert starter.started == []
+
+
+def test_the_scheduled_run_adds_loops_for_a_persistent_backlog(
+    restarter: ModuleType, store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given the minimum of two fresh loops and 35 messages waiting (10 per loop; maximum 4)
+    for slot in range(2):
+        store.claim(queue_url, slot_token(slot))
+    sqs = boto3.client("sqs")
+    for number in range(35):
+        sqs.send_message(QueueUrl=queue_url, MessageBody=f"chunk {number}")
+    # When the scheduled restarter runs
+    run(restarter)
+    # Then the queue is at its maximum
+    assert sorted(token.token for token in store.list_for_queue(queue_url)) == [
+        slot_token(s) for s in range(4)
+    ]
+    assert sorted(starter.tokens) == [slot_token(2), slot_token(3)]
