@@ -30,8 +30,8 @@ def scaler() -> LoopScaler:
 
 def report(outcomes: list[ScalingOutcome]) -> None:
     for outcome in outcomes:
-        if outcome.action == "ignored":
-            logger.warning("Alarm notification ignored", extra=outcome.model_dump())
+        if outcome.action == "unknown_queue":
+            logger.warning("Alarm for a queue this scaler does not manage", extra=outcome.model_dump())
         else:
             logger.info("Loops scaled", extra=outcome.model_dump())
     started = sum(len(outcome.started) for outcome in outcomes)

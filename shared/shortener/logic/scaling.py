@@ -141,10 +141,10 @@ class LoopScaler:
                 )
             ]
         if queue_name is None:
-            return [self._ignored(None, "alarm has no QueueName dimension")]
+            return [self._ignored(None, "alarm has no QueueName dimension", unknown=True)]
         function_name = self.functions.get(queue_name)
         if function_name is None:
-            return [self._ignored(queue_name, "no loop function is configured for this queue")]
+            return [self._ignored(queue_name, "no loop function is configured for this queue", unknown=True)]
 
         arn = notification.arn
         target = LoopTarget(
@@ -307,8 +307,9 @@ class LoopScaler:
         )
 
     @staticmethod
-    def _ignored(queue_name: str | None, reason: str) -> ScalingOutcome:
-        return ScalingOutcome(queue_name=queue_name, trigger="alarm", action="ignored", reason=reason)
+    def _ignored(queue_name: str | None, reason: str, *, unknown: bool = False) -> ScalingOutcome:
+        action: ScalingAction = "unknown_queue" if unknown else "ignored"
+        return ScalingOutcome(queue_name=queue_name, trigger="alarm", action=action, reason=reason)
 
 
 def _removal_order(token: LoopToken) -> tuple[int, int]:

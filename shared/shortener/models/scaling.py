@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ScalingTrigger = Literal["alarm", "reconcile"]
-ScalingAction = Literal["added", "removed", "reconciled", "unchanged", "ignored"]
+ScalingAction = Literal["added", "removed", "reconciled", "unchanged", "ignored", "unknown_queue"]
 
 
 class QueueDepth(BaseModel):
