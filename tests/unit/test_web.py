@@ -1,0 +1,66 @@
+"""The HTTP edge: bodies and the public base URL."""
+
+import pytest
+
+from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
+from shortener.models.links import ShortenRequest
+from shortener.web import body_bytes, parse_fields, parse_request, public_base_url, request_host
+
+
+@pytest.mark.parametrize(
+    ("configured", "headers", "stage", "expected"),
+    [
+        ("https://sho.rt", {"Host": "abc.execute-api.eu-west-1.amazonaws.com"}, "prod", "https://sho.rt/"),
+        (
+            "",
+            {"Host": "abc.execute-api.eu-west-1.amazonaws.com"},
+            "prod",
+            "https://abc.execute-api.eu-west-1.amazonaws.com/prod/",
+        ),
+        ("", {"host": "sho.rt"}, "prod", "https://sho.rt/"),
+        ("", {"Host": "127.0.0.1:3000", "X-Forwarded-Proto": "http"}, "local", "http://127.0.0.1:3000/"),
+    ],
+)
+def test_short_urls_start_with_the_public_base(
+    configured: str, headers: dict[str, str], stage: str, expected: str
+) -> None:
+    assert public_base_url(configured, headers, stage) == expected
+
+
+def test_the_request_host_drops_the_port() -> None:
+    assert request_host({"Host": "Sho.RT:443"}) == "sho.rt"
+    assert request_host({}) is None
+
+
+def test_json_and_form_bodies_give_the_same_fields() -> None:
+    assert parse_fields(b'{"url": "https://a.example/"}', "application/json; charset=utf-8") == {
+        "url": "https://a.example/"
+    }
+    assert parse_fields(b"url=https%3A%2F%2Fa.example%2F&code=", "application/x-www-form-urlencoded") == {
+        "url": "https://a.example/"
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "error"),
+    [
+        (b"\xff\xfe", "application/json", InvalidRequestError),
+        (b"{", "application/json", InvalidRequestError),
+        (b"null", "application/json", InvalidRequestError),
+        (b"<xml/>", "application/xml", UnsupportedMediaTypeError),
+    ],
+)
+def test_unreadable_bodies_say_what_is_wrong(raw: bytes, content_type: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        parse_fields(raw, content_type)
+
+
+def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
+    assert body_bytes("aGk=", is_base64_encoded=True) == b"hi"
+    with pytest.raises(InvalidRequestError):
+        body_bytes("not base64!", is_base64_encoded=True)
+
+
+def test_a_missing_field_is_named() -> None:
+    with pytest.raises(InvalidFieldsError, match="url"):
+        parse_request(ShortenRequest, {"code": "abc"})
