@@ -171,3 +171,9 @@ def test_unknown_or_malformed_job_is_404(api: ModuleType, job_id: str) -> None:
         answer = call(api, api_event("GET", path, resource=resource, path_parameters={"job_id": job_id}))
         assert answer["statusCode"] == 404
         assert json.loads(answer["body"])["error"] == "job_not_found"
+
+
+def test_the_index_page_offers_a_csv_upload(api: ModuleType) -> None:
+    page = call(api, api_event("GET", "/"))["body"]
+    assert 'id="bulk-form"' in page
+    assert 'type="file"' in page

@@ -2,6 +2,7 @@
 queue with a loop (real stores, real queue semantics), read status and results through the API."""
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from shortener.dal import aws as aws_clients
 from shortener.dal.jobs import JobsStore
 from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore
@@ -22,7 +24,6 @@ from shortener.settings import poller_settings
 from tests.support.api import call, get_code, post_json
 from tests.support.bulk import (
     PollerContext,
-    cancelled_transaction,
     create_bulk_queues,
     csv_text,
     dead_letter_queue_url,
@@ -116,9 +117,10 @@ def drain(
         metrics=metrics,
         options=LoopOptions(reinvoke_margin_seconds=1, receive_wait_seconds=0, error_pause_seconds=0.1),
     )
+    invocation = a_loop(tables, queue_url)
     context = PollerContext(budget_seconds=seconds + 1)
     return loop.run(
-        a_loop(tables, queue_url),
+        invocation,
         context.function_name,
         lambda: context.get_remaining_time_in_millis() / 1000,
     )
@@ -285,6 +287,31 @@ def test_a_crash_between_writing_and_deleting_redelivers_with_the_same_codes(
     assert link_count(bulk_env) == 30
 
 
+def test_a_crash_between_recording_outcomes_and_counting_them_counts_on_redelivery(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a loop that dies right after a chunk's outcomes are recorded, before they are counted
+    queue_url = make_queue(monkeypatch, visibility_timeout=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    real_count = JobsStore.count_chunk
+    crashes = [RuntimeError("the loop died before counting")]
+
+    def count_or_crash(self: JobsStore, *args: Any, **kwargs: Any) -> bool:
+        if crashes:
+            raise crashes.pop()
+        return real_count(self, *args, **kwargs)
+
+    monkeypatch.setattr(JobsStore, "count_chunk", count_or_crash)
+    drain(bulk_env, queue_url, seconds=0.5)
+    assert status(api, job_id)["succeeded"] == 0
+    # When the message comes back and is processed again
+    drain(bulk_env, queue_url, seconds=2.5)
+    # Then the recorded chunk is counted now, once, with the same links
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"]) == ("done", 20)
+    assert link_count(bulk_env) == 20
+
+
 def test_a_failing_message_does_not_hold_up_the_others_and_ends_in_the_dead_letter_queue(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,20 +336,52 @@ def test_a_failing_message_does_not_hold_up_the_others_and_ends_in_the_dead_lett
 def test_throttling_is_retried_and_every_row_counted_once(
     api: ModuleType, bulk_env: dict[str, str], queue_url: str
 ) -> None:
-    # Given a DynamoDB client that throttles link writes, the counter, and the completing
-    # transaction a few times each
+    # Given a DynamoDB client that throttles link writes, the chunk's conditional put and the
+    # counter and job updates a few times each
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(60)]))
-    client = boto3.client("dynamodb")
-    throttled_writes = throttle(client, "BatchWriteItem", 3)
-    throttled_counter = throttle(client, "UpdateItem", 2)
-    cancelled = cancelled_transaction(client, 2, ["None", "ThrottlingError"])
-    # When the loop processes the job through that client
-    drain(bulk_env, queue_url, links_client=client)
+    client = aws_clients.dynamodb()  # the layer's client, with its retry configuration
+    throttled = [
+        throttle(client, "BatchWriteItem", 3),
+        throttle(client, "PutItem", 2),
+        throttle(client, "UpdateItem", 4),
+    ]
+    # When the loop processes the job through that client (backoff makes it slower)
+    drain(bulk_env, queue_url, seconds=8, links_client=client)
     # Then the throttled calls were retried and the job completed, each row counted once
-    assert (throttled_writes(), throttled_counter(), cancelled()) == (3, 2, 2)
+    assert [injected() for injected in throttled] == [3, 2, 4]
     job = status(api, job_id)
     assert (job["status"], job["succeeded"], job["failed"]) == ("done", 60, 0)
     assert link_count(bulk_env) == 60
+
+
+def test_unprocessed_batch_items_are_retried_until_written(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given BatchWriteItem answers that leave items unprocessed (DynamoDB's partial throttling)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(50)]))
+    client = boto3.client("dynamodb")
+    real_batch_write = client.batch_write_item
+    answers: list[int] = []
+    lock = threading.Lock()
+
+    def partly_unprocessed(**kwargs: Any) -> Any:
+        table, requests = next(iter(kwargs["RequestItems"].items()))
+        with lock:
+            leave_some = len(answers) < 3 and len(requests) > 1
+            if leave_some:
+                answers.append(len(requests) - 1)
+        if leave_some:
+            written = real_batch_write(RequestItems={table: requests[:1]})
+            return {**written, "UnprocessedItems": {table: requests[1:]}}
+        return real_batch_write(**kwargs)
+
+    client.batch_write_item = partly_unprocessed  # type: ignore[method-assign]
+    # When the loop processes the job
+    drain(bulk_env, queue_url, links_client=client)
+    # Then the unprocessed items were written on later rounds
+    assert len(answers) == 3
+    assert status(api, job_id)["succeeded"] == 50
+    assert link_count(bulk_env) == 50
 
 
 def test_results_are_safe_to_open_in_a_spreadsheet(

@@ -114,32 +114,13 @@ def throttle(
         body = json.dumps(
             {"__type": f"com.amazonaws.dynamodb.v20120810#{error_code}", "message": "Throttled"}
         )
-        return AWSResponse(request.url, 400, {"x-amzn-ErrorType": error_code}, _RawBody(body.encode()))
+        answer = AWSResponse(request.url, 400, {"x-amzn-ErrorType": error_code}, _RawBody(body.encode()))
+        # botocore calls every before-send hook and uses the first answer; pointing the request
+        # elsewhere keeps in-process moto from also carrying it out.
+        request.url = "https://throttled.invalid/"
+        return answer
 
-    client.meta.events.register(f"before-send.dynamodb.{operation}", before_send)
-    return lambda: injected
-
-
-def cancelled_transaction(client: Any, times: int, reasons: list[str]) -> Callable[[], int]:
-    """Make the next ``times`` TransactWriteItems calls be cancelled with ``reasons`` (one code
-    per item, e.g. ["ThrottlingError", "None"])."""
-    injected = 0
-
-    def before_send(request: Any, **_: Any) -> AWSResponse | None:
-        nonlocal injected
-        if injected >= times:
-            return None
-        injected += 1
-        body = json.dumps(
-            {
-                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-                "message": "Transaction cancelled",
-                "CancellationReasons": [{"Code": code} for code in reasons],
-            }
-        )
-        return AWSResponse(request.url, 400, {}, _RawBody(body.encode()))
-
-    client.meta.events.register("before-send.dynamodb.TransactWriteItems", before_send)
+    client.meta.events.register_first(f"before-send.dynamodb.{operation}", before_send)
     return lambda: injected
 
 

@@ -1,14 +1,17 @@
-"""The jobs table: one "job" item per bulk upload (totals and progress counters) and one
-"chunk#<n>" item per SQS message (its id block, then the outcome of each of its rows).
+"""The jobs table: one "job" item per bulk upload (totals, progress counters and the set of chunks
+already counted) and one "chunk#<n>" item per SQS message (its id block, then the outcome of each
+of its rows).
 
-Chunk items keep bulk processing idempotent: the first delivery of a message fixes its ids with a
-conditional put, and one transaction marks the chunk done and adds its counts to the job, so a
-redelivered message reuses the same ids and is counted once.
+Bulk processing is idempotent through them: the first delivery of a message fixes its ids with a
+conditional put, so a redelivery reuses the same ids (same codes); a chunk's counts are added to
+the job by one conditional update that also records the chunk as counted, so it is counted once.
+
+Why not one TransactWriteItems for "chunk done + job counters": a transaction costs twice the
+write units of its items, and moto (the local stack) deep-copies a whole table for every
+transaction and races with concurrent writers, which fails under parallel loops.
 """
 
 import json
-import random
-import time
 import zlib
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -26,10 +29,6 @@ JOB_SK = "job"
 CHUNK_PREFIX = "chunk#"
 # Zero-padded so that the chunks of a job sort in input order (an upload has far fewer chunks).
 _CHUNK_DIGITS = 7
-# Transactions on one job item from many loops at once conflict now and then; throttling cancels a
-# transaction without botocore retrying it. Both are retried here with jittered backoff.
-_TRANSACTION_ATTEMPTS = 10
-_RETRYABLE_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
 
 
 class JobsStore:
@@ -106,12 +105,7 @@ class JobsStore:
             return _chunk_ids_from_item(old, proposed) if old else proposed
         return proposed
 
-    def is_chunk_done(self, job_id: str, chunk: int) -> bool:
-        """Whether an earlier delivery already completed the chunk."""
-        item = self._get_chunk(job_id, chunk)
-        return bool(item and "done_at" in item)
-
-    def complete_chunk(
+    def record_outcomes(
         self,
         job_id: str,
         chunk: int,
@@ -120,60 +114,49 @@ class JobsStore:
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
-    ) -> bool:
-        """Record the chunk's row outcomes and add its counts to the job, in one transaction that
-        only succeeds the first time. False when the chunk was already done (a redelivery) or its
-        job no longer exists: nothing is counted then."""
+    ) -> None:
+        """Store the chunk's row outcomes and mark it done. A redelivery writes the same outcomes
+        again, so this needs no condition; counting is ``count_chunk``'s job."""
         succeeded = sum(1 for outcome in outcomes if outcome.succeeded)
-        failed = len(outcomes) - succeeded
-        items: list[Any] = [
-            {
-                "Update": {
-                    "TableName": self.table_name,
-                    "Key": {"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
-                    "UpdateExpression": (
-                        "SET done_at = :now, first_row = :first_row, outcomes = :outcomes, "
-                        "succeeded = :succeeded, failed = :failed, expires_at = :expires_at"
-                    ),
-                    "ConditionExpression": "attribute_not_exists(done_at)",
-                    "ExpressionAttributeValues": {
-                        ":now": {"N": str(now)},
-                        ":first_row": {"N": str(first_row)},
-                        ":outcomes": {"B": encode_outcomes(outcomes)},
-                        ":succeeded": {"N": str(succeeded)},
-                        ":failed": {"N": str(failed)},
-                        ":expires_at": {"N": str(expires_at)},
-                    },
-                }
+        self.client.update_item(
+            TableName=self.table_name,
+            Key={"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
+            UpdateExpression=(
+                "SET done_at = :now, first_row = :first_row, outcomes = :outcomes, "
+                "succeeded = :succeeded, failed = :failed, expires_at = :expires_at"
+            ),
+            ExpressionAttributeValues={
+                ":now": {"N": str(now)},
+                ":first_row": {"N": str(first_row)},
+                ":outcomes": {"B": encode_outcomes(outcomes)},
+                ":succeeded": {"N": str(succeeded)},
+                ":failed": {"N": str(len(outcomes) - succeeded)},
+                ":expires_at": {"N": str(expires_at)},
             },
-            {
-                "Update": {
-                    "TableName": self.table_name,
-                    "Key": {"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
-                    "UpdateExpression": "ADD succeeded :succeeded, failed :failed",
-                    "ConditionExpression": "attribute_exists(job_id)",
-                    "ExpressionAttributeValues": {
-                        ":succeeded": {"N": str(succeeded)},
-                        ":failed": {"N": str(failed)},
-                    },
-                }
-            },
-        ]
-        for attempt in range(_TRANSACTION_ATTEMPTS):
-            try:
-                self.client.transact_write_items(TransactItems=items)
-            except ClientError as exc:
-                if _error_code(exc) != "TransactionCanceledException":
-                    raise
-                codes = [
-                    str(reason.get("Code", "")) for reason in exc.response.get("CancellationReasons", [])
-                ]
-                if any(code in _RETRYABLE_REASONS for code in codes):
-                    time.sleep(random.uniform(0, min(0.025 * 2**attempt, 1.0)))
-                    continue
-                return False
-            return True
-        raise RuntimeError(f"completing chunk {chunk} of job {job_id} kept conflicting or throttling")
+        )
+
+    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int) -> bool:
+        """Add a chunk's counts to its job unless they were added before: one conditional
+        UpdateItem that also puts the chunk into the job's set of counted chunks. False when the
+        chunk was already counted (a redelivery) or the job no longer exists."""
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
+                UpdateExpression="ADD succeeded :succeeded, failed :failed, counted :chunk",
+                ConditionExpression="attribute_exists(job_id) AND NOT contains(counted, :number)",
+                ExpressionAttributeValues={
+                    ":succeeded": {"N": str(succeeded)},
+                    ":failed": {"N": str(failed)},
+                    ":chunk": {"NS": [str(chunk)]},
+                    ":number": {"N": str(chunk)},
+                },
+            )
+        except ClientError as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
 
     def iter_outcomes(self, job_id: str) -> Iterator[RowOutcome]:
         """The outcomes of every completed chunk of a job, in input order (all pages)."""
@@ -250,6 +233,8 @@ def _chunk_ids_from_item(item: dict[str, Any], proposed: ChunkIds) -> ChunkIds:
         ids=decode_id_ranges(item.get("ids", {}).get("S", "")),
         created_at=datetime.fromisoformat(created_at) if created_at else proposed.created_at,
         done="done_at" in item,
+        succeeded=int(item.get("succeeded", {}).get("N", "0")),
+        failed=int(item.get("failed", {}).get("N", "0")),
     )
 
 

@@ -219,7 +219,7 @@ class ChunkRecords(Protocol):
     """What chunk processing needs of the jobs table (``shortener.dal.jobs.JobsStore``)."""
 
     def fix_chunk_ids(self, job_id: str, chunk: int, proposed: ChunkIds, expires_at: int) -> ChunkIds: ...
-    def complete_chunk(
+    def record_outcomes(
         self,
         job_id: str,
         chunk: int,
@@ -228,7 +228,8 @@ class ChunkRecords(Protocol):
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
-    ) -> bool: ...
+    ) -> None: ...
+    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +241,8 @@ class _GeneratedRow:
 class ChunkProcessor:
     """Shortens the rows of one message. Idempotent: a redelivered message gets the same codes
     (its ids were fixed on the chunk item by the first delivery, generated links are rewritten
-    byte for byte, conditional writes find their own earlier link) and is counted once (the
-    chunk's completion and the job's counters are one conditional transaction)."""
+    byte for byte, conditional writes find their own earlier link) and is counted once (the job
+    records which chunks it has counted, in the same conditional write that adds the counts)."""
 
     def __init__(
         self,
@@ -287,7 +288,11 @@ class ChunkProcessor:
         if generated:
             chunk_ids = self._fix_ids(message, len(generated), now, expires_at)
             if chunk_ids.done:
-                return ChunkResult(succeeded=0, failed=0, counted=False)
+                # Recorded before; counting may not have happened if that delivery died just then.
+                counted = self._jobs.count_chunk(
+                    message.job_id, message.chunk, succeeded=chunk_ids.succeeded, failed=chunk_ids.failed
+                )
+                return ChunkResult(succeeded=chunk_ids.succeeded, failed=chunk_ids.failed, counted=counted)
             codes = self._write_generated(generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
                 outcomes[row.index] = RowOutcome(row=message.first_row + row.index, url=row.url, code=code)
@@ -295,7 +300,10 @@ class ChunkProcessor:
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
-        counted = self._jobs.complete_chunk(
+        succeeded = sum(1 for outcome in final if outcome.succeeded)
+        failed = len(final) - succeeded
+        # Outcomes first: a chunk is counted only once its results can be read.
+        self._jobs.record_outcomes(
             message.job_id,
             message.chunk,
             first_row=message.first_row,
@@ -303,8 +311,8 @@ class ChunkProcessor:
             now=int(now.timestamp()),
             expires_at=expires_at,
         )
-        succeeded = sum(1 for outcome in final if outcome.succeeded)
-        return ChunkResult(succeeded=succeeded, failed=len(final) - succeeded, counted=counted)
+        counted = self._jobs.count_chunk(message.job_id, message.chunk, succeeded=succeeded, failed=failed)
+        return ChunkResult(succeeded=succeeded, failed=failed, counted=counted)
 
     def _fix_ids(self, message: ChunkMessage, count: int, now: datetime, expires_at: int) -> ChunkIds:
         proposed = ChunkIds(ids=self._allocate(count), created_at=now)

@@ -159,7 +159,16 @@ class PollLoop:
                 except Exception:
                     # A failed refresh is not the message's fault; the next iteration beats again.
                     self._log.exception("Heartbeat refresh failed", extra={"token": loop.token})
-            result = self._processor.process(ChunkMessage.model_validate_json(record.body))
+            try:
+                result = self._processor.process(ChunkMessage.model_validate_json(record.body))
+            except Exception:
+                # BatchProcessor keeps the failure for the batch response; the log says why.
+                receives = record.attributes.approximate_receive_count
+                self._log.exception(
+                    "Message failed; it will be redelivered",
+                    extra={"message_id": record.message_id, "receives": receives},
+                )
+                raise
             self._record(report, result)
             return result
 

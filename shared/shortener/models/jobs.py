@@ -93,11 +93,14 @@ class RowOutcome(BaseModel):
 
 class ChunkIds(BaseModel):
     """The counter ids a chunk's generated rows use, fixed by its first delivery, and that delivery's
-    time (so a redelivery rewrites byte-identical links)."""
+    time (so a redelivery rewrites byte-identical links). ``done`` with the counts when an earlier
+    delivery already recorded the chunk's outcomes."""
 
     ids: list[int]
     created_at: datetime
     done: bool = False
+    succeeded: int = 0
+    failed: int = 0
 
 
 class ChunkResult(BaseModel):
