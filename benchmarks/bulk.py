@@ -40,7 +40,12 @@ ROOT = Path(__file__).resolve().parent.parent
 READY = "READY "
 # Control-plane traffic that runs whether or not a job is being processed: the restarter's scans,
 # the scaler's token queries, the alarm evaluator's queue depth reads, CloudWatch and SNS.
-_BACKGROUND = {"DynamoDB_20120810.Scan", "DynamoDB_20120810.Query", "AmazonSQS.GetQueueAttributes"}
+_BACKGROUND = {
+    "DynamoDB_20120810.Scan",
+    "DynamoDB_20120810.Query",
+    "AmazonSQS.GetQueueAttributes",
+    "AmazonSQS.GetQueueUrl",
+}
 
 
 def main() -> None:
@@ -108,7 +113,7 @@ class LocalStack:
         session = boto3.session.Session(
             aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
         )
-        return session.client(service, endpoint_url=self.aws_endpoint)
+        return session.client(service, endpoint_url=self.aws_endpoint)  # type: ignore[call-overload]
 
     def wait_for_a_loop(self, seconds: float = 60) -> None:
         """Until the restarter has started the minimum loop (so the counted job finds it running)."""
