@@ -41,7 +41,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     report = heal_and_reconcile(
         scaler(), tokens(), scaler().targets(), restarter_settings().STALE_HEARTBEAT_SECONDS
     )
-    logger.info("Loops healed and reconciled", extra=report.model_dump())
+    changed = report.revived or any(outcome.started or outcome.stopped for outcome in report.reconciled)
+    # Every minute: a line only when something was done, so the log shows the healing.
+    if changed:
+        logger.info("Loops healed and reconciled", extra=report.model_dump())
+    else:
+        logger.debug("Loops healthy", extra=report.model_dump())
     if report.skipped:
         logger.warning("Stale loops of queues with no loop function", extra={"tokens": report.skipped})
     metrics.add_metric(name="LoopsRevived", unit=MetricUnit.Count, value=len(report.revived))

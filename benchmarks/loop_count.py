@@ -1,0 +1,218 @@
+"""Loops over time: start the local stack with short periods and small scaling thresholds, upload a
+bulk backlog, and print one line per sample (elapsed seconds, visible messages, loop count) until
+the backlog is drained and the loops are back at their minimum.
+
+    python -m benchmarks.loop_count [--rows 10000] [--time-scale 10] [--max-loops 5] [--timeout 600]
+
+The loop count is the number of rows in the tokens table (one per loop); the alarms, the scaler and
+the restarter move it, nothing here does.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_PREFIX = "READY "
+
+
+@dataclass(frozen=True)
+class ScalingRun:
+    """The template parameters of a short scaling run (alarm periods and schedules are divided by
+    the stack's time scale; these thresholds are in queued messages)."""
+
+    min_loops: int = 1
+    max_loops: int = 5
+    messages_per_loop: int = 2
+    threshold_low: int = 2
+    threshold_medium: int = 6
+    threshold_high: int = 12
+    # Above the poller's longest quiet spell (a 20 s long poll, or 30 s between heartbeats while a
+    # batch is processed), so a healthy loop is never mistaken for a dead one.
+    stale_heartbeat_seconds: int = 45
+
+    def params(self) -> dict[str, str]:
+        return {
+            "MinLoops": str(self.min_loops),
+            "MaxLoops": str(self.max_loops),
+            "MessagesPerLoop": str(self.messages_per_loop),
+            "ScaleThresholdLow": str(self.threshold_low),
+            "ScaleThresholdMedium": str(self.threshold_medium),
+            "ScaleThresholdHigh": str(self.threshold_high),
+            "StaleHeartbeatSeconds": str(self.stale_heartbeat_seconds),
+        }
+
+
+@dataclass(frozen=True)
+class Sample:
+    elapsed: float
+    visible: int
+    in_flight: int
+    loops: int
+
+    def line(self) -> str:
+        return (
+            f"{self.elapsed:7.1f} s  visible={self.visible:4d}  in_flight={self.in_flight:4d}  "
+            f"loops={self.loops}"
+        )
+
+
+class StackProbe:
+    """Reads what the scaling run is about from a running local stack: queue depth and loops."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+        session = boto3.session.Session(
+            aws_access_key_id="local", aws_secret_access_key="local", region_name=info["region"]
+        )
+        config = Config(retries={"mode": "standard"})
+        self.sqs = session.client("sqs", endpoint_url=info["aws_endpoint"], config=config)
+        self.dynamodb = session.client("dynamodb", endpoint_url=info["aws_endpoint"], config=config)
+        self.queue_url = info["resources"]["BulkQueue"]
+        self.tokens_table = info["resources"]["TokensTable"]
+
+    def tokens(self) -> list[dict[str, Any]]:
+        """Every token row: {queue_url, token, loop_id, last_used, started_at}."""
+        rows: list[dict[str, Any]] = []
+        options: dict[str, Any] = {"TableName": self.tokens_table, "ConsistentRead": True}
+        while True:
+            page = self.dynamodb.scan(**options)
+            rows += [
+                {key: next(iter(value.values())) for key, value in item.items()} for item in page["Items"]
+            ]
+            if "LastEvaluatedKey" not in page:
+                return rows
+            options["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def sample(self, started: float) -> Sample:
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return Sample(
+            elapsed=time.monotonic() - started,
+            visible=int(attributes["ApproximateNumberOfMessages"]),
+            in_flight=int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+            loops=len(self.tokens()),
+        )
+
+    def upload(self, rows: int, tag: str = "loop-count") -> dict[str, Any]:
+        """POST /bulk with a CSV of ``rows`` distinct URLs; the 202 answer."""
+        body = "url\n" + "".join(f"https://example.com/{tag}/{number}\n" for number in range(rows))
+        return self._request("POST", "bulk", body.encode(), {"Content-Type": "text/csv"})
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._request("GET", f"jobs/{job_id}")
+
+    def results(self, job_id: str) -> str:
+        request = urllib.request.Request(self.info["api_url"] + f"jobs/{job_id}/results")
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.read().decode("utf-8")
+
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.info["api_url"] + path, data=body, headers=headers or {}, method=method
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+
+
+@contextmanager
+def local_stack(run: ScalingRun, time_scale: float, log_path: Path) -> Iterator[dict[str, Any]]:
+    """A local stack subprocess on free ports with ``run``'s parameters; its READY info."""
+    data_dir = Path(tempfile.mkdtemp(prefix="loop-count-"))
+    args = [
+        sys.executable, "-m", "local_stack", "--api-port", "0", "--aws-port", "0", "--lambda-port", "0",
+        "--no-persist", "--data-dir", str(data_dir), "--time-scale", str(time_scale),
+    ]  # fmt: skip
+    for key, value in run.params().items():
+        args += ["--param", f"{key}={value}"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+    try:
+        yield _wait_ready(process, log_path)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], log_path: Path, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(READY_PREFIX):
+                return dict(json.loads(line.removeprefix(READY_PREFIX)))
+        if process.poll() is not None:
+            raise RuntimeError(f"the local stack exited with {process.returncode}; see {log_path}")
+        time.sleep(0.2)
+    raise TimeoutError(f"the local stack was not ready after {timeout} s; see {log_path}")
+
+
+def watch(
+    probe: StackProbe, run: ScalingRun, started: float, timeout: float, interval: float = 2.0
+) -> Iterator[Sample]:
+    """Samples until the loops went up, the queue drained and the loops are back at the minimum."""
+    peak = 0
+    while time.monotonic() - started < timeout:
+        sample = probe.sample(started)
+        peak = max(peak, sample.loops)
+        yield sample
+        drained = sample.visible == 0 and sample.in_flight == 0
+        if drained and peak > run.min_loops and sample.loops == run.min_loops:
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"not drained and back at {run.min_loops} loops after {timeout} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000, help="rows in the uploaded CSV")
+    parser.add_argument("--time-scale", type=float, default=10.0, help="speed-up of alarms and schedules")
+    parser.add_argument("--max-loops", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
+    parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "loop-count-stack.log")
+    options = parser.parse_args()
+
+    run = ScalingRun(max_loops=options.max_loops)
+    print(f"local stack: time scale {options.time_scale}, parameters {run.params()}; log in {options.log}")
+    with local_stack(run, options.time_scale, options.log) as info:
+        probe = StackProbe(info)
+        started = time.monotonic()
+        job = probe.upload(options.rows)
+        print(f"uploaded {job['total']} rows as job {job['job_id']}")
+        print("elapsed    visible messages, in flight, loops")
+        peak = 0
+        for sample in watch(probe, run, started, options.timeout):
+            peak = max(peak, sample.loops)
+            print(sample.line(), flush=True)
+        status = probe.job(job["job_id"])
+        print(
+            f"job {status['status']}: {status['succeeded']} succeeded, {status['failed']} failed of "
+            f"{status['total']}; loops {run.min_loops} -> {peak} -> {run.min_loops}"
+        )
+
+
+if __name__ == "__main__":
+    main()
