@@ -11,12 +11,15 @@ from shortener import web
 from shortener.dal.jobs import JobsStore
 from shortener.dal.queue import BulkQueue
 from shortener.logic import bulk
-from shortener.models.exceptions import JobNotFoundError
+from shortener.models.exceptions import InvalidRequestError, JobNotFoundError
 from shortener.models.jobs import Job, JobAccepted, JobStatusView
 from shortener.observability import metrics
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
+# A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
+# which only jobs of roughly 60,000 rows or more need.
+RESULTS_PAGE_BYTES = 5_000_000
 
 
 @lru_cache(maxsize=1)
@@ -75,13 +78,16 @@ def job_status(job_id: str) -> Response[str]:
 @router.get("/jobs/<job_id>/results")
 def job_results(job_id: str) -> Response[str]:
     job = _job(job_id)
-    body = bulk.results_csv(jobs().iter_outcomes(job.job_id), _base_url())
-    return Response(
-        200,
-        "text/csv; charset=utf-8",
-        body,
-        headers={"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'},
+    from_chunk = _from_chunk(router.current_event.get_query_string_value("from_chunk", "0") or "0")
+    page = bulk.results_page(
+        jobs().iter_chunk_outcomes(job.job_id, from_chunk), _base_url(), max_bytes=RESULTS_PAGE_BYTES
     )
+    headers = {"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'}
+    if page.next_chunk is not None:
+        # Very large jobs: the rest follows on further pages (RFC 8288 link).
+        next_url = _base_url() + f"jobs/{job.job_id}/results?from_chunk={page.next_chunk}"
+        headers["Link"] = f'<{next_url}>; rel="next"'
+    return Response(200, "text/csv; charset=utf-8", page.text, headers=headers)
 
 
 def _job(job_id: str) -> Job:
@@ -89,6 +95,12 @@ def _job(job_id: str) -> Job:
     if job is None:
         raise JobNotFoundError(f"No job has the id '{job_id[:64]}'.")
     return job
+
+
+def _from_chunk(text: str) -> int:
+    if not text.isdigit() or len(text) > 7:
+        raise InvalidRequestError("from_chunk must be a whole number (take it from the Link header).")
+    return int(text)
 
 
 def _base_url() -> str:

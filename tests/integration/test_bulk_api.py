@@ -177,3 +177,18 @@ def test_the_index_page_offers_a_csv_upload(api: ModuleType) -> None:
     page = call(api, api_event("GET", "/"))["body"]
     assert 'id="bulk-form"' in page
     assert 'type="file"' in page
+
+
+def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
+    accepted = json.loads(upload(api, b"url\nhttps://example.com/a\n")["body"])
+    job_id = accepted["job_id"]
+    event = api_event(
+        "GET",
+        f"/jobs/{job_id}/results",
+        resource="/jobs/{job_id}/results",
+        path_parameters={"job_id": job_id},
+    )
+    event["queryStringParameters"] = {"from_chunk": "-1"}
+    answer = call(api, event)
+    assert answer["statusCode"] == 400
+    assert json.loads(answer["body"])["error"] == "invalid_request"

@@ -436,3 +436,31 @@ def test_with_find_if_exists_known_urls_and_duplicates_share_one_code(
     assert lines[2]["code"] == lines[-1]["code"]
     assert len({line["code"] for line in lines}) == 3 + 300
     assert status(api, job_id)["succeeded"] == len(rows)
+
+
+def test_results_of_a_very_large_job_continue_on_a_linked_page(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a processed job of 600 rows (3 chunks) and pages of about one chunk
+    from functions.api import bulk
+
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(600)]))
+    drain(bulk_env, queue_url)
+    monkeypatch.setattr(bulk, "RESULTS_PAGE_BYTES", 10_000)
+    # When the results are read page by page, following the Link header
+    rows: list[int] = []
+    path = f"/jobs/{job_id}/results"
+    query: dict[str, str] | None = None
+    for _ in range(5):
+        event = api_event("GET", path, resource="/jobs/{job_id}/results", path_parameters={"job_id": job_id})
+        event["queryStringParameters"] = query
+        answer = call(api, event)
+        assert answer["statusCode"] == 200
+        rows += [int(line["row"]) for line in parse_results(answer["body"])]
+        headers = answer.get("multiValueHeaders") or {}
+        link = (headers.get("Link") or [None])[0]
+        if not link:
+            break
+        query = {"from_chunk": link.split("from_chunk=")[1].split(">")[0]}
+    # Then every row came exactly once, in order
+    assert rows == list(range(1, 601))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from shortener.dal.jobs import decode_id_ranges, decode_outcomes, encode_id_ranges, encode_outcomes
 from shortener.dal.queue import SEND_BATCH_BYTES, SEND_BATCH_ENTRIES, batches_within_limits
-from shortener.logic.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv
+from shortener.logic.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv, results_page
 from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError
 from shortener.models.jobs import BulkRow, RowOutcome
 from tests.support.bulk import BOUNDARY, multipart_body
@@ -122,3 +122,17 @@ def test_outcomes_round_trip_and_stay_small() -> None:
     blob = encode_outcomes(outcomes)
     assert decode_outcomes(1, blob) == outcomes
     assert len(blob) < 4_000
+
+
+def test_results_stop_at_a_chunk_boundary_past_the_size_limit_and_say_where_to_go_on() -> None:
+    chunks = [
+        (n, [RowOutcome(row=n * 10 + i + 1, url=f"https://a.example/{n}/{i}", code="c") for i in range(10)])
+        for n in range(5)
+    ]
+    first = results_page(chunks, "https://sho.rt/", max_bytes=800)
+    rows = [line["row"] for line in csv.DictReader(io.StringIO(first.text, newline=""))]
+    assert first.next_chunk is not None
+    assert rows == [str(row) for row in range(1, first.next_chunk * 10 + 1)]
+    assert len(first.text.encode()) <= 800
+    rest = results_page(chunks[first.next_chunk :], "https://sho.rt/", max_bytes=None)
+    assert rest.next_chunk is None

@@ -158,20 +158,26 @@ class JobsStore:
             return False
         return True
 
-    def iter_outcomes(self, job_id: str) -> Iterator[RowOutcome]:
-        """The outcomes of every completed chunk of a job, in input order (all pages)."""
+    def iter_chunk_outcomes(self, job_id: str, from_chunk: int = 0) -> Iterator[tuple[int, list[RowOutcome]]]:
+        """(chunk, its row outcomes) for every completed chunk of a job from ``from_chunk`` on, in
+        input order (a paginated Query that reads pages only as they are consumed)."""
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.table_name,
-            KeyConditionExpression="job_id = :job_id AND begins_with(sk, :chunk)",
+            KeyConditionExpression="job_id = :job_id AND sk BETWEEN :first AND :last",
             FilterExpression="attribute_exists(done_at)",
-            ProjectionExpression="first_row, outcomes",
-            ExpressionAttributeValues={":job_id": {"S": job_id}, ":chunk": {"S": CHUNK_PREFIX}},
+            ProjectionExpression="sk, first_row, outcomes",
+            ExpressionAttributeValues={
+                ":job_id": {"S": job_id},
+                ":first": {"S": chunk_sk(from_chunk)},
+                ":last": {"S": CHUNK_PREFIX + "9" * _CHUNK_DIGITS},
+            },
             ConsistentRead=True,
         )
         for page in pages:
             for item in page.get("Items", []):
-                yield from decode_outcomes(int(item["first_row"]["N"]), item["outcomes"]["B"])
+                chunk = int(item["sk"]["S"].removeprefix(CHUNK_PREFIX))
+                yield chunk, decode_outcomes(int(item["first_row"]["N"]), item["outcomes"]["B"])
 
     def _get_chunk(self, job_id: str, chunk: int) -> dict[str, Any] | None:
         response = self.client.get_item(

@@ -420,18 +420,48 @@ def neutralise(cell: str) -> str:
 def results_csv(outcomes: Iterable[RowOutcome], base_url: str) -> str:
     """The results CSV (``row,url,code,short_url,error``), one line per outcome, every cell
     spreadsheet-safe."""
+    page = results_page(((0, list(outcomes)),), base_url, max_bytes=None)
+    return page.text
+
+
+@dataclass(frozen=True, slots=True)
+class ResultsPage:
+    """A results CSV, and the chunk the next page starts at when it stopped at the size limit."""
+
+    text: str
+    next_chunk: int | None = None
+
+
+def results_page(
+    chunks: Iterable[tuple[int, list[RowOutcome]]], base_url: str, *, max_bytes: int | None
+) -> ResultsPage:
+    """The results CSV of ``chunks`` (in order), stopping before the chunk that would take it past
+    ``max_bytes`` (a Lambda response is at most 6 MB): ``next_chunk`` then says where to go on."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(RESULTS_HEADER)
-    for outcome in outcomes:
-        short_url = base_url + outcome.code if outcome.code else ""
-        writer.writerow(
-            [
-                str(outcome.row),
-                neutralise(outcome.url),
-                neutralise(outcome.code),
-                neutralise(short_url),
-                neutralise(outcome.error),
-            ]
-        )
-    return buffer.getvalue()
+    size = buffer.tell()
+    empty = True
+    for chunk, outcomes in chunks:
+        lines = io.StringIO()
+        chunk_writer = csv.writer(lines)
+        for outcome in outcomes:
+            short_url = base_url + outcome.code if outcome.code else ""
+            chunk_writer.writerow(
+                [
+                    str(outcome.row),
+                    neutralise(outcome.url),
+                    neutralise(outcome.code),
+                    neutralise(short_url),
+                    neutralise(outcome.error),
+                ]
+            )
+        text = lines.getvalue()
+        # Bytes, not characters: the limit is on the response. A page has at least one chunk.
+        added = len(text.encode())
+        if max_bytes is not None and not empty and size + added > max_bytes:
+            return ResultsPage(buffer.getvalue(), next_chunk=chunk)
+        buffer.write(text)
+        size += added
+        empty = False
+    return ResultsPage(buffer.getvalue())
