@@ -16,7 +16,7 @@ from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore
 from shortener.dal.queue import BulkQueue
 from shortener.logic.bulk import ChunkProcessor
-from shortener.logic.codes import code_generator
+from shortener.logic.codes import code_generator, hash_code_candidates
 from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
 from shortener.models.loops import LoopInvocation
 from shortener.services import link_service
@@ -464,3 +464,37 @@ def test_results_of_a_very_large_job_continue_on_a_linked_page(
         query = {"from_chunk": link.split("from_chunk=")[1].split(">")[0]}
     # Then every row came exactly once, in order
     assert rows == list(range(1, 601))
+
+
+def test_links_to_the_shortener_itself_are_row_errors(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given rows pointing at the host the upload arrived on (sho.rt in these events)
+    job_id = upload(api, csv_text([["https://sho.rt/abcd"], ["https://example.com/fine"]]))
+    drain(bulk_env, queue_url)
+    lines = results(api, job_id)
+    assert lines[0]["error"].startswith("invalid_url: ")
+    assert lines[1]["code"]
+
+
+def test_under_the_hash_strategy_rows_get_hash_codes_and_a_redelivery_the_same_ones(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the hash strategy and a job whose message is delivered twice
+    monkeypatch.setenv("CODE_STRATEGY", "hash")
+    poller_settings.cache_clear()
+    queue_url = make_queue(monkeypatch)
+    job_id = upload(api, csv_text([[f"https://example.com/h/{n}"] for n in range(30)]))
+    sqs = boto3.client("sqs")
+    [message] = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)["Messages"]
+    sqs.change_message_visibility(
+        QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
+    send_raw(queue_url, message["Body"])
+    # When both copies are processed
+    drain(bulk_env, queue_url)
+    # Then every row has a hash code (a prefix of the URL's digest), counted once
+    lines = results(api, job_id)
+    assert [line["code"] for line in lines] == [next(hash_code_candidates(line["url"])) for line in lines]
+    assert status(api, job_id)["succeeded"] == 30
+    assert link_count(bulk_env) == 30
