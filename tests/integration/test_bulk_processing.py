@@ -495,6 +495,8 @@ def test_under_the_hash_strategy_rows_get_hash_codes_and_a_redelivery_the_same_o
     drain(bulk_env, queue_url)
     # Then every row has a hash code (a prefix of the URL's digest), counted once
     lines = results(api, job_id)
-    assert [line["code"] for line in lines] == [next(hash_code_candidates(line["url"])) for line in lines]
+    # (a code starting with "-" is quoted in the CSV, so spreadsheets do not read it as a formula)
+    codes = [line["code"].removeprefix("'") for line in lines]
+    assert codes == [next(hash_code_candidates(line["url"])) for line in lines]
     assert status(api, job_id)["succeeded"] == 30
     assert link_count(bulk_env) == 30
