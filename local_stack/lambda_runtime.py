@@ -142,9 +142,9 @@ class Worker:
         assert stdout is not None
         try:
             readable, _, _ = select.select([stdout], [], [], timeout)
-        except (OSError, ValueError):
+            line = stdout.readline() if readable else ""
+        except (OSError, ValueError):  # closed under us: the stack is stopping
             return None
-        line = stdout.readline() if readable else ""
         return json.loads(line) if line else None
 
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moto.server import ThreadedMotoServer
-
 from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
@@ -16,13 +14,12 @@ from local_stack.faults import Faults
 from local_stack.intrinsics import Resolver, parameter_values
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
+from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 
 log = logging.getLogger(__name__)
-
-LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,7 @@ class LocalStack:
         self.options = options
         self.resources: Resources | None = None
         self.report = StartReport()
-        self._moto: ThreadedMotoServer | None = None
+        self._moto: EmbeddedAws | None = None
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
@@ -74,8 +71,7 @@ class LocalStack:
     @property
     def aws_endpoint(self) -> str:
         assert self._moto is not None
-        host, port = self._moto.get_host_and_port()
-        return f"http://{host}:{port}"
+        return self._moto.url
 
     @property
     def lambda_endpoint(self) -> str:
@@ -92,7 +88,7 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        self._moto = ThreadedMotoServer(ip_address=LOOPBACK, port=options.aws_port, verbose=False)
+        self._moto = EmbeddedAws(options.aws_port)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region)

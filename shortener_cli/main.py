@@ -112,16 +112,20 @@ def _wait_for(
 ) -> dict[str, Any] | None:
     """Poll the job until it is done, drawing a progress bar; None on timeout."""
     deadline = time.monotonic() + timeout
+    # On a terminal the bar redraws in place; in a log, each change is a line of its own.
+    redraw, end = ("\r", "") if out.isatty() else ("", "\n")
+    shown = ""
     while True:
         status = client.job(job_id)
-        out.write("\r" + progress_bar(status))
-        out.flush()
-        if status.get("status") == "done":
-            out.write("\n")
-            return status
-        if time.monotonic() >= deadline:
-            out.write("\n")
-            return None
+        bar = progress_bar(status)
+        if bar != shown:
+            out.write(redraw + bar + end)
+            out.flush()
+            shown = bar
+        if status.get("status") == "done" or time.monotonic() >= deadline:
+            if redraw:
+                out.write("\n")
+            return status if status.get("status") == "done" else None
         time.sleep(interval)
 
 
