@@ -288,8 +288,13 @@ def measure_throughput(stack: LocalStack, rows: int) -> dict[str, Any]:
     uploaded = time.monotonic() - started
     job = stack.wait_until_done(accepted["job_id"], 1800)
     elapsed = time.monotonic() - started
-    with urllib.request.urlopen(f"{stack.api_url}jobs/{accepted['job_id']}/results", timeout=120) as answer:
-        lines = list(csv.DictReader(io.StringIO(answer.read().decode(), newline="")))
+    lines: list[dict[str, str]] = []
+    page_url: str | None = f"{stack.api_url}jobs/{accepted['job_id']}/results"
+    while page_url:  # large results come in pages linked with rel="next"
+        with urllib.request.urlopen(page_url, timeout=120) as answer:
+            lines += csv.DictReader(io.StringIO(answer.read().decode(), newline=""))
+            link = answer.headers.get("Link") or ""
+        page_url = link[1 : link.index(">")] if link.startswith("<") else None
     return {
         "rows": rows,
         "bytes": len(text.encode()),
