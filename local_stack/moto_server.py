@@ -6,14 +6,25 @@
   ReceiveMessage long-polls for up to 20 s.
 - moto records every model instance it ever creates (deep copies included) for its dashboard, so each
   TransactWriteItems would keep a copy of the whole table and every message ever sent would stay in
-  memory: gigabytes within minutes of bulk work. The records are dropped after each request."""
+  memory: gigabytes within minutes of bulk work. The records are dropped after each request.
+- TransactWriteItems deep-copies every table it touches to roll back on failure, so each
+  transaction costs time in proportion to the table's size: bulk work slowed to a crawl as the links
+  table grew. Here the transaction remembers only the items it touches and restores those.
 
+moto is pinned in pyproject.toml; the patch below depends on its DynamoDB backend's internals, and
+tests/integration/test_local_stack_moto_server.py checks that transactions still roll back."""
+
+import contextvars
+import copy
 import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import moto.dynamodb.models as dynamodb_models
 from moto.core.model_instances import reset_model_data
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
@@ -47,6 +58,7 @@ class EmbeddedAws(ThreadedMotoServer):
 
     def __init__(self, port: int) -> None:
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
+        install_item_level_transaction_rollback()
 
     def _server_entry(self) -> None:
         app = SerialisingMiddleware(DomainDispatcherApplication(create_backend_app))
@@ -60,3 +72,74 @@ class EmbeddedAws(ThreadedMotoServer):
     def url(self) -> str:
         host, port = self.get_host_and_port()
         return f"http://{host}:{port}"
+
+
+_IN_TRANSACTION: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)
+
+
+class _CopyWithoutTables:
+    """Stands in for the copy module inside moto's DynamoDB backend: during a transaction a table
+    "copy" is the table itself (its rollback is a no-op), and the touched items are restored instead."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        if isinstance(value, Table) and _IN_TRANSACTION.get():
+            return value
+        return copy.deepcopy(value, memo)
+
+
+def install_item_level_transaction_rollback() -> None:
+    """Make TransactWriteItems roll back the items it touched instead of whole-table copies."""
+    if getattr(DynamoDBBackend.transact_write_items, "_item_level", False):
+        return
+    original = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+        try:
+            saved = _touched_items(self, transact_items)
+        except Exception:
+            return original(self, transact_items)  # moto reports what is wrong with the request
+        token = _IN_TRANSACTION.set(True)
+        try:
+            return original(self, transact_items)
+        except Exception:
+            _restore(self, saved)
+            raise
+        finally:
+            _IN_TRANSACTION.reset(token)
+
+    transact_write_items._item_level = True  # type: ignore[attr-defined]
+    dynamodb_models.copy = _CopyWithoutTables()  # type: ignore[assignment]
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def _touched_items(
+    backend: DynamoDBBackend, transact_items: list[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(table, key, the item's attributes before the transaction or None) for each item touched."""
+    saved = []
+    for entry in transact_items:
+        operation, request = next(iter(entry.items()))
+        table_name = request["TableName"]
+        if operation == "Put":
+            table = backend.get_table(table_name)
+            keys = [table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else [])]
+            key = {name: request["Item"][name] for name in keys}
+        else:
+            key = request["Key"]
+        current = backend.get_item(table_name, key)
+        saved.append((table_name, key, copy.deepcopy(current.to_json()["Attributes"]) if current else None))
+    return saved
+
+
+def _restore(
+    backend: DynamoDBBackend, saved: list[tuple[str, dict[str, Any], dict[str, Any] | None]]
+) -> None:
+    for table_name, key, attributes in reversed(saved):
+        if attributes is None:
+            backend.delete_item(table_name, key)
+        else:
+            backend.put_item(table_name, attributes)
