@@ -192,3 +192,19 @@ def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
     answer = call(api, event)
     assert answer["statusCode"] == 400
     assert json.loads(answer["body"])["error"] == "invalid_request"
+
+
+def test_when_the_queue_is_unavailable_the_upload_is_503_and_no_job_remains(
+    api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue that does not exist (deleted, or a wrong setting)
+    monkeypatch.setenv("BULK_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/missing")
+    from shortener.settings import api_settings
+
+    api_settings.cache_clear()
+    # When a CSV is uploaded
+    answer = upload(api, b"url\nhttps://example.com/a\n")
+    # Then the answer says so, and no job was left behind to wait forever
+    assert answer["statusCode"] == 503
+    assert json.loads(answer["body"])["error"] == "queue_unavailable"
+    assert job_items(tables) == []

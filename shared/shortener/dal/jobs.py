@@ -61,6 +61,10 @@ class JobsStore:
             ConditionExpression="attribute_not_exists(job_id)",
         )
 
+    def delete_job(self, job_id: str) -> None:
+        """Withdraw a job record (its rows could not be queued)."""
+        self.client.delete_item(TableName=self.table_name, Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}})
+
     def get_job(self, job_id: str) -> Job | None:
         """The job record, or None. One consistent GetItem."""
         response = self.client.get_item(

@@ -29,7 +29,15 @@ from shortener.models.exceptions import (
     ShortenerError,
     UnsupportedMediaTypeError,
 )
-from shortener.models.jobs import BulkRow, ChunkIds, ChunkMessage, ChunkResult, Job, RowOutcome
+from shortener.models.jobs import (
+    BulkRow,
+    ChunkIds,
+    ChunkMessage,
+    ChunkResult,
+    Job,
+    QueueUnavailableError,
+    RowOutcome,
+)
 from shortener.models.links import Link, ShortenRequest
 
 JOB_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
@@ -154,6 +162,7 @@ class JobRecords(Protocol):
     """What job submission and status need of storage (``shortener.dal.jobs.JobsStore``)."""
 
     def create_job(self, job: Job, expires_at: int) -> None: ...
+    def delete_job(self, job_id: str) -> None: ...
     def get_job(self, job_id: str) -> Job | None: ...
 
 
@@ -189,7 +198,13 @@ def submit_job(
     )
     job = Job(job_id=job_id, total=len(rows), chunks=len(messages), created_at=clock.now())
     jobs.create_job(job, expires_at=expiry(job.created_at, options.retention_days))
-    queue.send_all(queue_url, [message.model_dump_json() for message in messages])
+    try:
+        queue.send_all(queue_url, [message.model_dump_json() for message in messages])
+    except Exception as exc:
+        # A job whose rows are not all queued would never be done: withdraw it. Rows already
+        # sent are processed, but their counts find no job and are dropped.
+        jobs.delete_job(job_id)
+        raise QueueUnavailableError("The rows could not be queued; please upload the file again.") from exc
     return job
 
 

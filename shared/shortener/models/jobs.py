@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shortener.models.exceptions import ShortenerError
+
 JobStatus = Literal["queued", "running", "done"]
 
 
@@ -109,3 +111,10 @@ class ChunkResult(BaseModel):
     succeeded: int
     failed: int
     counted: bool
+
+
+class QueueUnavailableError(ShortenerError):
+    """The rows could not be queued; the job was withdrawn and the upload can be retried."""
+
+    status_code = 503
+    error = "queue_unavailable"
