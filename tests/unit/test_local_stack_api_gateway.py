@@ -1,0 +1,122 @@
+"""API Gateway emulation: routing by the template's paths, proxy events, answers back to HTTP."""
+
+import base64
+
+from local_stack.api_gateway import (
+    HttpRequest,
+    Route,
+    binary_media_types,
+    find_route,
+    http_response,
+    proxy_event,
+    routes_from_swagger,
+)
+
+ROUTES = [
+    Route("/", "GET", "api"),
+    Route("/", "POST", "api"),
+    Route("/bulk", "POST", "api"),
+    Route("/jobs/{job_id}", "GET", "api"),
+    Route("/jobs/{job_id}/results", "GET", "api"),
+    Route("/{code}", "GET", "api"),
+    Route("/apple-app-site-association", "GET", "api"),
+]
+
+
+def request(
+    method: str, target: str, body: bytes = b"", headers: list[tuple[str, str]] | None = None
+) -> HttpRequest:
+    return HttpRequest(method, target, headers or [("Host", "127.0.0.1:3000")], body, "127.0.0.1", 3000)
+
+
+def test_static_paths_win_over_parameters() -> None:
+    route, parameters = find_route(ROUTES, "GET", "/apple-app-site-association") or (None, None)
+    assert route == Route("/apple-app-site-association", "GET", "api")
+    assert parameters == {}
+
+
+def test_parameters_are_matched_per_segment() -> None:
+    assert find_route(ROUTES, "GET", "/abc") == (Route("/{code}", "GET", "api"), {"code": "abc"})
+    found = find_route(ROUTES, "GET", "/jobs/j1/results")
+    assert found == (Route("/jobs/{job_id}/results", "GET", "api"), {"job_id": "j1"})
+
+
+def test_unknown_paths_and_methods_have_no_route() -> None:
+    assert find_route(ROUTES, "GET", "/jobs/j1/results/x") is None
+    assert find_route(ROUTES, "DELETE", "/abc") is None
+
+
+def test_greedy_and_any_routes() -> None:
+    routes = [Route("/files/{proxy+}", "ANY", "f")]
+    assert find_route(routes, "PUT", "/files/a/b") == (routes[0], {"proxy": "a/b"})
+
+
+def test_routes_come_from_the_sam_generated_swagger() -> None:
+    function_arn = "arn:aws:lambda:us-east-1:123456789012:function:fn"
+    uri = f"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/{function_arn}/invocations"
+    body = {"paths": {"/{code}": {"get": {"x-amazon-apigateway-integration": {"uri": uri}}}}}
+    assert routes_from_swagger(body) == [Route("/{code}", "GET", "fn")]
+    assert binary_media_types({"BinaryMediaTypes": ["text~1csv"]}) == ["text/csv"]
+
+
+def test_the_proxy_event_has_the_rest_api_shape() -> None:
+    event = proxy_event(
+        request("GET", "/jobs/j%201?a=1&a=2&b=", headers=[("Host", "127.0.0.1:3000"), ("Accept", "x")]),
+        Route("/jobs/{job_id}", "GET", "api"),
+        {"job_id": "j 1"},
+        ["text/csv"],
+        "local",
+    )
+    assert event["resource"] == "/jobs/{job_id}"
+    assert event["path"] == "/jobs/j 1"
+    assert event["pathParameters"] == {"job_id": "j 1"}
+    assert event["queryStringParameters"] == {"a": "2", "b": ""}
+    assert event["multiValueQueryStringParameters"] == {"a": ["1", "2"], "b": [""]}
+    assert event["headers"]["Host"] == "127.0.0.1:3000"
+    assert event["headers"]["X-Forwarded-Proto"] == "http"
+    assert event["multiValueHeaders"]["Accept"] == ["x"]
+    assert event["requestContext"]["stage"] == "local"
+    assert event["requestContext"]["requestId"]
+    assert event["body"] is None
+    assert event["isBase64Encoded"] is False
+
+
+def test_binary_media_types_arrive_base64_encoded() -> None:
+    csv = b"url\nhttps://example.com/\n"
+    headers = [("Host", "h"), ("Content-Type", "text/csv; charset=utf-8")]
+    event = proxy_event(
+        request("POST", "/bulk", csv, headers), Route("/bulk", "POST", "api"), {}, ["text/csv"], "x"
+    )
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == csv
+
+
+def test_text_bodies_arrive_as_text() -> None:
+    headers = [("Host", "h"), ("Content-Type", "application/json")]
+    event = proxy_event(
+        request("POST", "/", b'{"url": "x"}', headers), Route("/", "POST", "api"), {}, ["text/csv"], "x"
+    )
+    assert (event["body"], event["isBase64Encoded"]) == ('{"url": "x"}', False)
+
+
+def test_answers_merge_headers_and_decode_base64() -> None:
+    status, headers, body = http_response(
+        {
+            "statusCode": 301,
+            "headers": {"Location": "https://example.com/", "Content-Type": "text/plain"},
+            "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"], "Content-Type": ["text/html"]},
+            "body": base64.b64encode(b"\x00\x01").decode(),
+            "isBase64Encoded": True,
+        }
+    )
+    assert status == 301
+    assert ("Location", "https://example.com/") in headers
+    assert [value for key, value in headers if key == "Set-Cookie"] == ["a=1", "b=2"]
+    assert [value for key, value in headers if key == "Content-Type"] == ["text/html"]
+    assert body == b"\x00\x01"
+
+
+def test_a_malformed_answer_is_a_502() -> None:
+    status, _, body = http_response({"body": "no status"})
+    assert status == 502
+    assert b"Internal server error" in body

@@ -1,0 +1,74 @@
+"""Fault injection: parsing --fault options, and the hooks behaving as real throttles and crashes."""
+
+import random
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+from local_stack import faults
+from local_stack.faults import FaultError, InjectedFault, parse_faults
+
+
+def test_options_parse_into_faults() -> None:
+    parsed = parse_faults(
+        ["dynamodb-throttle=0.05", "raise-in=PollerFunction:0.1", "crash-in=shortener-poller:1"]
+    )
+    assert parsed.throttles == {"dynamodb": 0.05}
+    assert parsed.for_function("PollerFunction", "x")["raise"] == 0.1
+    assert parsed.for_function("y", "shortener-poller")["crash"] == 1.0
+    assert parsed.for_function("ApiFunction", "api") == {
+        "throttles": {"dynamodb": 0.05},
+        "raise": 0.0,
+        "crash": 0.0,
+    }
+
+
+@pytest.mark.parametrize(
+    "option", ["s3-throttle=0.1", "dynamodb-throttle=2", "raise-in=0.1", "raise-in=Fn:x"]
+)
+def test_bad_options_are_refused(option: str) -> None:
+    with pytest.raises(FaultError):
+        parse_faults([option])
+
+
+@pytest.fixture
+def fresh_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # never reached: the hook answers first
+
+
+def client(attempts: int) -> Any:
+    return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": attempts}))
+
+
+def test_a_throttle_is_the_services_own_error_after_retries(fresh_session: None) -> None:
+    faults.install({"throttles": {"dynamodb": 1.0}}, random.Random(1))
+    with pytest.raises(ClientError) as raised:
+        client(attempts=2).get_item(TableName="t", Key={"k": {"S": "1"}})
+    error = raised.value.response
+    assert error["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert error["ResponseMetadata"]["RetryAttempts"] >= 1  # botocore retried it, as it would on AWS
+
+
+def test_raise_in_raises_inside_the_functions_aws_calls(fresh_session: None) -> None:
+    faults.install({"raise": 1.0}, random.Random(1))
+    with pytest.raises(InjectedFault):
+        client(attempts=1).get_item(TableName="t", Key={"k": {"S": "1"}})
+
+
+def test_zero_probabilities_let_calls_through(fresh_session: None) -> None:
+    faults.install({"throttles": {"dynamodb": 0.0}, "raise": 0.0, "crash": 0.0})
+    dynamodb = client(attempts=1)
+    with Stubber(dynamodb) as stub:
+        stub.add_response("get_item", {"Item": {"k": {"S": "1"}}})
+        assert dynamodb.get_item(TableName="t", Key={"k": {"S": "1"}})["Item"] == {"k": {"S": "1"}}

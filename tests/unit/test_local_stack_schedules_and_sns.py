@@ -1,0 +1,53 @@
+"""Schedule rates and event shapes: the scheduled event and the SNS record Lambda receives."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from local_stack.schedules import rate_seconds, scheduled_event
+from local_stack.sns import lambda_event
+
+
+@pytest.mark.parametrize(
+    ("expression", "seconds"),
+    [("rate(1 minute)", 60), ("rate(5 minutes)", 300), ("rate(2 hours)", 7200), ("rate(1 day)", 86400)],
+)
+def test_rate_expressions(expression: str, seconds: int) -> None:
+    assert rate_seconds(expression) == seconds
+
+
+def test_cron_is_not_a_rate() -> None:
+    assert rate_seconds("cron(0 12 * * ? *)") is None
+
+
+def test_the_scheduled_event_has_eventbridges_shape() -> None:
+    rule = "arn:aws:events:us-east-1:123456789012:rule/local-Revive"
+    event = scheduled_event(rule, "us-east-1", datetime(2026, 11, 22, 10, 0, 5, tzinfo=UTC))
+    assert event["detail-type"] == "Scheduled Event"
+    assert event["source"] == "aws.events"
+    assert event["resources"] == [rule]
+    assert event["time"] == "2026-11-22T10:00:05Z"
+    assert (event["account"], event["region"], event["detail"]) == ("123456789012", "us-east-1", {})
+
+
+def test_an_http_notification_becomes_the_lambda_sns_event() -> None:
+    topic = "arn:aws:sns:us-east-1:123456789012:local-Scaling"
+    notification = {
+        "Type": "Notification",
+        "MessageId": "m-1",
+        "TopicArn": topic,
+        "Subject": 'ALARM: "x" in US East (N. Virginia)',
+        "Message": '{"NewStateValue": "ALARM"}',
+        "Timestamp": "2026-11-22T10:00:00.000Z",
+        "SignatureVersion": "2",
+        "Signature": "sig",
+        "SigningCertURL": "https://sns/cert.pem",
+        "UnsubscribeURL": f"http://sns/?Action=Unsubscribe&SubscriptionArn={topic}:sub-1",
+    }
+    event = lambda_event(notification)
+    (record,) = event["Records"]
+    assert record["EventSource"] == "aws:sns"
+    assert record["EventSubscriptionArn"] == f"{topic}:sub-1"
+    assert record["Sns"]["Message"] == '{"NewStateValue": "ALARM"}'
+    assert record["Sns"]["TopicArn"] == topic
+    assert record["Sns"]["SigningCertUrl"] == "https://sns/cert.pem"
