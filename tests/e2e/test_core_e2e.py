@@ -3,6 +3,9 @@ restart survival, and the command-line client."""
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import RunningStack, StartStack
 
@@ -69,3 +72,51 @@ def test_the_cli_shortens_a_url(stack: RunningStack) -> None:
     assert short_url.startswith(stack.api_url)
     followed = stack.request("GET", short_url.removeprefix(stack.api_url))
     assert followed.headers["Location"] == "https://example.com/cli"
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (the stack's workers)."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.add(int(stat.parent.name))
+    return children
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_stopping_leaves_no_worker_processes(start_stack: StartStack) -> None:
+    # Given a stack whose API function has a warm worker
+    running = start_stack()
+    assert running.request("GET", "/").status == 200
+    assert running.process is not None
+    workers = _children(running.process.pid)
+    assert workers
+    # When it is stopped as Ctrl-C would
+    assert running.stop() == 0
+    # Then every worker is gone
+    assert not {pid for pid in workers if Path(f"/proc/{pid}").exists()}
+
+
+def test_a_fault_injected_in_the_api_function_is_a_502_not_a_hang(start_stack: StartStack) -> None:
+    # Given every AWS call of the API function fails (fault injection, outside the deployed code)
+    running = start_stack(faults=["raise-in=ApiFunction:1"])
+    # When a link is created
+    answer = running.post_json("/", {"url": "https://example.com/e2e/fault"})
+    # Then API Gateway answers as it would for a crashed function
+    assert answer.status == 502
+    assert answer.json() == {"message": "Internal server error"}
+    assert "InjectedFault" in running.log()
+
+
+def test_dynamodb_throttling_is_absorbed_by_retries(start_stack: StartStack) -> None:
+    # Given a DynamoDB that throttles a fifth of all requests
+    running = start_stack(faults=["dynamodb-throttle=0.2"])
+    # When links are created and followed, they all work: the layer's retries absorb throttling
+    for number in range(5):
+        created = running.post_json("/", {"url": f"https://example.com/e2e/throttle/{number}"})
+        assert created.status in (200, 201), created.text
+        assert running.request("GET", created.json()["code"]).status == 301
