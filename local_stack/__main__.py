@@ -107,7 +107,11 @@ def banner(stack: LocalStack) -> str:
         f"  Lambda       {stack.lambda_endpoint}   (Invoke API)",
     ]
     if options.persist:
-        state = f"restored {restored.items} items, {restored.messages} messages" if restored else "empty"
+        state = (
+            f"restored {restored.items} items, {restored.messages} messages"
+            if restored
+            else "nothing saved yet"
+        )
         lines.append(f"  Data         {data_dir}   ({state})")
     lines += ["", "Resources:"]
     template = resources.template["Resources"]
@@ -120,7 +124,8 @@ def banner(stack: LocalStack) -> str:
         "",
         "Try:",
         f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json' -d '{{\"url\": \"https://example.com/\"}}'",
-        "  shortener shorten https://example.com/",
+        "  .venv/bin/shortener shorten https://example.com/",
+        "  .venv/bin/shortener bulk links.csv --wait --output results.csv",
         f"  open {stack.api_url} in a browser",
         "",
         "Ctrl-C stops" + (f" (state saved to {data_dir})." if options.persist else "."),

@@ -214,7 +214,7 @@ class ApiGateway(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/"
 
-    def handle_request_of(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
+    def answer(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
         """Route, invoke, answer."""
         path = urlsplit(request.target).path or "/"
         found = find_route(self.routes, request.method, unquote(path))
@@ -250,7 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
             source_ip=self.client_address[0],
             port=self.server.server_address[1],
         )
-        status, headers, raw = self.server.handle_request_of(request)
+        status, headers, raw = self.server.answer(request)
         self.send_response(status)
         for key, value in headers:
             self.send_header(key, value)

@@ -72,7 +72,8 @@ class Resources:
     resolver: Resolver
     aws_endpoint: str
     region: str
-    skipped_functions: dict[str, str] = field(default_factory=dict)
+    # Where CodeUri and ContentUri folders are: beside the template, as for SAM.
+    base_dir: Path = PROJECT_ROOT
     _resolved: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
 
     def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
@@ -105,17 +106,27 @@ class Resources:
             and logical_id not in self.skipped_functions
         }
 
-    @cached_property
+    @property
     def functions(self) -> dict[str, FunctionSpec]:
-        """The functions whose code is here, by logical id (others land in skipped_functions)."""
-        specs = {}
+        """The functions that can run, by logical id."""
+        return self._function_specs[0]
+
+    @property
+    def skipped_functions(self) -> dict[str, str]:
+        """The functions that cannot run yet (their handler file is missing), with the reason; the
+        stack starts without them, so it keeps working while a function is being written."""
+        return self._function_specs[1]
+
+    @cached_property
+    def _function_specs(self) -> tuple[dict[str, FunctionSpec], dict[str, str]]:
+        specs, skipped = {}, {}
         for logical_id, properties in self.of_type(FUNCTION).items():
             spec = self._function_spec(logical_id, properties)
             if spec.handler_file.is_file():
                 specs[logical_id] = spec
             else:
-                self.skipped_functions[logical_id] = f"no handler file {spec.handler_file}"
-        return specs
+                skipped[logical_id] = f"no handler file {spec.handler_file}"
+        return specs, skipped
 
     def function_by_name(self, name_or_arn: str) -> FunctionSpec | None:
         """The function a Lambda API call names: by name, full ARN or partial ARN."""
@@ -136,7 +147,7 @@ class Resources:
             logical_id=logical_id,
             name=self.physical_id(logical_id),
             arn=self.resolver.get_att(logical_id, "Arn"),
-            code_dir=PROJECT_ROOT / code["S3Key"],
+            code_dir=(self.base_dir / code["S3Key"]).resolve(),
             handler=properties["Handler"],
             timeout_seconds=int(properties.get("Timeout", _DEFAULT_TIMEOUT_SECONDS)),
             memory_mb=int(properties.get("MemorySize", _DEFAULT_MEMORY_MB)),
@@ -146,13 +157,19 @@ class Resources:
 
     def _layer_dirs(self) -> dict[str, Path]:
         return {
-            self.physical_id(logical_id): PROJECT_ROOT / properties["Content"]["S3Key"]
+            self.physical_id(logical_id): (self.base_dir / properties["Content"]["S3Key"]).resolve()
             for logical_id, properties in self.of_type(LAYER).items()
             if properties.get("Content", {}).get("S3Bucket") == LOCAL_CODE_BUCKET
         }
 
 
-def name_resources(template: dict[str, Any], resolver: Resolver, aws_endpoint: str, region: str) -> Resources:
+def name_resources(
+    template: dict[str, Any],
+    resolver: Resolver,
+    aws_endpoint: str,
+    region: str,
+    base_dir: Path = PROJECT_ROOT,
+) -> Resources:
     """Give every resource its local physical id and attributes, before anything is created, so
     that references between resources (a redrive policy's ARN, a function's queue URL) resolve."""
     stack = resolver.stack_name
@@ -165,7 +182,7 @@ def name_resources(template: dict[str, Any], resolver: Resolver, aws_endpoint: s
         refs, attributes = _identity(kind, name, arn, aws_endpoint)
         resolver.refs[logical_id] = refs
         resolver.attributes[logical_id] = attributes
-    return Resources(template, resolver, aws_endpoint, region)
+    return Resources(template, resolver, aws_endpoint, region, base_dir)
 
 
 def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:  # noqa: PLR0911

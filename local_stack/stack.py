@@ -99,9 +99,11 @@ class LocalStack:
             conditions=expanded.get("Conditions", {}),
             mappings=expanded.get("Mappings", {}),
         )
-        resources = name_resources(expanded, resolver, self.aws_endpoint, options.region)
+        resources = name_resources(
+            expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
+        )
         self.resources = resources
-        for logical_id, reason in _skipped(resources).items():
+        for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
 
@@ -194,8 +196,3 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
-
-
-def _skipped(resources: Resources) -> dict[str, str]:
-    _ = resources.functions  # finding the functions records the skipped ones
-    return resources.skipped_functions
