@@ -11,7 +11,7 @@ from shortener import clock
 from shortener.dal.links import LinksStore
 from shortener.logic.codes import code_generator
 from shortener.logic.links import LinkService
-from shortener.logic.urls import UrlPolicy
+from shortener.logic.urls import UrlPolicy, url_key
 from shortener.models.exceptions import CodeTakenError
 from shortener.models.links import Link, ShortenRequest, ShortenResult
 
@@ -153,3 +153,35 @@ def test_custom_code_of_an_already_allocated_id_is_refused(tables: dict[str, str
             POLICY,
             "https://sho.rt/",
         )
+
+
+def test_batched_claims_and_single_requests_agree_on_one_code_per_url(tables: dict[str, str]) -> None:
+    # Given 40 URLs that bulk writers (batched claims) and single requests shorten at the same moment
+    table = tables["LINKS_TABLE"]
+    urls = [f"https://example.com/contested/{n}" for n in range(40)]
+    generator = code_generator()
+
+    def bulk_writer() -> dict[str, str]:
+        store = LinksStore(table)
+        links = [
+            Link(code=generator.encode(link_id), url=url, created_at=clock.now())
+            for link_id, url in zip(store.allocate_ids(len(urls)), urls, strict=True)
+        ]
+        store.put_generated_batch(links)
+        winners = store.claim_urls([(url_key(link.url), link) for link in links])
+        return {link.url: winners[url_key(link.url)].code for link in links}
+
+    singles = [shorten(container(table), url) for url in urls for _ in range(2)]
+    results = in_parallel([bulk_writer, *singles[:40], bulk_writer, *singles[40:], bulk_writer])
+    # Then every writer was told the same code for each URL, and that code holds the URL
+    assert not [result for result in results if isinstance(result, Exception)]
+    told: dict[str, set[str]] = {url: set() for url in urls}
+    for result in results:
+        if isinstance(result, dict):
+            for url, code in result.items():
+                told[url].add(code)
+        elif isinstance(result, ShortenResult):
+            told[result.url].add(result.code)
+    assert all(len(codes) == 1 for codes in told.values()), told
+    stored = LinksStore(table).get_many([next(iter(codes)) for codes in told.values()])
+    assert {link.url for link in stored.values()} == set(urls)

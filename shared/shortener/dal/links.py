@@ -28,6 +28,7 @@ _BATCH_WRITE_LIMIT = 25
 _BATCH_GET_LIMIT = 100
 _MAX_UNPROCESSED_ROUNDS = 10
 _TRANSACTION_CONFLICT_RETRIES = 5
+_TRANSACTION_LIMIT = 100
 
 
 class IdAlreadyAllocatedError(Exception):
@@ -173,17 +174,11 @@ class LinksStore:
     def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome:
         """Write a generated ``link`` and the claim that makes it the one link of its URL, in one
         transaction, so two concurrent requests for one URL cannot both create a link."""
-        claim_item = {
-            "code": {"S": CLAIM_PREFIX + key},
-            "target": {"S": link.code},
-            "url": {"S": link.url},
-            "created_at": {"S": link.created_at.isoformat()},
-        }
         items: list[Any] = [
             {
                 "Put": {
                     "TableName": self.table_name,
-                    "Item": claim_item,
+                    "Item": _claim_item(key, link),
                     "ConditionExpression": "attribute_not_exists(code)",
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
@@ -207,6 +202,39 @@ class LinksStore:
         return ClaimOutcome(created=False, code_taken=True)
 
     # ---- batched writes (bulk) --------------------------------------------------------------
+
+    def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]:
+        """Find-if-exists for many URLs at once: make each link (already written) the one link of
+        its URL key, unless the key is claimed already. Up to 100 conditional claims go in one
+        transaction; a cancelled transaction names the claims that existed (with their links),
+        and the rest are tried again. Returns the winning link of every key."""
+        winners: dict[str, Link] = {}
+        for start in range(0, len(claims), _TRANSACTION_LIMIT):
+            pending = dict(claims[start : start + _TRANSACTION_LIMIT])
+            while pending:
+                items: list[Any] = [
+                    {
+                        "Put": {
+                            "TableName": self.table_name,
+                            "Item": _claim_item(key, link),
+                            "ConditionExpression": "attribute_not_exists(code)",
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    }
+                    for key, link in pending.items()
+                ]
+                reasons = self._transact(items)
+                if reasons is None:
+                    winners.update(pending)
+                    break
+                for (key, _), reason in zip(list(pending.items()), reasons, strict=True):
+                    if reason.get("Code") == "ConditionalCheckFailed":
+                        old = reason.get("Item")
+                        existing = _claim_to_link(old) if old else self.find_claim(key)
+                        if existing is not None:
+                            winners[key] = existing
+                            del pending[key]
+        return winners
 
     def put_generated_batch(self, links: Iterable[Link]) -> None:
         """Write generated links with BatchWriteItem (no conditions: only the counter produces
@@ -287,6 +315,15 @@ def _link_from_item(item: dict[str, Any]) -> Link:
         is_custom=item.get("is_custom", {}).get("BOOL", False),
         owner=item.get("owner", {}).get("S"),
     )
+
+
+def _claim_item(key: str, link: Link) -> dict[str, Any]:
+    return {
+        "code": {"S": CLAIM_PREFIX + key},
+        "target": {"S": link.code},
+        "url": {"S": link.url},
+        "created_at": {"S": link.created_at.isoformat()},
+    }
 
 
 def _claim_to_link(item: dict[str, Any]) -> Link:

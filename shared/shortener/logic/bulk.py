@@ -17,12 +17,10 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.dal.links import ClaimOutcome
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
 from shortener.models.exceptions import (
-    CodesExhaustedError,
     InvalidCsvError,
     InvalidUrlError,
     PayloadTooLargeError,
@@ -53,7 +51,6 @@ _MAX_CODE_CELL = 300
 # A spreadsheet runs a cell starting with one of these as a formula.
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _LINKS_PER_BATCH_WRITE = 25
-_MAX_CODE_ATTEMPTS = 20
 
 
 # ---- upload -> rows -----------------------------------------------------------------------------
@@ -227,7 +224,7 @@ class ChunkLinks(Protocol):
     def allocate_ids(self, count: int) -> list[int]: ...
     def put_generated_batch(self, links: Iterable[Link]) -> None: ...
     def find_claims(self, keys: Sequence[str]) -> dict[str, Link]: ...
-    def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome: ...
+    def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
 
 
 class ChunkRecords(Protocol):
@@ -348,21 +345,19 @@ class ChunkProcessor:
         codes = [self._generator.encode(link_id) for link_id in chunk_ids.ids[: len(rows)]]
         if self._find_if_exists:
             return self._write_claimed(rows, codes, chunk_ids.created_at)
-        links = [
-            Link(code=code, url=row.url, created_at=chunk_ids.created_at)
-            for row, code in zip(rows, codes, strict=True)
-        ]
-        batches = [
-            links[start : start + _LINKS_PER_BATCH_WRITE]
-            for start in range(0, len(links), _LINKS_PER_BATCH_WRITE)
-        ]
-        for _ in self._pool.map(self._links.put_generated_batch, batches):
-            pass
+        self._put_batches(
+            [
+                Link(code=code, url=row.url, created_at=chunk_ids.created_at)
+                for row, code in zip(rows, codes, strict=True)
+            ]
+        )
         return codes
 
     def _write_claimed(self, rows: list[_GeneratedRow], codes: list[str], created_at: datetime) -> list[str]:
-        """Find-if-exists: a URL that already has a link keeps its code; each new URL (once per
-        chunk) gets its row's code with a claim, in a transaction per URL."""
+        """Find-if-exists: a URL that already has a link keeps its code. Each new URL (once per
+        chunk) gets its row's link written in a batch, then claimed, up to 100 claims a
+        transaction; where another writer claimed the URL first, its code wins (and the link
+        written here stays, unreferenced but valid)."""
         keys = [url_key(row.url) for row in rows]
         found = {key: link.code for key, link in self._links.find_claims(keys).items()}
         first_of_key: dict[str, int] = {}
@@ -373,22 +368,17 @@ class ChunkProcessor:
             (key, Link(code=codes[position], url=rows[position].url, created_at=created_at))
             for key, position in first_of_key.items()
         ]
-        for key, code in zip(
-            (key for key, _ in new), self._pool.map(lambda pair: self._claim(*pair), new), strict=True
-        ):
-            found[key] = code
+        self._put_batches([link for _, link in new])
+        found.update({key: link.code for key, link in self._links.claim_urls(new).items()})
         return [found[key] for key in keys]
 
-    def _claim(self, key: str, link: Link) -> str:
-        for _ in range(_MAX_CODE_ATTEMPTS):
-            outcome = self._links.insert_with_claim(link, key)
-            if outcome.created:
-                return link.code
-            if outcome.existing is not None:
-                return outcome.existing.code
-            # The generated code is held by an older custom or hash code: take a fresh id.
-            link = link.model_copy(update={"code": self._generator.encode(self._allocate(1)[0])})
-        raise CodesExhaustedError(link.url)
+    def _put_batches(self, links: list[Link]) -> None:
+        batches = [
+            links[start : start + _LINKS_PER_BATCH_WRITE]
+            for start in range(0, len(links), _LINKS_PER_BATCH_WRITE)
+        ]
+        for _ in self._pool.map(self._links.put_generated_batch, batches):
+            pass
 
     def _write_conditional(
         self, message: ChunkMessage, indexes: list[int], policy: UrlPolicy
