@@ -1,5 +1,6 @@
 """Fixtures shared by every test layer: moto with tables made from template.yaml, and settings."""
 
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,10 @@ from local_stack.template import create_table_arguments
 from shortener import settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
+
+# Set before any test module imports the layer: Metrics() and Tracer() read these when created.
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "BulkShortenerTests")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
 
