@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def request_stop(signum: int, _: FrameType | None) -> None:
         stop.set()
+        # A second Ctrl-C ends the process at once; orphaned workers notice and exit too.
+        signal.signal(signum, signal.SIG_DFL)
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)

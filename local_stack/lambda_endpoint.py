@@ -11,7 +11,12 @@ from urllib.parse import unquote
 
 from local_stack import sns
 from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
+from local_stack.lambda_runtime import (
+    ASYNC_PAYLOAD_LIMIT_BYTES,
+    SYNC_PAYLOAD_LIMIT_BYTES,
+    FunctionThrottledError,
+    LambdaRuntime,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +76,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, "InvalidRequestContentException", "Could not parse payload")
             return
         invocation_type = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+        limit = ASYNC_PAYLOAD_LIMIT_BYTES if invocation_type == "Event" else SYNC_PAYLOAD_LIMIT_BYTES
+        if len(body) > limit:
+            message = f"Request must be smaller than {limit} bytes for the {invocation_type} invocation type"
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "RequestTooLargeException", message)
+            return
         if invocation_type == "DryRun":
             self._answer(HTTPStatus.NO_CONTENT, b"")
         elif invocation_type == "Event":

@@ -28,6 +28,9 @@ _INIT_TIMEOUT_SECONDS = 30.0
 # Lambda retries a failed asynchronous invocation twice, one and then two minutes later.
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _KILL_GRACE_SECONDS = 2.0
+# Lambda's payload limits: 6 MB for a synchronous response (and request), 1 MB for an async event.
+SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024
+ASYNC_PAYLOAD_LIMIT_BYTES = 1024 * 1024
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 
 
@@ -122,6 +125,10 @@ class Worker:
             code = self.process.returncode
             message = f"Runtime exited with error: exit status {code}"
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", message))
+        if "result" in answer and len(json.dumps(answer["result"])) > SYNC_PAYLOAD_LIMIT_BYTES:
+            limit = SYNC_PAYLOAD_LIMIT_BYTES
+            message = f"Response payload size exceeded maximum allowed payload size ({limit} bytes)."
+            return Invocation(request_id, error=_runtime_error("Function.ResponseSizeTooLarge", message))
         return Invocation(request_id, result=answer.get("result"), error=answer.get("error"))
 
     def kill(self) -> None:

@@ -164,3 +164,9 @@ def test_boto3_invoke_event_returns_202_at_once(lambda_client: Any) -> None:
 def test_boto3_invoke_of_an_unknown_function_is_not_found(lambda_client: Any) -> None:
     with pytest.raises(lambda_client.exceptions.ResourceNotFoundException):
         lambda_client.invoke(FunctionName="nope")
+
+
+def test_an_async_payload_above_1_mb_is_refused(lambda_client: Any) -> None:
+    payload = json.dumps({"blob": "x" * (1024 * 1024)})
+    with pytest.raises(lambda_client.exceptions.RequestTooLargeException):
+        lambda_client.invoke(FunctionName="echo", InvocationType="Event", Payload=payload)
