@@ -155,7 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     stack = LocalStack(options)
     try:
         stack.start()
-    except (TemplateError, IntrinsicError, OSError) as exc:
+    except OSError as exc:
+        print(
+            f"local stack: cannot start: {exc} (is another one running? --api-port 0 picks a free port)",
+            file=sys.stderr,
+        )
+        return 1
+    except (TemplateError, IntrinsicError) as exc:
         print(f"local stack: {exc}", file=sys.stderr)
         return 1
     print(banner(stack), flush=True)

@@ -49,9 +49,7 @@ class Invocation:
     @property
     def payload(self) -> bytes:
         """What Lambda's Invoke API returns as the response payload."""
-        body = self.error if self.error is not None else self.result
-        if self.error is not None:
-            body = {**self.error, "requestId": self.request_id}
+        body = self.result if self.error is None else {**self.error, "requestId": self.request_id}
         return json.dumps(body).encode()
 
 
@@ -150,9 +148,9 @@ class Worker:
         try:
             readable, _, _ = select.select([stdout], [], [], timeout)
             line = stdout.readline() if readable else ""
-        except (OSError, ValueError):  # closed under us: the stack is stopping
+            return json.loads(line) if line else None
+        except (OSError, ValueError):  # closed under us (the stack is stopping), or garbled
             return None
-        return json.loads(line) if line else None
 
 
 class WorkerInitError(Exception):
