@@ -6,7 +6,8 @@ init; each request line {"request_id", "event", "deadline", "invoked_function_ar
 line {"result": ...} or {"error": {"errorMessage", "errorType", "stackTrace"}}. The handler's own
 prints and logs go to stderr, so they can never corrupt the protocol.
 
-Run as: python -m local_stack.bootstrap <handler> <faults-json>
+Run as: python -m local_stack.bootstrap <function name> <handler> <faults-json> (the name is only
+there to make `ps` readable; the environment says everything else).
 """
 
 import importlib
@@ -44,7 +45,7 @@ class LambdaContext:
 
 
 def main() -> None:
-    handler_name, fault_config = sys.argv[1], json.loads(sys.argv[2])
+    handler_name, fault_config = sys.argv[2], json.loads(sys.argv[3])
     # Keep the real stdout for the protocol; everything else printed goes to stderr (the log).
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)

@@ -76,6 +76,7 @@ class Worker:
                 sys.executable,
                 "-m",
                 "local_stack.bootstrap",
+                spec.name,
                 spec.handler,
                 json.dumps(settings.faults.get(spec.logical_id, {})),
             ],
