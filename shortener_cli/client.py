@@ -29,6 +29,16 @@ class Response:
     status: int
     content_type: str
     body: bytes
+    link: str = ""
+
+    @property
+    def next_url(self) -> str | None:
+        """The rel="next" target of the Link header (RFC 8288), if any."""
+        for part in self.link.split(","):
+            target, _, parameters = part.strip().partition(";")
+            if target.startswith("<") and 'rel="next"' in parameters.replace(" ", ""):
+                return target[1:-1]
+        return None
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -55,17 +65,27 @@ class ShortenerClient:
         return self._call("GET", f"jobs/{quote(job_id, safe='')}").json()  # type: ignore[no-any-return]
 
     def results(self, job_id: str) -> bytes:
-        """GET /jobs/{id}/results: the results CSV."""
-        return self._call("GET", f"jobs/{quote(job_id, safe='')}/results").body
+        """GET /jobs/{id}/results: the results CSV, every page of it (large results continue on
+        pages linked with rel="next", each with its own header line)."""
+        page = self._call("GET", f"jobs/{quote(job_id, safe='')}/results")
+        csv = page.body
+        while (next_url := page.next_url) is not None:
+            page = self._call("GET", next_url)
+            csv += page.body.split(b"\n", 1)[1] if b"\n" in page.body else b""
+        return csv
 
     def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
+        """One request to ``path`` (relative to the API URL, or absolute)."""
         request = urllib.request.Request(urljoin(self.api_url, path), data=body, method=method)  # noqa: S310
         if content_type:
             request.add_header("Content-Type", content_type)
         request.add_header("Accept", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
-                return Response(answer.status, answer.headers.get("Content-Type", ""), answer.read())
+                headers = answer.headers
+                return Response(
+                    answer.status, headers.get("Content-Type", ""), answer.read(), headers.get("Link", "")
+                )
         except urllib.error.HTTPError as exc:
             raise _api_error(exc.code, exc.read()) from exc
         except (urllib.error.URLError, OSError) as exc:

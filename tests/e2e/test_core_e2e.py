@@ -120,3 +120,46 @@ def test_dynamodb_throttling_is_absorbed_by_retries(start_stack: StartStack) -> 
         created = running.post_json("/", {"url": f"https://example.com/e2e/throttle/{number}"})
         assert created.status in (200, 201), created.text
         assert running.request("GET", created.json()["code"]).status == 301
+
+
+def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, tmp_path: Path) -> None:
+    # Given a stack whose restarter starts the first loop within seconds (rate(1 minute) / 20)
+    stack = start_stack(time_scale=20)
+    # And a CSV with good rows and a bad one
+    upload = tmp_path / "links.csv"
+    upload.write_text(
+        "url\n" + "".join(f"https://example.com/cli-bulk/{n}\n" for n in range(20)) + "not a url\n"
+    )
+    output = tmp_path / "results.csv"
+    # When the client uploads it and waits
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shortener_cli.main",
+            "--api-url",
+            stack.api_url,
+            "bulk",
+            str(upload),
+            "--output",
+            str(output),
+            "--poll-interval",
+            "0.5",
+            "--timeout",
+            "90",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    # Then every row has one outcome, in input order, and a code that redirects
+    assert result.returncode == 0, result.stderr + stack.log()[-2000:]
+    lines = output.read_text().splitlines()
+    assert lines[0] == "row,url,code,short_url,error"
+    assert len(lines) == 22
+    first = lines[1].split(",")
+    assert first[1] == "https://example.com/cli-bulk/0"
+    assert stack.request("GET", first[2]).headers["Location"] == "https://example.com/cli-bulk/0"
+    assert lines[-1].split(",")[2] == ""  # the bad row: no code, an error
+    assert "21/21 rows" in result.stderr

@@ -34,10 +34,20 @@ class FakeApi(BaseHTTPRequestHandler):
             counts = {"succeeded": 2 if done else 0, "failed": 0}
             self._json(200, {"job_id": "j1", "status": "done" if done else "running", "total": 2, **counts})
         else:
-            body = b"row,url,code,short_url,error\n1,https://a/,abc,http://sho.rt/abc,\n"
+            # Two pages of results, the first linking to the second.
+            first = self.path == "/jobs/j1/results"
+            row = (
+                b"1,https://a/,abc,http://sho.rt/abc,\n"
+                if first
+                else b"2,https://b/,abd,http://sho.rt/abd,\n"
+            )
+            body = b"row,url,code,short_url,error\n" + row
             self.send_response(200)
             self.send_header("Content-Type", "text/csv")
             self.send_header("Content-Length", str(len(body)))
+            if first:
+                host = self.headers["Host"]
+                self.send_header("Link", f'<http://{host}/jobs/j1/results?from_chunk=1>; rel="next"')
             self.end_headers()
             self.wfile.write(body)
 
@@ -80,7 +90,7 @@ def test_an_unreachable_api_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot reach" in capsys.readouterr().err
 
 
-def test_bulk_waits_and_writes_the_results(
+def test_bulk_waits_and_writes_every_page_of_the_results(
     api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     upload = tmp_path / "links.csv"
@@ -90,7 +100,11 @@ def test_bulk_waits_and_writes_the_results(
         ["--api-url", api_url, "bulk", str(upload), "--output", str(output), "--poll-interval", "0.01"]
     )
     assert code == EXIT_OK
-    assert output.read_text().splitlines()[1] == "1,https://a/,abc,http://sho.rt/abc,"
+    assert output.read_text().splitlines() == [
+        "row,url,code,short_url,error",
+        "1,https://a/,abc,http://sho.rt/abc,",
+        "2,https://b/,abd,http://sho.rt/abd,",
+    ]
     assert "2/2 rows, 0 failed (done)" in capsys.readouterr().err
 
 
