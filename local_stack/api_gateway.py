@@ -7,6 +7,7 @@ import fnmatch
 import json
 import logging
 import re
+import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -213,6 +214,12 @@ class ApiGateway(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a CLI interrupted, a test's timeout) is not the stack's error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def answer(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
         """Route, invoke, answer."""

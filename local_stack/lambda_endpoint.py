@@ -4,6 +4,7 @@ AWS_ENDPOINT_URL_LAMBDA) and the HTTP address that SNS subscriptions of function
 import json
 import logging
 import re
+import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -39,6 +40,12 @@ class LambdaEndpoint(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a CLI interrupted, a test's timeout) is not the stack's error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def sns_url(self, function_name: str) -> str:
         """Where a topic delivers to ``function_name``."""
