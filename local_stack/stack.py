@@ -5,7 +5,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
@@ -41,6 +41,14 @@ class StackOptions:
     async_retries: int = 2
 
 
+class _BackgroundPart(Protocol):
+    """Something with timers of its own: the scheduler, the alarm evaluator."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass
 class StartReport:
     """What start() did, for the banner."""
@@ -60,7 +68,7 @@ class LocalStack:
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
-        self._background: list[Any] = []
+        self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
 
     @property
@@ -141,7 +149,8 @@ class LocalStack:
         evaluator = AlarmEvaluator(
             alarm_specs(resources), self.aws_endpoint, options.region, options.time_scale
         )
-        for part in (scheduler, evaluator):
+        parts: list[_BackgroundPart] = [scheduler, evaluator]
+        for part in parts:
             part.start()
             self._background.append(part)
 
