@@ -33,7 +33,7 @@ def report(outcomes: list[ScalingOutcome]) -> None:
         if outcome.action == "unknown_queue":
             logger.warning("Alarm for a queue this scaler does not manage", extra=outcome.model_dump())
         else:
-            logger.info("Loops scaled", extra=outcome.model_dump())
+            logger.info("Scaling outcome", extra=outcome.model_dump())
     started = sum(len(outcome.started) for outcome in outcomes)
     stopped = sum(len(outcome.stopped) for outcome in outcomes)
     metrics.add_metric(name="LoopsStarted", unit=MetricUnit.Count, value=started)

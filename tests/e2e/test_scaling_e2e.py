@@ -22,16 +22,21 @@ RUN = ScalingRun(min_loops=1, max_loops=4, messages_per_loop=2, threshold_low=2,
 # A bulk message holds up to 250 rows; small jobs make one message each, so the backlog is counted
 # in messages without hours of rows on a laptop.
 JOBS, ROWS_PER_JOB = 8, 30
+BACKLOG_ROWS_PER_JOB = 150
 KILL_ROWS_PER_JOB = 80  # enough work that the kill lands while batches are being processed
+
+
+def start_scaling_stack(start_stack: StartStack, time_scale: float) -> tuple[RunningStack, StackProbe]:
+    running = start_stack(time_scale=time_scale, params=RUN.params())
+    probe = StackProbe(running.info)
+    # The restarter's first run creates the minimum.
+    wait_for(lambda: len(probe.tokens()) == RUN.min_loops, 4 * 60 / time_scale, "the minimum of loops")
+    return running, probe
 
 
 @pytest.fixture
 def scaling_stack(start_stack: StartStack) -> tuple[RunningStack, StackProbe]:
-    running = start_stack(time_scale=TIME_SCALE, params=RUN.params())
-    probe = StackProbe(running.info)
-    # The restarter's first run creates the minimum.
-    wait_for(lambda: len(probe.tokens()) == RUN.min_loops, 4 * SCHEDULE_PERIOD, "the minimum of loops")
-    return running, probe
+    return start_scaling_stack(start_stack, TIME_SCALE)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
@@ -64,29 +69,28 @@ def assert_every_row_has_one_code(
         assert all(row["code"] and not row["error"] for row in rows)
 
 
-@pytest.mark.e2e_timeout(300)
-def test_a_backlog_takes_the_loops_up_and_back_down_to_the_minimum(
-    scaling_stack: tuple[RunningStack, StackProbe],
-) -> None:
-    _, probe = scaling_stack
-    # Given the stack idle at its minimum of one loop
+@pytest.mark.e2e_timeout(420)
+def test_a_backlog_takes_the_loops_up_and_back_down_to_the_minimum(start_stack: StartStack) -> None:
+    # Given the stack idle at its minimum of one loop, alarms and schedule every 2 s: a backlog of
+    # a few seconds' work must be seen while it lasts
+    _, probe = start_scaling_stack(start_stack, time_scale=30)
     started = time.monotonic()
-    # When several jobs land at once
-    job_ids = upload_jobs(probe, "scale")
+    # When more jobs land at once than one loop receives in one batch (10 messages)
+    job_ids = [probe.upload(BACKLOG_ROWS_PER_JOB, tag=f"scale/{number}")["job_id"] for number in range(16)]
     samples = []
 
     def drained_and_back() -> bool:
         samples.append(probe.sample(started))
         return samples[-1].loops == RUN.min_loops and all_done(probe, job_ids)
 
-    wait_for(drained_and_back, 240, "drain and return to the minimum", interval=1.0)
+    wait_for(drained_and_back, 360, "drain and return to the minimum", interval=0.5)
     # Then the loop count rose above the minimum, never above the maximum, and came back down
     peak = max(sample.loops for sample in samples)
     print("\n".join(sample.line() for sample in samples))
     assert RUN.min_loops < peak <= RUN.max_loops
     assert all(RUN.min_loops <= sample.loops <= RUN.max_loops for sample in samples)
     # And every row of every job has exactly one code
-    assert_every_row_has_one_code(probe, job_ids)
+    assert_every_row_has_one_code(probe, job_ids, BACKLOG_ROWS_PER_JOB)
 
 
 @pytest.mark.e2e_timeout(180)
