@@ -105,8 +105,10 @@ class Scheduler:
             thread.join(timeout=5)
 
     def _run(self, schedule: Schedule) -> None:
-        # Like EventBridge, the first firing comes one interval after the rule is created.
-        while not self._stopping.wait(schedule.interval_seconds):
+        # Unlike EventBridge, the first firing comes at start, not one interval later: a fresh
+        # `make run` then starts the minimum loops (and revives restored ones) at once, instead of
+        # leaving a newcomer's first upload queued for a minute.
+        while not self._stopping.is_set():
             for function, constant_input in schedule.targets:
                 event = (
                     json.loads(constant_input)
@@ -115,3 +117,5 @@ class Scheduler:
                 )
                 log.info("schedule %s fires %s", schedule.rule, function)
                 self._runtime.invoke_async(function, event)
+            if self._stopping.wait(schedule.interval_seconds):
+                return

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import freezegun
 import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
@@ -18,6 +19,10 @@ from shortener.logic.codes import code_generator
 # Set before any test module imports the layer: Metrics() and Tracer() read these when created.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "BulkShortenerTests")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+# Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
+# freezegun's fake datetime class in their annotations.
+freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"])
 
 TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
 

@@ -103,7 +103,6 @@ class LoopsMixin(_FromEnvironment):
     LOOP_FUNCTIONS: Annotated[dict[str, str], BeforeValidator(_json_text)]
     MIN_LOOPS: int = Field(default=1, ge=1)
     MAX_LOOPS: int = Field(default=10, ge=1)
-    ROWS_PER_LOOP: int = Field(default=5000, ge=1)
     # Queued messages (each a pack of bulk rows) one loop is expected to keep up with: reconcile
     # wants ceil(backlog / MESSAGES_PER_LOOP) loops, clamped to MIN_LOOPS..MAX_LOOPS.
     MESSAGES_PER_LOOP: int = Field(default=20, ge=1)

@@ -1,10 +1,12 @@
 """Schedule rates and event shapes: the scheduled event and the SNS record Lambda receives."""
 
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from local_stack.schedules import rate_seconds, scheduled_event
+from local_stack.schedules import Schedule, Scheduler, rate_seconds, scheduled_event
 from local_stack.sns import lambda_event
 
 
@@ -51,3 +53,31 @@ def test_an_http_notification_becomes_the_lambda_sns_event() -> None:
     assert record["Sns"]["Message"] == '{"NewStateValue": "ALARM"}'
     assert record["Sns"]["TopicArn"] == topic
     assert record["Sns"]["SigningCertUrl"] == "https://sns/cert.pem"
+
+
+class RecordingRuntime:
+    def __init__(self) -> None:
+        self.invoked = threading.Event()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def invoke_async(self, function: str, event: dict[str, Any]) -> None:
+        self.calls.append((function, event))
+        self.invoked.set()
+
+
+def test_a_schedule_fires_at_start_then_at_its_rate() -> None:
+    # Given an hourly schedule
+    runtime = RecordingRuntime()
+    schedule = Schedule(
+        "revive", "arn:aws:events:us-east-1:123456789012:rule/revive", 3600, (("restarter", None),)
+    )
+    scheduler = Scheduler([schedule], runtime, "us-east-1")  # type: ignore[arg-type]
+    # When the stack starts
+    scheduler.start()
+    try:
+        # Then it fires at once (a fresh stack starts its loops without waiting an hour)
+        assert runtime.invoked.wait(5)
+    finally:
+        scheduler.stop()
+    assert [function for function, _ in runtime.calls] == ["restarter"]
+    assert runtime.calls[0][1]["detail-type"] == "Scheduled Event"
