@@ -37,3 +37,16 @@ def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
     for factory in (dynamodb, sqs, lambda_):
         factory.cache_clear()
+
+
+class DynamoDBTable:
+    """Base of the table stores: the table's name, and a client created lazily (so nothing
+    touches AWS at import) unless one is passed (tests, other endpoints)."""
+
+    def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
+        self.table_name = table_name
+        self._client = client
+
+    @property
+    def client(self) -> "DynamoDBClient":
+        return self._client or dynamodb()

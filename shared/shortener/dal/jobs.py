@@ -23,7 +23,7 @@ from shortener.dal import aws
 from shortener.models.jobs import ChunkIds, Job, RowOutcome
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 JOB_SK = "job"
 CHUNK_PREFIX = "chunk#"
@@ -31,16 +31,8 @@ CHUNK_PREFIX = "chunk#"
 _CHUNK_DIGITS = 7
 
 
-class JobsStore:
-    """Data access for the jobs table. The client is created lazily unless one is passed."""
-
-    def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
-        self.table_name = table_name
-        self._client = client
-
-    @property
-    def client(self) -> "DynamoDBClient":
-        return self._client or aws.dynamodb()
+class JobsStore(aws.DynamoDBTable):
+    """Data access for the jobs table."""
 
     # ---- jobs -------------------------------------------------------------------------------
 

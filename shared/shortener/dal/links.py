@@ -17,7 +17,7 @@ from shortener.dal import aws
 from shortener.models.links import Link
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 COUNTER_KEY = "#id-counter"
 CLAIM_PREFIX = "#url#"
@@ -44,16 +44,8 @@ class ClaimOutcome:
     code_taken: bool = False  # the code itself was held (by a custom or hash code)
 
 
-class LinksStore:
-    """Data access for the links table. The client is created lazily unless one is passed."""
-
-    def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
-        self.table_name = table_name
-        self._client = client
-
-    @property
-    def client(self) -> "DynamoDBClient":
-        return self._client or aws.dynamodb()
+class LinksStore(aws.DynamoDBTable):
+    """Data access for the links table."""
 
     # ---- reads ------------------------------------------------------------------------------
 
@@ -138,14 +130,7 @@ class LinksStore:
         the code is free but its id is in use."""
         page = link_id // RESERVED_PAGE_SIZE
         items: list[Any] = [
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": _link_to_item(link),
-                    "ConditionExpression": "attribute_not_exists(code)",
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
+            self._put_new(_link_to_item(link), return_old=True),
             {
                 "Update": {
                     "TableName": self.table_name,
@@ -175,21 +160,8 @@ class LinksStore:
         """Write a generated ``link`` and the claim that makes it the one link of its URL, in one
         transaction, so two concurrent requests for one URL cannot both create a link."""
         items: list[Any] = [
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": _claim_item(key, link),
-                    "ConditionExpression": "attribute_not_exists(code)",
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": _link_to_item(link),
-                    "ConditionExpression": "attribute_not_exists(code)",
-                }
-            },
+            self._put_new(_claim_item(key, link), return_old=True),
+            self._put_new(_link_to_item(link)),
         ]
         reasons = self._transact(items)
         if reasons is None:
@@ -213,15 +185,7 @@ class LinksStore:
             pending = dict(claims[start : start + _TRANSACTION_LIMIT])
             while pending:
                 items: list[Any] = [
-                    {
-                        "Put": {
-                            "TableName": self.table_name,
-                            "Item": _claim_item(key, link),
-                            "ConditionExpression": "attribute_not_exists(code)",
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    }
-                    for key, link in pending.items()
+                    self._put_new(_claim_item(key, link), return_old=True) for key, link in pending.items()
                 ]
                 reasons = self._transact(items)
                 if reasons is None:
@@ -272,6 +236,17 @@ class LinksStore:
             else:
                 raise RuntimeError("keys stayed unprocessed after retries")
         return items
+
+    def _put_new(self, item: dict[str, Any], *, return_old: bool = False) -> dict[str, Any]:
+        """A transaction item that puts ``item`` only if its key is free."""
+        put: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(code)",
+        }
+        if return_old:
+            put["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return {"Put": put}
 
     def _transact(self, items: list[Any]) -> list[dict[str, Any]] | None:
         """Run a transaction; None on success, else the cancellation reasons (one per item).

@@ -12,20 +12,11 @@ from shortener.dal import aws
 from shortener.models.loops import LoopInvocation, LoopToken
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_lambda import LambdaClient
 
 
-class LoopsStore:
-    """Data access for the tokens table. The client is created lazily unless one is passed."""
-
-    def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
-        self.table_name = table_name
-        self._client = client
-
-    @property
-    def client(self) -> "DynamoDBClient":
-        return self._client or aws.dynamodb()
+class LoopsStore(aws.DynamoDBTable):
+    """Data access for the tokens table."""
 
     def create(self, queue_url: str) -> LoopToken:
         """A new token row for a loop that is about to be started."""
