@@ -4,6 +4,7 @@ import json
 from types import ModuleType
 from typing import Any
 
+import boto3
 import pytest
 
 from shortener.logic.codes import hash_code_candidates
@@ -216,3 +217,20 @@ def test_unreadable_bodies_are_clear_4xx(
     answer = call(api, api_event("POST", "/", body=body, headers={"Content-Type": content_type}))
     assert answer["statusCode"] == status
     assert json.loads(answer["body"])["error"] == error
+
+
+def test_bad_input_writes_nothing(api: ModuleType, tables: dict[str, str]) -> None:
+    # Given an empty links table
+    # When every kind of bad request is sent
+    for payload in ({"url": "not a url"}, {"url": "https://example.com/", "code": "bulk"}, {"code": "abcd"}):
+        assert 400 <= post_json(api, payload)["statusCode"] < 500
+    for body, content_type in (("{not json", "application/json"), ("url=x", "text/plain")):
+        assert (
+            400
+            <= call(api, api_event("POST", "/", body=body, headers={"Content-Type": content_type}))[
+                "statusCode"
+            ]
+            < 500
+        )
+    # Then nothing at all was written: no link, no claim, not even the id counter
+    assert boto3.client("dynamodb").scan(TableName=tables["LINKS_TABLE"])["Count"] == 0
