@@ -3,8 +3,11 @@
 Names follow CloudFormation's habit of `<stack>-<LogicalId>` when the template gives none, so they
 are stable across restarts (the data dir's snapshot finds its tables again)."""
 
+import base64
+import hashlib
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +29,11 @@ RULE = "AWS::Events::Rule"
 FUNCTION = "AWS::Lambda::Function"
 LAYER = "AWS::Lambda::LayerVersion"
 REST_API = "AWS::ApiGateway::RestApi"
+ROLE = "AWS::IAM::Role"
+IAM_POLICY = "AWS::IAM::Policy"
+MANAGED_POLICY = "AWS::IAM::ManagedPolicy"
+KMS_KEY = "AWS::KMS::Key"
+KMS_ALIAS = "AWS::KMS::Alias"
 
 # The types the local stack creates or runs; the rest (roles, permissions, deployments) mean
 # nothing on one machine.
@@ -39,6 +47,9 @@ _NAME_PROPERTIES = {
     RULE: "Name",
     FUNCTION: "FunctionName",
     REST_API: "Name",
+    ROLE: "RoleName",
+    MANAGED_POLICY: "ManagedPolicyName",
+    KMS_ALIAS: "AliasName",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -206,8 +217,21 @@ def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[
         return f"arn:aws:lambda:{arn}:layer:{name}:1", {}
     if kind == REST_API:
         return "local", {"RootResourceId": "root"}
+    # IAM is global: no region in its ARNs.
+    if kind == ROLE:
+        return name, {"Arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}", "RoleId": f"AROA{_key_id(name)}"}
+    if kind == MANAGED_POLICY:
+        return f"arn:aws:iam::{ACCOUNT_ID}:policy/{name}", {}
+    if kind == KMS_KEY:
+        key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{arn}:{name}"))
+        return key_id, {"Arn": f"arn:aws:kms:{arn}:key/{key_id}", "KeyId": key_id}
     service = kind.split("::")[1].lower() if kind.count("::") >= 2 else "local"
     return name, {"Arn": f"arn:aws:{service}:{arn}:{name}"}
+
+
+def _key_id(name: str) -> str:
+    """16 characters of an IAM-style unique id, the same for the same name on every start."""
+    return base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:16]
 
 
 def _explicit_name(resolver: Resolver, kind: str, resource: dict[str, Any]) -> str | None:
