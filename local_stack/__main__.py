@@ -57,6 +57,11 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     parser.add_argument(
         "--max-concurrency", type=int, default=defaults.max_concurrency, help="workers per function at most"
     )
+    parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="do not authorise the functions' AWS calls against their roles (for debugging)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
     if args.time_scale <= 0:
@@ -82,6 +87,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         params=params,
         faults=faults,
         max_concurrency=args.max_concurrency,
+        iam=not args.no_iam,
     )
 
 
@@ -105,6 +111,12 @@ def banner(stack: LocalStack) -> str:
         f"  API          {stack.api_url}",
         f"  AWS          {stack.aws_endpoint}   (AWS_ENDPOINT_URL for boto3 / aws --endpoint-url; any keys)",
         f"  Lambda       {stack.lambda_endpoint}   (Invoke API)",
+        "  IAM          "
+        + (
+            "enforced: each function's AWS calls are checked against its role (--no-iam: off)"
+            if stack.access.enforcing
+            else "off: functions may call anything"
+        ),
     ]
     if options.persist:
         state = (

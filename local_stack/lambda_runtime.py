@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.iam import function_credentials
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
 
@@ -324,7 +324,8 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "PYTHONPATH": os.pathsep.join(python_path),
         "PYTHONUNBUFFERED": "1",
         "TZ": "UTC",
-        **FAKE_CREDENTIAL_ENV,
+        # The function's own key: the embedded AWS authorises its calls against its role.
+        **function_credentials(spec.name),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         # There is no X-Ray daemon on this machine.

@@ -53,15 +53,22 @@ class SerialisingMiddleware:
             reset_model_data()
 
 
-class EmbeddedAws(ThreadedMotoServer):
-    """moto's ThreadedMotoServer on loopback, with the serialising middleware in front."""
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-    def __init__(self, port: int) -> None:
+
+class EmbeddedAws(ThreadedMotoServer):
+    """moto's ThreadedMotoServer on loopback, with the serialising middleware in front, and
+    ``front`` (the IAM access control) in front of that."""
+
+    def __init__(self, port: int, front: Callable[[WsgiApp], WsgiApp] | None = None) -> None:
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
+        self._front = front
         install_item_level_transaction_rollback()
 
     def _server_entry(self) -> None:
-        app = SerialisingMiddleware(DomainDispatcherApplication(create_backend_app))
+        app: WsgiApp = SerialisingMiddleware(DomainDispatcherApplication(create_backend_app))
+        if self._front is not None:
+            app = self._front(app)
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )

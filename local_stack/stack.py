@@ -11,7 +11,9 @@ from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.faults import Faults
+from local_stack.iam import AccessControl, function_principals
 from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
@@ -39,6 +41,8 @@ class StackOptions:
     faults: Faults = field(default_factory=Faults)
     max_concurrency: int = 16
     async_retries: int = 2
+    # Authorise each function's AWS calls against its role in the template (--no-iam: off).
+    iam: bool = True
 
 
 class _BackgroundPart(Protocol):
@@ -64,6 +68,7 @@ class LocalStack:
         self.options = options
         self.resources: Resources | None = None
         self.report = StartReport()
+        self.access = AccessControl()
         self._moto: EmbeddedAws | None = None
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
@@ -96,7 +101,7 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        self._moto = EmbeddedAws(options.aws_port)
+        self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region)
@@ -114,8 +119,14 @@ class LocalStack:
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
+        if options.iam:
+            principals = function_principals(resources)
+            self.access.load(principals.by_access_key)
+            for warning in principals.warnings:
+                self.report.warnings.append(f"IAM: {warning}")
+                log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port)
+        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -147,7 +158,11 @@ class LocalStack:
             schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
         )
         evaluator = AlarmEvaluator(
-            alarm_specs(resources), self.aws_endpoint, options.region, options.time_scale
+            alarm_specs(resources),
+            self.aws_endpoint,
+            options.region,
+            options.time_scale,
+            keys=KeyRing.from_resources(resources) if options.iam else None,
         )
         parts: list[_BackgroundPart] = [scheduler, evaluator]
         for part in parts:
@@ -165,6 +180,9 @@ class LocalStack:
         self._background.clear()
         if self._runtime is not None:
             self._runtime.stop()
+        if self.access.enforcing:
+            used = self.access.used_permissions()
+            log.debug("IAM: permissions used: %s", "; ".join(" ".join(entry) for entry in used))
         summary = None
         if save and self.options.persist and self.resources is not None and self._moto is not None:
             summary = persistence.save_snapshot(self.resources, self.options.data_dir)
@@ -186,6 +204,7 @@ class LocalStack:
             "lambda_endpoint": self.lambda_endpoint,
             "region": self.options.region,
             "data_dir": str(self.options.data_dir),
+            "iam": self.access.enforcing,
             "resources": self.resources.names,
         }
 
