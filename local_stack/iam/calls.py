@@ -38,15 +38,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-# The service prefix of IAM actions, by the service name in the request's SigV4 scope.
-ACTION_PREFIXES = {
-    "dynamodb": "dynamodb",
-    "sqs": "sqs",
-    "sns": "sns",
-    "monitoring": "cloudwatch",
-    "events": "events",
-    "lambda": "lambda",
-}
 _SQS_SINGLE_ACTIONS = {
     "SendMessageBatch": "SendMessage",
     "DeleteMessageBatch": "DeleteMessage",
@@ -90,6 +81,10 @@ class Call:
 
 class UnreadableCall(ValueError):
     """A request whose operation cannot be told (left for the service itself to refuse)."""
+
+
+class UnmappedService(ValueError):
+    """A request to a service whose operations are not mapped to IAM actions here."""
 
 
 class _Params:
@@ -139,6 +134,9 @@ def parse_call(
     account: str,
 ) -> Call:
     """The operation of a request to the embedded AWS and the accesses it needs."""
+    mapper = _MAPPERS.get(service)
+    if mapper is None:
+        raise UnmappedService(service)
     target = headers.get("x-amz-target", "")
     if headers.get("content-encoding", "").lower() == "gzip":
         body = gzip.decompress(body)
@@ -155,12 +153,7 @@ def parse_call(
         raise UnreadableCall(str(exc)) from exc
     if not operation:
         raise UnreadableCall("no operation")
-    scope = _Scope(region, account)
-    mapper = _MAPPERS.get(service)
-    if mapper is None:
-        accesses = [Access(f"{service}:{operation}", "*")]
-    else:
-        accesses = mapper(operation, params, scope, path)
+    accesses = mapper(operation, params, _Scope(region, account), path)
     # A transaction of 100 puts on one table is one access to decide.
     return Call(service, operation, protocol, tuple(dict.fromkeys(accesses)), region)
 
@@ -302,6 +295,14 @@ class Answer:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
+
+
+def unmapped_message(principal_arn: str, service: str) -> str:
+    """The refusal of a call to a service that the local stack cannot authorise."""
+    return (
+        f"User: {principal_arn} is not authorized to call {service}: the local stack does not map "
+        f"{service} requests to IAM actions (local_stack/iam/calls.py), so it refuses them"
+    )
 
 
 def denial_answer(call: Call, message: str) -> Answer:

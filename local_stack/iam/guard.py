@@ -12,13 +12,17 @@ from http import HTTPStatus
 from typing import Any
 
 from local_stack.iam.calls import (
+    JSON,
+    QUERY,
     Access,
     Answer,
     Call,
+    UnmappedService,
     UnreadableCall,
     denial_answer,
     denial_message,
     parse_call,
+    unmapped_message,
 )
 from local_stack.iam.policy import Decision, Request, evaluate
 from local_stack.iam.principals import Principal
@@ -99,6 +103,19 @@ class AccessControl:
                 return Refusal(principal, call, access, decision, message)
         return None
 
+    def refuse_unmapped(self, principal: Principal, service: str, protocol: str) -> Refusal:
+        """The refusal of a call to a service that no mapping covers (refused, not waved through),
+        in the request's protocol (JSON, or the XML error that query and REST-XML clients read)."""
+        log.warning(
+            "IAM refused %s: a %s call, which the local stack cannot authorise",
+            principal.function_name,
+            service,
+        )
+        access = Access(f"{service}:*", "*")
+        call = Call(service, "", protocol, (access,))
+        message = unmapped_message(principal.arn, service)
+        return Refusal(principal, call, access, Decision.IMPLICIT_DENY, message)
+
     def used_permissions(self) -> list[tuple[str, str, str]]:
         """(function, action, resource) of every allowed access so far: what the code needed."""
         with self._lock:
@@ -155,7 +172,11 @@ class _Guard:
         except UnreadableCall:
             # The service answers a malformed request with its own error, as AWS would.
             return self._app(environ, start_response)
-        refusal = self._access.authorise(principal, call)
+        except UnmappedService:
+            protocol = JSON if "x-amz-target" in headers else QUERY
+            refusal: Refusal | None = self._access.refuse_unmapped(principal, signature.service, protocol)
+        else:
+            refusal = self._access.authorise(principal, call)
         if refusal is None:
             return self._app(environ, start_response)
         answer = refusal.answer()

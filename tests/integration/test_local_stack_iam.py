@@ -158,6 +158,14 @@ def test_sns_refuses_with_authorization_error(aws: EmbeddedAws) -> None:
     assert f"perform: SNS:Publish on resource: {topic} because" in message
 
 
+def test_a_service_the_stack_cannot_authorise_is_refused_not_waved_through(aws: EmbeddedAws) -> None:
+    with pytest.raises(ClientError) as raised:
+        as_function(aws, "s3").list_buckets()
+    code, message, status = error_of(raised)
+    assert (code, status) == ("AccessDenied", 403)
+    assert "does not map s3 requests to IAM actions" in message
+
+
 def test_other_keys_are_unrestricted(aws: EmbeddedAws) -> None:
     admin = client(aws.url, "dynamodb", "local")
     admin.put_item(TableName=OTHER_TABLE, Item={"k": {"S": "admin"}})
