@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from local_stack.aws import aws_client
-from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver
-from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, table_arguments
+from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
+from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, expand_sam, load_template, table_arguments
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +194,22 @@ def name_resources(
         resolver.refs[logical_id] = refs
         resolver.attributes[logical_id] = attributes
     return Resources(template, resolver, aws_endpoint, region, base_dir)
+
+
+def template_resources(
+    stack_name: str, region: str, aws_endpoint: str, params: dict[str, str] | None = None
+) -> Resources:
+    """template.yaml's resources, SAM-expanded and named, nothing created: for tests and benchmarks
+    that judge the template itself."""
+    expanded = expand_sam(load_template(), stack_name, region)
+    resolver = Resolver(
+        parameters=parameter_values(expanded.get("Parameters", {}), params or {}),
+        region=region,
+        stack_name=stack_name,
+        conditions=expanded.get("Conditions", {}),
+        mappings=expanded.get("Mappings", {}),
+    )
+    return name_resources(expanded, resolver, aws_endpoint, region)
 
 
 def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:  # noqa: PLR0911

@@ -179,12 +179,12 @@ def _dynamodb(operation: str, params: _Params, scope: _Scope, _: str) -> list[Ac
     if operation in ("TransactWriteItems", "TransactGetItems"):
         # Each item is its own operation, with the transaction as dynamodb:EnclosingOperation.
         enclosing = (("dynamodb:EnclosingOperation", operation),)
-        accesses = []
-        for item in document.get("TransactItems", []):
-            for kind, request in item.items():
-                action = _TRANSACTION_ACTIONS.get(kind, kind)
-                accesses.append(Access(f"dynamodb:{action}", table(request.get("TableName", "")), enclosing))
-        return accesses
+        items = dict.fromkeys(
+            (_TRANSACTION_ACTIONS.get(kind, kind), str(request.get("TableName", "")))
+            for item in document.get("TransactItems", [])
+            for kind, request in item.items()
+        )
+        return [Access(f"dynamodb:{action}", table(name), enclosing) for action, name in items]
     action = f"dynamodb:{operation}"
     if "StreamArn" in document:
         return [Access(action, str(document["StreamArn"]))]

@@ -7,9 +7,8 @@ import pytest
 
 from local_stack.iam import Principal, function_principals
 from local_stack.iam.policy import Decision, Request, evaluate
-from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
-from local_stack.resources import Resources, name_resources
-from local_stack.template import expand_sam, load_template
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.resources import Resources, template_resources
 
 STACK, REGION = "local", "us-east-1"
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{STACK}"
@@ -19,14 +18,7 @@ FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{STACK}"
 
 @cache
 def resources() -> Resources:
-    expanded = expand_sam(load_template(), STACK, REGION)
-    resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], {}),
-        region=REGION,
-        stack_name=STACK,
-        conditions=expanded.get("Conditions", {}),
-    )
-    return name_resources(expanded, resolver, "http://127.0.0.1:1", REGION)
+    return template_resources(STACK, REGION, "http://127.0.0.1:1")
 
 
 def principal(function: str) -> Principal:
