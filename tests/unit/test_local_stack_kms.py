@@ -4,7 +4,9 @@ policy lets cloudwatch.amazonaws.com use the key; never with the AWS managed ali
 from typing import Any
 
 from local_stack.iam.policy import Policy
+from local_stack.intrinsics import Resolver
 from local_stack.kms import PUBLISH_ACTIONS, Key, KeyRing
+from local_stack.resources import name_resources
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 KEY_ID = "1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -57,3 +59,35 @@ def test_both_actions_are_needed() -> None:
 
 def test_a_key_the_stack_does_not_know_is_refused() -> None:
     assert not cloudwatch_may_publish(ring(ROOT, CLOUDWATCH), "alias/someone-elses")
+
+
+def test_keys_and_aliases_come_from_the_template() -> None:
+    # Given a template with a customer-managed key granting CloudWatch, an alias, and a topic on it
+    template = {
+        "Resources": {
+            "AlarmKey": {
+                "Type": "AWS::KMS::Key",
+                "Properties": {"KeyPolicy": {"Statement": [ROOT, CLOUDWATCH]}},
+            },
+            "AlarmKeyAlias": {
+                "Type": "AWS::KMS::Alias",
+                "Properties": {"AliasName": "alias/alarms", "TargetKeyId": {"Ref": "AlarmKey"}},
+            },
+            "Alarms": {"Type": "AWS::SNS::Topic", "Properties": {"KmsMasterKeyId": {"Ref": "AlarmKey"}}},
+            "ByArn": {
+                "Type": "AWS::SNS::Topic",
+                "Properties": {"KmsMasterKeyId": {"Fn::GetAtt": ["AlarmKey", "Arn"]}},
+            },
+        }
+    }
+    resolver = Resolver(parameters={}, region=REGION, stack_name="local")
+    resources = name_resources(template, resolver, "http://127.0.0.1:1", REGION)
+    keys = KeyRing.from_resources(resources)
+    # Then the topics' key references (Ref: the key id, GetAtt: its ARN) and the alias find the key
+    for topic in ("Alarms", "ByArn"):
+        assert cloudwatch_may_publish(keys, resources.properties(topic)["KmsMasterKeyId"]), topic
+    assert cloudwatch_may_publish(keys, "alias/alarms")
+    assert (
+        resources.resolver.get_att("AlarmKey", "Arn")
+        == f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{resources.physical_id('AlarmKey')}"
+    )
