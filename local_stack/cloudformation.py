@@ -69,6 +69,17 @@ def check_rules(
                 raise RuleViolationError(" ".join(str(description).split()))
 
 
+def check_template_rules(template: Mapping[str, Any], parameters: Mapping[str, Any], region: str) -> None:
+    """check_rules for the local stack: a broken rule is a TemplateError, like any template it
+    cannot run."""
+    from local_stack.template import TemplateError
+
+    try:
+        check_rules(template, parameters, region)
+    except RuleViolationError as exc:
+        raise TemplateError(f"The template's Rules refuse these parameters: {exc}") from exc
+
+
 class _RuleEvaluator:
     """The rule-specific intrinsic functions ("Rule functions", CloudFormation User Guide). The
     ones about AWS-specific parameter types (Fn::ValueOf, Fn::ValueOfAll, Fn::RefAll) need the
