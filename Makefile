@@ -19,9 +19,9 @@ export SAM_CLI_TELEMETRY := 0
 # samconfig.toml environment of `make deploy` / `make delete` (default = dev).
 ENV       ?= default
 SAMCONFIG ?= samconfig.toml
-# Deploying goes to the caller's region (AWS_REGION, or the profile's), not the default set above
-# for the offline tools: unset it for AWS commands unless it came from the caller's environment.
-AWS_COMMAND := $(if $(filter file,$(origin AWS_DEFAULT_REGION)),env -u AWS_DEFAULT_REGION)
+# Deploying goes to the caller's region (AWS_DEFAULT_REGION, AWS_REGION, or the profile's), not the
+# default set above for the offline tools (botocore reads AWS_DEFAULT_REGION, not AWS_REGION).
+AWS_COMMAND := $(if $(filter file,$(origin AWS_DEFAULT_REGION)),$(if $(AWS_REGION),env AWS_DEFAULT_REGION=$(AWS_REGION),env -u AWS_DEFAULT_REGION))
 # checkov pins boto3, cachetools and packaging below the project's own pins, so it has a venv of its
 # own; its version is pinned in pyproject.toml's [dependency-groups].
 CHECKOV_VENV  := .venv-checkov

@@ -253,3 +253,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     yield _factory(tmp_path_factory.mktemp("stack"), started)()
     for running in started:
         running.stop()
+
+
+# The `deployment` fixture (the local stack, or a deployed stack under `make acceptance`) and the
+# skip of local-only tests against a deployed stack. Imported last: it builds on the names above.
+from tests.e2e.deployment import deployment, pytest_runtest_setup  # noqa: E402, F401

@@ -19,6 +19,11 @@ from local_stack import cloudformation
 from local_stack.moto_server import EmbeddedAws
 from tests.e2e.conftest import PROJECT_ROOT
 
+# A test of this machine's deploy path, not of a deployment: `make acceptance` leaves it out.
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("ACCEPTANCE_STACK")), reason="deploys into an embedded AWS"
+)
+
 REGION = "us-east-1"
 BUCKET = "deploy-artifacts"
 STACK = "bulk-shortener-deploy-test"
