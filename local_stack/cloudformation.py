@@ -280,13 +280,18 @@ def _register_missing_models() -> None:
     backend for its service (so the resource exists afterwards, as on AWS). Subclasses of
     CloudFormationModel are what moto's CloudFormation looks types up in."""
     from moto.apigateway.models import apigateway_backends
+    from moto.awslambda.models import lambda_backends
     from moto.cloudwatch.models import Dimension, Metric, MetricDataQuery, MetricStat, cloudwatch_backends
     from moto.core.common_models import CloudFormationModel
     from moto.sns.models import sns_backends
 
     class _Created:
-        """A resource known by its physical id and a few attributes. A mixin: moto finds models
-        among the direct subclasses of CloudFormationModel only."""
+        """A resource known by its physical id and a few attributes. A mixin (moto finds models
+        among the direct subclasses of CloudFormationModel only): each model gives its TYPE, the
+        property that names it, and how to create and delete it in moto's backend."""
+
+        TYPE = ""
+        NAME_PROPERTY = ""
 
         def __init__(
             self, physical_id: str, attributes: dict[str, str] | None = None, owner: str = ""
@@ -295,9 +300,24 @@ def _register_missing_models() -> None:
             self.attributes = attributes or {}
             self.owner = owner  # what the resource belongs to (a stage's API, a config's function)
 
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            raise NotImplementedError
+
+        def delete(self, account_id: str, region: str) -> None:
+            raise NotImplementedError
+
         @property
         def physical_resource_id(self) -> str:
             return self.physical_id
+
+        @classmethod
+        def cloudformation_type(cls) -> str:
+            return cls.TYPE
+
+        @classmethod
+        def cloudformation_name_type(cls) -> str:
+            return cls.NAME_PROPERTY
 
         @classmethod
         def has_cfn_attr(cls, attr: str) -> bool:
@@ -306,49 +326,40 @@ def _register_missing_models() -> None:
         def get_cfn_attribute(self, attribute_name: str) -> str:
             return self.attributes[attribute_name]
 
-        @staticmethod
-        def cloudformation_name_type() -> str:
-            return ""
-
         @classmethod
-        def update_from_cloudformation_json(  # type: ignore[misc]
-            cls,
-            original_resource: Any,
-            new_resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-        ) -> Any:
-            original_resource.delete(account_id, region_name)
-            return cls.create_from_cloudformation_json(  # type: ignore[attr-defined]
-                new_resource_name, cloudformation_json, account_id, region_name
-            )
-
-        @classmethod
-        def delete_from_cloudformation_json(  # type: ignore[misc]
-            cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
-        ) -> None:
-            return None
-
-    class Alarm(_Created, CloudFormationModel):
-        @staticmethod
-        def cloudformation_type() -> str:
-            return "AWS::CloudWatch::Alarm"
-
-        @staticmethod
-        def cloudformation_name_type() -> str:
-            return "AlarmName"
-
-        @classmethod
-        def create_from_cloudformation_json(  # type: ignore[misc]
+        def create_from_cloudformation_json(
             cls,
             resource_name: str,
             cloudformation_json: Any,
             account_id: str,
             region_name: str,
             **kwargs: Any,
-        ) -> "Alarm":
-            properties = cloudformation_json["Properties"]
+        ) -> "_Created":
+            return cls.create(resource_name, cloudformation_json["Properties"], account_id, region_name)
+
+        @classmethod
+        def update_from_cloudformation_json(
+            cls,
+            original_resource: Any,
+            new_resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region_name: str,
+        ) -> "_Created":
+            original_resource.delete(account_id, region_name)
+            return cls.create(new_resource_name, cloudformation_json["Properties"], account_id, region_name)
+
+        @classmethod
+        def delete_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+        ) -> None:
+            return None
+
+    class Alarm(_Created, CloudFormationModel):
+        TYPE, NAME_PROPERTY = "AWS::CloudWatch::Alarm", "AlarmName"
+
+        @classmethod
+        def create(cls, name: str, properties: Any, account_id: str, region: str) -> "_Created":
             queries = [
                 MetricDataQuery(
                     query_id=query["Id"],
@@ -360,9 +371,8 @@ def _register_missing_models() -> None:
                 )
                 for query in properties.get("Metrics", [])
             ]
-            backend = cloudwatch_backends[account_id][region_name]
-            alarm = backend.put_metric_alarm(
-                name=resource_name,
+            alarm = cloudwatch_backends[account_id][region].put_metric_alarm(
+                name=name,
                 namespace=properties.get("Namespace"),
                 metric_name=properties.get("MetricName"),
                 metric_data_queries=queries or None,
@@ -380,58 +390,34 @@ def _register_missing_models() -> None:
                 treat_missing_data=properties.get("TreatMissingData"),
                 actions_enabled=str(properties.get("ActionsEnabled", True)).lower() != "false",
             )
-            return cls(resource_name, {"Arn": alarm.alarm_arn})
+            return cls(name, {"Arn": alarm.alarm_arn})
 
-        def delete(self, account_id: str, region_name: str) -> None:
-            cloudwatch_backends[account_id][region_name].delete_alarms([self.physical_id])
+        def delete(self, account_id: str, region: str) -> None:
+            cloudwatch_backends[account_id][region].delete_alarms([self.physical_id])
 
     class Subscription(_Created, CloudFormationModel):
-        @staticmethod
-        def cloudformation_type() -> str:
-            return "AWS::SNS::Subscription"
+        TYPE = "AWS::SNS::Subscription"
 
         @classmethod
-        def create_from_cloudformation_json(  # type: ignore[misc]
-            cls,
-            resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-            **kwargs: Any,
-        ) -> "Subscription":
-            properties = cloudformation_json["Properties"]
-            backend = sns_backends[account_id][region_name]
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            backend = sns_backends[account_id][region]
             subscription = backend.subscribe(
                 properties["TopicArn"], properties["Endpoint"], properties["Protocol"]
             )
             return cls(subscription.arn, {"Arn": subscription.arn})
 
-        def delete(self, account_id: str, region_name: str) -> None:
-            sns_backends[account_id][region_name].unsubscribe(self.physical_id)
+        def delete(self, account_id: str, region: str) -> None:
+            sns_backends[account_id][region].unsubscribe(self.physical_id)
 
     class Stage(_Created, CloudFormationModel):
-        @staticmethod
-        def cloudformation_type() -> str:
-            return "AWS::ApiGateway::Stage"
-
-        @staticmethod
-        def cloudformation_name_type() -> str:
-            return "StageName"
+        TYPE, NAME_PROPERTY = "AWS::ApiGateway::Stage", "StageName"
 
         @classmethod
-        def create_from_cloudformation_json(  # type: ignore[misc]
-            cls,
-            resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-            **kwargs: Any,
-        ) -> "Stage":
-            properties = cloudformation_json["Properties"]
-            api_id, name = properties["RestApiId"], properties["StageName"]
-            apigateway_backends[account_id][region_name].create_stage(
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            api_id, stage_name = properties["RestApiId"], properties["StageName"]
+            apigateway_backends[account_id][region].create_stage(
                 api_id,
-                name,
+                stage_name,
                 properties["DeploymentId"],
                 variables=properties.get("Variables"),
                 description=properties.get("Description", ""),
@@ -439,39 +425,27 @@ def _register_missing_models() -> None:
                 cacheClusterSize=properties.get("CacheClusterSize"),
                 tracing_enabled=properties.get("TracingEnabled"),
             )
-            return cls(name, owner=api_id)
+            return cls(stage_name, owner=api_id)
 
-        def delete(self, account_id: str, region_name: str) -> None:
-            apigateway_backends[account_id][region_name].delete_stage(self.owner, self.physical_id)
+        def delete(self, account_id: str, region: str) -> None:
+            apigateway_backends[account_id][region].delete_stage(self.owner, self.physical_id)
 
     class EventInvokeConfig(_Created, CloudFormationModel):
-        @staticmethod
-        def cloudformation_type() -> str:
-            return "AWS::Lambda::EventInvokeConfig"
+        TYPE = "AWS::Lambda::EventInvokeConfig"
 
         @classmethod
-        def create_from_cloudformation_json(  # type: ignore[misc]
-            cls,
-            resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-            **kwargs: Any,
-        ) -> "EventInvokeConfig":
-            from moto.awslambda.models import lambda_backends
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            config = {
+                key: value for key, value in properties.items() if key not in ("FunctionName", "Qualifier")
+            }
+            function = properties["FunctionName"]
+            lambda_backends[account_id][region].put_function_event_invoke_config(function, config)
+            return cls(name, owner=function)
 
-            properties = dict(cloudformation_json["Properties"])
-            function = properties.pop("FunctionName")
-            properties.pop("Qualifier", None)
-            lambda_backends[account_id][region_name].put_function_event_invoke_config(function, properties)
-            return cls(resource_name, owner=function)
+        def delete(self, account_id: str, region: str) -> None:
+            lambda_backends[account_id][region].delete_function_event_invoke_config(self.owner)
 
-        def delete(self, account_id: str, region_name: str) -> None:
-            from moto.awslambda.models import lambda_backends
-
-            lambda_backends[account_id][region_name].delete_function_event_invoke_config(self.owner)
-
-    # Defining the classes registers them (CloudFormationModel.__subclasses__); keep names for mypy.
+    # Defining the classes registers them (CloudFormationModel.__subclasses__).
     _ = (Alarm, Subscription, Stage, EventInvokeConfig)
 
 

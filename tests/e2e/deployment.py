@@ -7,19 +7,17 @@ outputs of a CloudFormation stack in its embedded AWS, so the same code path run
 Tests that need the local stack's insides (its ``stack``/``start_stack`` fixtures: restarts, faults,
 killed workers, reading tables) are skipped against a deployed stack, with the reason."""
 
-import http.client
 import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 
 from local_stack.template import load_template
 from stack_tools.stacks import outputs_of
-from tests.e2e.conftest import Answer, RunningStack
+from tests.e2e.conftest import Answer, RunningStack, http_request
 
 # Set by `make acceptance STACK=...`; with it, nothing local is started.
 ACCEPTANCE_STACK = os.environ.get("ACCEPTANCE_STACK", "")
@@ -52,17 +50,7 @@ class Deployment:
         timeout: float = 30.0,
     ) -> Answer:
         """One HTTP request to the API (``path`` relative to api_url); redirects are not followed."""
-        url = urlsplit(self.api_url)
-        connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(url.netloc, timeout=timeout)
-        try:
-            payload = body.encode() if isinstance(body, str) else body
-            target = url.path.rstrip("/") + "/" + path.lstrip("/")
-            connection.request(method, target, body=payload, headers={**self.headers, **(headers or {})})
-            response = connection.getresponse()
-            return Answer(response.status, response.headers, response.read())
-        finally:
-            connection.close()
+        return http_request(self.api_url, method, path, body, {**self.headers, **(headers or {})}, timeout)
 
     def post_json(self, path: str, payload: Any) -> Answer:
         return self.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})

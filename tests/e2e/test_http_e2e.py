@@ -1,25 +1,12 @@
 """The HTTP contract, end to end, through the `deployment` fixture: the local stack in `make test`,
 any deployed stack under `make acceptance STACK=<name>` (ARCHITECTURE.md, "HTTP contract")."""
 
-import csv
-import io
-import time
 import uuid
-from typing import Any
 
 import pytest
 
 from tests.e2e.deployment import Deployment
-
-
-def wait_for_job(deployment: Deployment, job_id: str, seconds: float) -> dict[str, Any]:
-    """The job's status once it is done, or the last one seen when time runs out."""
-    deadline = time.monotonic() + seconds
-    while True:
-        job = deployment.request("GET", f"jobs/{job_id}").json()
-        if job["status"] == "done" or time.monotonic() > deadline:
-            return dict(job)
-        time.sleep(1)
+from tests.e2e.test_bulk_e2e import results_of, wait_until_done
 
 
 @pytest.mark.e2e_timeout(200)
@@ -37,12 +24,10 @@ def test_a_bulk_upload_ends_with_one_outcome_per_row_in_input_order(deployment: 
     assert accepted["total"] == 3
     assert accepted["status_url"].endswith(f"/jobs/{accepted['job_id']}")
     # And it ends done, with two codes and one row error
-    job = wait_for_job(deployment, accepted["job_id"], 180)
+    job = wait_until_done(deployment, accepted["job_id"], 180)
     assert (job["status"], job["total"], job["succeeded"], job["failed"]) == ("done", 3, 2, 1), job
     # And the results list each row once, in input order, the bad one with an error and no code
-    results = deployment.request("GET", f"jobs/{accepted['job_id']}/results")
-    assert results.status == 200 and results.headers["Content-Type"].startswith("text/csv")
-    lines = list(csv.DictReader(io.StringIO(results.text, newline="")))
+    lines = results_of(deployment, accepted["job_id"])
     assert [(line["row"], line["url"]) for line in lines] == [("1", rows[0]), ("2", rows[1]), ("3", rows[2])]
     assert lines[1]["error"].startswith("invalid_url") and not lines[1]["code"]
     # And each code redirects to its row's URL

@@ -39,6 +39,8 @@ def test_each_run_reports_the_loops_running(
     monkeypatch.setenv("STALE_HEARTBEAT_SECONDS", "180")
     from functions.restarter import app
 
+    # The Metrics object outlives a test: give it the service the function's environment names
+    monkeypatch.setattr(app.metrics, "service", "restarter")
     app.tokens.cache_clear()
     app.scaler.cache_clear()
     app.scaler().starter = RecordingStarter()  # moto runs no Lambda code
