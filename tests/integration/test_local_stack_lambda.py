@@ -44,6 +44,15 @@ HANDLERS = textwrap.dedent(
     def sleep(event, context):
         time.sleep(event["seconds"])
         return "slept"
+
+    def meet(event, context):
+        # A rendezvous: each invocation leaves a mark, then waits for all of them (or gives up).
+        folder = event["folder"]
+        open(os.path.join(folder, context.aws_request_id), "w").close()
+        deadline = time.monotonic() + event["seconds"]
+        while len(os.listdir(folder)) < event["expected"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "met" if len(os.listdir(folder)) >= event["expected"] else "alone"
     """
 )
 
@@ -73,6 +82,7 @@ def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
         "echo": spec(code_dir, "echo", "app.echo"),
         "fail": spec(code_dir, "fail", "app.fail"),
         "sleep": spec(code_dir, "sleep", "app.sleep", timeout=1),
+        "meet": spec(code_dir, "meet", "app.meet", timeout=30),
     }
     settings = RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4)
     running = LambdaRuntime(functions, settings)
@@ -110,13 +120,15 @@ def test_a_timeout_kills_the_environment(runtime: LambdaRuntime) -> None:
     assert runtime.invoke("sleep", {"seconds": 0}).result == "slept"  # a fresh environment
 
 
-def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime) -> None:
-    runtime.invoke("sleep", {"seconds": 0})  # one warm worker; the other starts cold
-    started = time.monotonic()
+def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime, tmp_path: Path) -> None:
+    # Given three invocations that each wait until all three have started (no timing involved:
+    # run one after another, the first would wait alone until it gave up)
+    event = {"folder": str(tmp_path), "expected": 3, "seconds": 20}
+    # When they are invoked at once
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda _: runtime.invoke("sleep", {"seconds": 0.8}).result, range(3)))
-    assert results == ["slept"] * 3
-    assert time.monotonic() - started < 0.8 * 3
+        results = list(pool.map(lambda _: runtime.invoke("meet", event).result, range(3)))
+    # Then they met: they ran at the same time, in three environments
+    assert results == ["met"] * 3
 
 
 @pytest.fixture
