@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.cloudformation import check_template_rules
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
 from local_stack.intrinsics import Resolver, parameter_values
@@ -105,8 +106,11 @@ class LocalStack:
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region)
+        parameters = parameter_values(expanded.get("Parameters", {}), options.params)
+        # What CloudFormation refuses before creating anything, the local stack refuses at start.
+        check_template_rules(expanded, parameters, options.region)
         resolver = Resolver(
-            parameters=parameter_values(expanded.get("Parameters", {}), options.params),
+            parameters=parameters,
             region=options.region,
             stack_name=options.stack_name,
             conditions=expanded.get("Conditions", {}),

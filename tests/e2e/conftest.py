@@ -77,6 +77,29 @@ class Answer:
         return self.body.decode("utf-8")
 
 
+def http_request(
+    api_url: str,
+    method: str,
+    path: str,
+    body: bytes | str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Answer:
+    """One HTTP(S) request to ``path`` below ``api_url`` (which may end in a stage, "/dev/");
+    redirects are not followed."""
+    url = urlsplit(api_url)
+    connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    connection = connection_type(url.netloc, timeout=timeout)
+    try:
+        payload = body.encode() if isinstance(body, str) else body
+        target = url.path.rstrip("/") + "/" + path.lstrip("/")
+        connection.request(method, target, body=payload, headers=headers or {})
+        response = connection.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        connection.close()
+
+
 @dataclass
 class RunningStack:
     """A local stack subprocess and what it printed in its READY line."""
@@ -125,15 +148,7 @@ class RunningStack:
         timeout: float = 30.0,
     ) -> Answer:
         """One HTTP request to the API (``path`` relative to api_url); redirects are not followed."""
-        url = urlsplit(self.api_url)
-        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
-        try:
-            payload = body.encode() if isinstance(body, str) else body
-            connection.request(method, "/" + path.lstrip("/"), body=payload, headers=headers or {})
-            response = connection.getresponse()
-            return Answer(response.status, response.headers, response.read())
-        finally:
-            connection.close()
+        return http_request(self.api_url, method, path, body, headers, timeout)
 
     def post_json(self, path: str, payload: Any) -> Answer:
         return self.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
@@ -253,3 +268,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     yield _factory(tmp_path_factory.mktemp("stack"), started)()
     for running in started:
         running.stop()
+
+
+# The `deployment` fixture (the local stack, or a deployed stack under `make acceptance`) and the
+# skip of local-only tests against a deployed stack. Imported last: it builds on the names above.
+from tests.e2e.deployment import deployment, pytest_runtest_setup  # noqa: E402, F401
