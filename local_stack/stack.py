@@ -99,7 +99,7 @@ class LocalStack:
         self._moto = EmbeddedAws(options.aws_port)
         self._moto.start()
         template = load_template(options.template_path)
-        expanded = expand_sam(template, options.stack_name, options.region)
+        expanded = expand_sam(template, options.stack_name, options.region, options.params)
         resolver = Resolver(
             parameters=parameter_values(expanded.get("Parameters", {}), options.params),
             region=options.region,
