@@ -1,6 +1,7 @@
 """The core flows over HTTP only, against the local stack: create, follow, 404, the index page,
 restart survival, and the command-line client."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,8 @@ def test_the_cli_shortens_a_url(stack: RunningStack) -> None:
         text=True,
         timeout=30,
         check=False,
+        # The client finds the stack's API key in its data dir by itself.
+        env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
     )
     # Then it prints the short URL, which redirects to the URL
     assert result.returncode == 0, result.stderr
@@ -152,6 +155,7 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
         text=True,
         timeout=100,
         check=False,
+        env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
     )
     # Then every row has one outcome, in input order, and a code that redirects
     assert result.returncode == 0, result.stderr + stack.log()[-2000:]
