@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from local_stack.api_gateway import routes_from_swagger
-from local_stack.intrinsics import Resolver, parameter_values
-from local_stack.template import expand_sam, load_template
 from tests.e2e.conftest import Answer, RunningStack, StartStack
+from tests.support.stack_template import expanded_template
 
 WRONG_KEY = "shk_0123456789ab_" + "A" * 43
 
@@ -45,15 +44,9 @@ def create_key(stack: RunningStack, owner: str, role: str = "member") -> tuple[s
 def protected_requests() -> list[tuple[str, str, str, dict[str, str]]]:
     """(method, path, body, headers) for every route of the template that has an authorizer, so
     that routes added later are covered too; path parameters get a made-up value."""
-    expanded = expand_sam(load_template(), "e2e", "us-east-1")
-    resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], {}),
-        region="us-east-1",
-        stack_name="e2e",
-        conditions=expanded.get("Conditions", {}),
-    )
+    expanded, resolver = expanded_template(stack_name="e2e")
     body = expanded["Resources"]["ShortenerApi"]["Properties"]["Body"]
-    # Only the integration URIs and security matter here; unresolved intrinsics are left as they are.
+    # Only the integration URIs and security matter here.
     resolver.attributes = {
         name: {"Arn": f"arn:aws:lambda:us-east-1:1:function:{name}"} for name in expanded["Resources"]
     }

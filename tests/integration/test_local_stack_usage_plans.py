@@ -1,6 +1,8 @@
 """The local API Gateway's API keys and usage plans over moto's API Gateway: lookups, admission
 of a request's API key, and the keys kept across a restart in the data dir."""
 
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,13 @@ import pytest
 from local_stack.api_access import ApiAccess
 from local_stack.api_gateway import Route
 from local_stack.authorizers import AuthorizerCache, Authorizers, AuthorizerSpec
+from local_stack.aws import aws_client
 from local_stack.gateway_responses import GatewayResponses
 from local_stack.lambda_runtime import Invocation
+from local_stack.moto_server import EmbeddedAws
+from local_stack.resources import Resources, create_resources, name_resources
 from local_stack.usage_plans import KeyDirectory, UsagePlans
+from tests.support.stack_template import expanded_template
 
 USAGE_KEY = "u" * 30
 
@@ -115,3 +121,40 @@ def test_api_keys_survive_a_restart_through_the_data_dir(apigateway: Any, tmp_pa
     assert info is not None and info.enabled and len(info.plans) == 1
     assert directory.lookup("l" * 30).plans == ()  # type: ignore[union-attr]
     assert directory.restore(tmp_path) == 0
+
+
+@pytest.fixture(scope="module")
+def embedded_aws() -> Iterator[EmbeddedAws]:
+    server = EmbeddedAws(0)
+    server.start()
+    yield server
+    server.stop()
+
+
+def created(aws: EmbeddedAws, params: dict[str, str]) -> Resources:
+    """The template's resources with ``params``, made on a freshly reset embedded AWS."""
+    urllib.request.urlopen(urllib.request.Request(f"{aws.url}/moto-api/reset", method="POST"))
+    expanded, resolver = expanded_template(params)
+    resources = name_resources(expanded, resolver, aws.url, "us-east-1")
+    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
+    return resources
+
+
+def test_the_templates_usage_plan_is_made_with_its_parameters(embedded_aws: EmbeddedAws) -> None:
+    resources = created(embedded_aws, {"KeyRateLimit": "2.5", "KeyBurstLimit": "4", "KeyDailyQuota": "7"})
+    apigateway = aws_client("apigateway", embedded_aws.url, "us-east-1")
+    (plan,) = apigateway.get_usage_plans()["items"]
+    assert plan["id"] == resources.outputs()["UsagePlanId"]
+    assert plan["throttle"] == {"rateLimit": 2.5, "burstLimit": 4}
+    assert plan["quota"] == {"limit": 7, "period": "DAY"}
+    assert plan["apiStages"] == [{"apiId": "local", "stage": "local"}]
+    # Access=keys: no anonymous key
+    assert apigateway.get_api_keys()["items"] == []
+
+
+def test_access_open_puts_the_anonymous_key_in_the_plan(embedded_aws: EmbeddedAws) -> None:
+    resources = created(embedded_aws, {"Access": "open"})
+    directory = KeyDirectory(aws_client("apigateway", embedded_aws.url, "us-east-1"), "local")
+    anonymous = resources.functions["AuthorizerFunction"].environment["ANONYMOUS_USAGE_KEY"]
+    info = directory.lookup(anonymous)
+    assert info is not None and info.enabled and len(info.plans) == 1

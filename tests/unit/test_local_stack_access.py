@@ -20,11 +20,10 @@ from local_stack.authorizers import (
     evaluate_policy,
 )
 from local_stack.gateway_responses import GatewayResponses
-from local_stack.intrinsics import Resolver, parameter_values
 from local_stack.lambda_runtime import Invocation
-from local_stack.template import expand_sam, load_template
 from local_stack.usage_plans import PlanLimits, TokenBucket, UsageMeter, period_start
 from local_stack.waf import Firewall, RateCounter, WafRequest, WebAcl
+from tests.support.stack_template import expanded_template
 
 ARN = "arn:aws:execute-api:us-east-1:123456789012:local/local"
 
@@ -184,16 +183,10 @@ def test_authorizer_failures_are_api_gateways_401_or_500(
 
 
 def _expanded(**params: str) -> dict[str, Any]:
-    expanded = expand_sam(load_template(), "stk", "us-east-1", params)
-    resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], params),
-        region="us-east-1",
-        stack_name="stk",
-        conditions=expanded.get("Conditions", {}),
-        refs={"AuthorizerFunction": "stk-auth", "ApiFunction": "stk-api"},
-        attributes={"AuthorizerFunction": {"Arn": "arn:aws:lambda:us-east-1:1:function:stk-auth"}},
-    )
-    resolver.attributes["ApiFunction"] = {"Arn": "arn:aws:lambda:us-east-1:1:function:stk-api"}
+    expanded, resolver = expanded_template(params, "stk")
+    resolver.refs.update({"AuthorizerFunction": "stk-auth", "ApiFunction": "stk-api"})
+    for logical_id, name in (("AuthorizerFunction", "stk-auth"), ("ApiFunction", "stk-api")):
+        resolver.attributes[logical_id] = {"Arn": f"arn:aws:lambda:us-east-1:1:function:{name}"}
     return dict(resolver.resolve(expanded["Resources"]["ShortenerApi"]["Properties"]["Body"]))
 
 
