@@ -20,13 +20,14 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
+from local_stack.resources import LOCAL_STAGE
 
 if TYPE_CHECKING:
     from local_stack.api_access import ApiAccess
 
 log = logging.getLogger(__name__)
 
-STAGE = "local"
+STAGE = LOCAL_STAGE
 _FUNCTION_IN_URI = re.compile(r"/functions/arn:[^/]*:function:(?P<name>[^/:]+)(:[^/]*)?/invocations")
 _ANY_METHOD = "x-amazon-apigateway-any-method"
 _HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}

@@ -26,13 +26,13 @@ RULE = "AWS::Events::Rule"
 FUNCTION = "AWS::Lambda::Function"
 LAYER = "AWS::Lambda::LayerVersion"
 REST_API = "AWS::ApiGateway::RestApi"
-STAGE = "AWS::ApiGateway::Stage"
+API_STAGE = "AWS::ApiGateway::Stage"
 USAGE_PLAN = "AWS::ApiGateway::UsagePlan"
 API_KEY = "AWS::ApiGateway::ApiKey"
 USAGE_PLAN_KEY = "AWS::ApiGateway::UsagePlanKey"
 WEB_ACL = "AWS::WAFv2::WebACL"
 WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
-# The local API serves one stage under this name (api_gateway.STAGE), whatever StageName says.
+# The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
 # The types the local stack creates or runs; the rest (roles, permissions, deployments) mean
@@ -242,7 +242,7 @@ def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[
         return f"arn:aws:lambda:{arn}:layer:{name}:1", {}
     if kind == REST_API:
         return "local", {"RootResourceId": "root"}
-    if kind == STAGE:
+    if kind == API_STAGE:
         return LOCAL_STAGE, {}
     if kind == WEB_ACL:
         acl_arn = f"arn:aws:wafv2:{arn}:regional/webacl/{name}/local"
