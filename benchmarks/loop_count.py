@@ -122,7 +122,7 @@ class StackProbe:
         return self._request("GET", f"jobs/{job_id}")
 
     def results(self, job_id: str) -> str:
-        request = urllib.request.Request(self.info["api_url"] + f"jobs/{job_id}/results")
+        request = urllib.request.Request(self.info["api_url"] + f"jobs/{job_id}/results", headers=self._key())
         with urllib.request.urlopen(request, timeout=60) as answer:
             return answer.read().decode("utf-8")
 
@@ -130,10 +130,14 @@ class StackProbe:
         self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
     ) -> dict[str, Any]:
         request = urllib.request.Request(
-            self.info["api_url"] + path, data=body, headers=headers or {}, method=method
+            self.info["api_url"] + path, data=body, headers={**(headers or {}), **self._key()}, method=method
         )
         with urllib.request.urlopen(request, timeout=60) as answer:
             return json.loads(answer.read())
+
+    def _key(self) -> dict[str, str]:
+        """The stack's admin API key as a header (POST /bulk and GET /jobs/... need one)."""
+        return {"X-Api-Key": str(self.info["api_key"])} if self.info.get("api_key") else {}
 
 
 @contextmanager

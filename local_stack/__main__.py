@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from local_stack.admin_key import ADMIN_KEY_FILE
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
 from local_stack.stack import LocalStack, StackOptions
@@ -118,6 +119,13 @@ def banner(stack: LocalStack) -> str:
             else "off: functions may call anything"
         ),
     ]
+    if stack.api_key:
+        kept = (
+            f"kept in {_shown(options.data_dir / ADMIN_KEY_FILE)}"
+            if options.persist
+            else "new on every start"
+        )
+        lines.append(f"  API key      {stack.api_key}   (admin; send it as X-Api-Key; {kept})")
     if options.persist:
         state = (
             f"restored {restored.items} items, {restored.messages} messages"
@@ -135,7 +143,9 @@ def banner(stack: LocalStack) -> str:
     lines += [
         "",
         "Try:",
-        f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json' -d '{{\"url\": \"https://example.com/\"}}'",
+        f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json'"
+        + (f" -H 'X-Api-Key: {stack.api_key}'" if stack.api_key else "")
+        + ' -d \'{"url": "https://example.com/"}\'',
         "  .venv/bin/shortener shorten https://example.com/",
         "  .venv/bin/shortener bulk links.csv --wait --output results.csv",
         f"  open {stack.api_url} in a browser",

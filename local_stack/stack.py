@@ -1,15 +1,19 @@
 """The local stack as one object: start everything in order, stop it in reverse."""
 
+import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import persistence
+from local_stack import admin_key, persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
-from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.api_access import ApiAccess
+from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.aws import aws_client
 from local_stack.cloudformation import check_template_rules
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
@@ -21,8 +25,13 @@ from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
+from local_stack.usage_plans import KeyDirectory
 
 log = logging.getLogger(__name__)
+
+# Where a running stack says how to reach it (READY's content): `shortener` reads it to find the
+# local API, the embedded AWS and the admin key. Removed on a clean stop.
+DISCOVERY_FILE = "stack.json"
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,8 @@ class LocalStack:
         self._api: ApiGateway | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
+        self._keys: KeyDirectory | None = None
+        self.api_key: str | None = None
 
     @property
     def api_url(self) -> str:
@@ -105,7 +116,7 @@ class LocalStack:
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware)
         self._moto.start()
         template = load_template(options.template_path)
-        expanded = expand_sam(template, options.stack_name, options.region)
+        expanded = expand_sam(template, options.stack_name, options.region, options.params)
         parameters = parameter_values(expanded.get("Parameters", {}), options.params)
         # What CloudFormation refuses before creating anything, the local stack refuses at start.
         check_template_rules(expanded, parameters, options.region)
@@ -154,8 +165,10 @@ class LocalStack:
             self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
 
         routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port)
-        self._runtime.warm_up(sorted({route.function for route in routes}))
+        access = self._api_access(resources)
+        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port, access=access)
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
         self._serve(self._api.serve_forever, "api-gateway")
 
         scheduler = Scheduler(
@@ -172,6 +185,34 @@ class LocalStack:
         for part in parts:
             part.start()
             self._background.append(part)
+        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _api_access(self, resources: Resources) -> ApiAccess | None:
+        """The REST API's access control, API keys restored and the admin key made (or kept)."""
+        apis = resources.of_type(REST_API)
+        if not apis:
+            return None
+        assert self._moto is not None and self._runtime is not None
+        options = self.options
+        api_logical_id = next(iter(apis))
+        self._keys = KeyDirectory(
+            aws_client("apigateway", self.aws_endpoint, options.region), resources.physical_id(api_logical_id)
+        )
+        if options.persist:
+            self._keys.restore(options.data_dir)
+        access = ApiAccess.of_stack(resources, self._runtime, api_logical_id, self._keys)
+        # API Gateway's FlushStageAuthorizersCache, which moto does not implement.
+        self._moto.control_routes.append(
+            ("DELETE", re.compile(r"/restapis/[^/]+/stages/[^/]+/cache/authorizers"), _flushed(access))
+        )
+        manager = admin_key.key_manager(
+            resources.outputs(), options.stack_name, self.aws_endpoint, options.region
+        )
+        if manager is not None:
+            self.api_key = admin_key.ensure_admin_key(manager, options.data_dir, options.persist)
+            if options.persist:
+                self._keys.save(options.data_dir)
+        return access
 
     def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
         """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
@@ -190,6 +231,9 @@ class LocalStack:
         summary = None
         if save and self.options.persist and self.resources is not None and self._moto is not None:
             summary = persistence.save_snapshot(self.resources, self.options.data_dir)
+            if self._keys is not None:
+                self._keys.save(self.options.data_dir)
+        (self.options.data_dir / DISCOVERY_FILE).unlink(missing_ok=True)
         if self._lambda_endpoint is not None:
             self._lambda_endpoint.shutdown()
             self._lambda_endpoint.server_close()
@@ -207,9 +251,14 @@ class LocalStack:
             "aws_endpoint": self.aws_endpoint,
             "lambda_endpoint": self.lambda_endpoint,
             "region": self.options.region,
+            "stack_name": self.options.stack_name,
             "data_dir": str(self.options.data_dir),
             "iam": self.access.enforcing,
             "resources": self.resources.names,
+            "stage": STAGE,
+            "outputs": self.resources.outputs(),
+            # The local admin key (None when the template declares no keys).
+            "api_key": self.api_key,
         }
 
     def _serve(self, serve_forever: Callable[[], None], name: str) -> None:
@@ -228,3 +277,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:
+    def flush(_: re.Match[str]) -> tuple[int, bytes]:
+        access.flush_authorizer_cache()
+        return 202, b""
+
+    return flush

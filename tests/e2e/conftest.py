@@ -30,6 +30,8 @@ READY_PREFIX = "READY "
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 E2E_TEST_TIMEOUT = 120
+# RunningStack.request's default: send the stack's own admin API key.
+STACK_KEY = object()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,6 +141,11 @@ class RunningStack:
             aws_access_key_id="local", aws_secret_access_key="local", region_name=self.region
         ).client(service, endpoint_url=endpoint, config=Config(retries={"mode": "standard"}))
 
+    @property
+    def api_key(self) -> str | None:
+        """The stack's own admin API key (from its READY line)."""
+        return self.info.get("api_key")
+
     def request(
         self,
         method: str,
@@ -146,12 +153,21 @@ class RunningStack:
         body: bytes | str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
+        api_key: str | object | None = STACK_KEY,
     ) -> Answer:
-        """One HTTP request to the API (``path`` relative to api_url); redirects are not followed."""
-        return http_request(self.api_url, method, path, body, headers, timeout)
+        """One HTTP request to the API (``path`` relative to api_url); redirects are not followed.
+        It sends the stack's admin key as X-Api-Key unless ``api_key`` (a key, or None for none)
+        or ``headers`` say otherwise."""
+        key = self.api_key if api_key is STACK_KEY else api_key
+        sent = dict(headers or {})
+        if isinstance(key, str) and not any(name.lower() == "x-api-key" for name in sent):
+            sent["X-Api-Key"] = key
+        return http_request(self.api_url, method, path, body, sent, timeout)
 
-    def post_json(self, path: str, payload: Any) -> Answer:
-        return self.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
+    def post_json(self, path: str, payload: Any, api_key: str | object | None = STACK_KEY) -> Answer:
+        return self.request(
+            "POST", path, json.dumps(payload), {"Content-Type": "application/json"}, api_key=api_key
+        )
 
     def log(self) -> str:
         """Everything the stack printed so far (banner, function logs)."""

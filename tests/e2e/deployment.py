@@ -94,7 +94,10 @@ def deployment(request: pytest.FixtureRequest) -> Deployment:
         return deployment_of(ACCEPTANCE_STACK, boto3.client("cloudformation"))
     running: RunningStack = request.getfixturevalue("stack")
     cloudformation = running.boto3_client("cloudformation")
-    return deployment_of(publish_local_outputs(running), cloudformation)
+    local = deployment_of(publish_local_outputs(running), cloudformation)
+    if running.api_key and not API_KEY:
+        local.headers["X-Api-Key"] = running.api_key
+    return local
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

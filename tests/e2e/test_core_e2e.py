@@ -2,6 +2,7 @@
 (through the `deployment` fixture: the local stack, or a deployed one under `make acceptance`); restart
 survival, worker processes, faults and throttling on the local stack."""
 
+import os
 import subprocess
 import sys
 import time
@@ -68,6 +69,8 @@ def test_the_cli_shortens_a_url(deployment: Deployment) -> None:
         text=True,
         timeout=30,
         check=False,
+        # The deployment's key, as a user passes it to the client.
+        env={**os.environ, "SHORTENER_API_KEY": deployment.headers.get("X-Api-Key", "")},
     )
     # Then it prints the short URL, which redirects to the URL
     assert result.returncode == 0, result.stderr
@@ -167,6 +170,7 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
         text=True,
         timeout=100,
         check=False,
+        env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
     )
     # Then every row has one outcome, in input order, and a code that redirects
     assert result.returncode == 0, result.stderr + stack.log()[-2000:]
