@@ -47,6 +47,9 @@ class ScalingRun:
     # Above the poller's longest quiet spell (a 20 s long poll, or 30 s between heartbeats while a
     # batch is processed), so a healthy loop is never mistaken for a dead one.
     stale_heartbeat_seconds: int = 45
+    # The probe polls every job of a run twice a second through the admin key: far above a
+    # client's usage plan (10 requests/s), which this run does not measure.
+    key_rate_limit: int = 1000
 
     def params(self) -> dict[str, str]:
         return {
@@ -57,6 +60,8 @@ class ScalingRun:
             "ScaleThresholdMedium": str(self.threshold_medium),
             "ScaleThresholdHigh": str(self.threshold_high),
             "StaleHeartbeatSeconds": str(self.stale_heartbeat_seconds),
+            "KeyRateLimit": str(self.key_rate_limit),
+            "KeyBurstLimit": str(2 * self.key_rate_limit),
         }
 
 

@@ -80,6 +80,29 @@ def check_template_rules(template: Mapping[str, Any], parameters: Mapping[str, A
         raise TemplateError(f"The template's Rules refuse these parameters: {exc}") from exc
 
 
+def condition_values(
+    template: Mapping[str, Any], parameters: Mapping[str, Any], region: str = "us-east-1"
+) -> dict[str, bool]:
+    """Each of the template's Conditions, true or false for ``parameters`` (defaults included)."""
+    definitions = template.get("Conditions") or {}
+    values: dict[str, bool] = {}
+
+    class _ConditionEvaluator(_RuleEvaluator):
+        def __call__(self, node: Any) -> Any:
+            if isinstance(node, dict) and list(node) == ["Condition"]:
+                return value_of(node["Condition"])
+            return super().__call__(node)
+
+    def value_of(name: str) -> bool:
+        if name not in values:
+            values[name] = bool(_ConditionEvaluator(parameters, region)(definitions[name]))
+        return values[name]
+
+    for name in definitions:
+        value_of(name)
+    return values
+
+
 class _RuleEvaluator:
     """The rule-specific intrinsic functions ("Rule functions", CloudFormation User Guide). The
     ones about AWS-specific parameter types (Fn::ValueOf, Fn::ValueOfAll, Fn::RefAll) need the
@@ -206,6 +229,10 @@ def install() -> None:
         stack._parse_template()
         stack.output_map = stack._create_output_map()
 
+    # A resource whose Condition is false is no resource on AWS; moto keeps a None in its map.
+    models.Stack.stack_resources = property(  # type: ignore[method-assign, assignment]
+        lambda self: [resource for resource in self.resource_map.values() if resource is not None]
+    )
     backend.create_stack = processing_create_stack  # type: ignore[method-assign, assignment]
     backend.create_change_set = processing_create_change_set  # type: ignore[method-assign]
     backend.execute_change_set = execute_and_publish_outputs  # type: ignore[method-assign]
@@ -445,8 +472,68 @@ def _register_missing_models() -> None:
         def delete(self, account_id: str, region: str) -> None:
             lambda_backends[account_id][region].delete_function_event_invoke_config(self.owner)
 
+    class UsagePlan(_Created, CloudFormationModel):
+        TYPE, NAME_PROPERTY = "AWS::ApiGateway::UsagePlan", "UsagePlanName"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            throttle, quota = properties.get("Throttle") or {}, properties.get("Quota") or {}
+            plan = apigateway_backends[account_id][region].create_usage_plan(
+                {
+                    "name": properties.get("UsagePlanName", name),
+                    "description": properties.get("Description"),
+                    "apiStages": [
+                        {"apiId": stage["ApiId"], "stage": stage["Stage"]}
+                        for stage in properties.get("ApiStages", [])
+                    ],
+                    "throttle": {
+                        "rateLimit": throttle.get("RateLimit"),
+                        "burstLimit": throttle.get("BurstLimit"),
+                    }
+                    if throttle
+                    else None,
+                    "quota": {"limit": quota.get("Limit"), "period": quota.get("Period")} if quota else None,
+                }
+            )
+            return cls(plan.id)
+
+        def delete(self, account_id: str, region: str) -> None:
+            apigateway_backends[account_id][region].delete_usage_plan(self.physical_id)
+
+    class ApiKey(_Created, CloudFormationModel):
+        TYPE, NAME_PROPERTY = "AWS::ApiGateway::ApiKey", "Name"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            key = apigateway_backends[account_id][region].create_api_key(
+                {
+                    "name": properties.get("Name", name),
+                    "description": properties.get("Description"),
+                    "enabled": str(properties.get("Enabled", False)).lower() == "true",
+                    "value": properties.get("Value"),
+                }
+            )
+            return cls(key.id)
+
+        def delete(self, account_id: str, region: str) -> None:
+            apigateway_backends[account_id][region].delete_api_key(self.physical_id)
+
+    class UsagePlanKey(_Created, CloudFormationModel):
+        TYPE = "AWS::ApiGateway::UsagePlanKey"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            plan_id, key_id = properties["UsagePlanId"], properties["KeyId"]
+            apigateway_backends[account_id][region].create_usage_plan_key(
+                plan_id, {"keyId": key_id, "keyType": properties.get("KeyType", "API_KEY")}
+            )
+            return cls(key_id, owner=plan_id)
+
+        def delete(self, account_id: str, region: str) -> None:
+            apigateway_backends[account_id][region].delete_usage_plan_key(self.owner, self.physical_id)
+
     # Defining the classes registers them (CloudFormationModel.__subclasses__).
-    _ = (Alarm, Subscription, Stage, EventInvokeConfig)
+    _ = (Alarm, Subscription, Stage, EventInvokeConfig, UsagePlan, ApiKey, UsagePlanKey)
 
 
 def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:
