@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.durability import DurableState, DynamoDbState, SqsState, StateSummary
 from local_stack.faults import Faults
-from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import REST_API, Resources, create_resources, name_resources
+from local_stack.resources import REST_API, TABLE, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 
@@ -53,7 +53,7 @@ class _BackgroundPart(Protocol):
 class StartReport:
     """What start() did, for the banner."""
 
-    restored: persistence.SnapshotSummary | None = None
+    restored: StateSummary | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -68,6 +68,7 @@ class LocalStack:
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
+        self._state: DurableState | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
 
@@ -136,7 +137,7 @@ class LocalStack:
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
-            self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
+            self._restore_state(resources)
 
         routes, binary_types, api_id = self._api_definition(resources)
         self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port)
@@ -154,8 +155,26 @@ class LocalStack:
             part.start()
             self._background.append(part)
 
-    def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
-        """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
+    def _restore_state(self, resources: Resources) -> None:
+        """Bring back the data dir's state, then journal every change before it is answered."""
+        assert self._moto is not None
+        state = DurableState(
+            self.options.data_dir,
+            [
+                DynamoDbState(ACCOUNT_ID, self.options.region, forget_on_restart(resources)),
+                SqsState(ACCOUNT_ID, self.options.region),
+            ],
+            resources.names,
+            exclusive=self._moto.exclusive,
+        )
+        self.report.restored = state.restore()
+        self._moto.request_end_hooks.append(state.end_request)
+        state.start()
+        self._state = state
+
+    def stop(self, save: bool = True) -> StateSummary | None:
+        """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
+        ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
         if self._api is not None:
             self._api.shutdown()
             self._api.server_close()
@@ -165,9 +184,6 @@ class LocalStack:
         self._background.clear()
         if self._runtime is not None:
             self._runtime.stop()
-        summary = None
-        if save and self.options.persist and self.resources is not None and self._moto is not None:
-            summary = persistence.save_snapshot(self.resources, self.options.data_dir)
         if self._lambda_endpoint is not None:
             self._lambda_endpoint.shutdown()
             self._lambda_endpoint.server_close()
@@ -175,6 +191,14 @@ class LocalStack:
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
+        summary = None
+        if self._state is not None:
+            # moto's backends outlive its HTTP server: the snapshot reads them in-process.
+            if save:
+                summary = self._state.close()
+            else:
+                self._state.abandon()
+            self._state = None
         return summary
 
     def ready_info(self) -> dict[str, Any]:
@@ -205,3 +229,16 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def forget_on_restart(resources: Resources) -> dict[str, list[str]]:
+    """Table name -> the attributes that its restored items lose, from the table's
+    ``Metadata: {LocalStack: {ForgetOnRestart: [...]}}``: what describes a process of the previous
+    run (a loop's heartbeat), since a restart ended every process."""
+    forgotten = {}
+    for logical_id in resources.of_type(TABLE):
+        metadata = resources.template["Resources"][logical_id].get("Metadata", {})
+        attributes = metadata.get("LocalStack", {}).get("ForgetOnRestart", [])
+        if attributes:
+            forgotten[resources.physical_id(logical_id)] = [str(name) for name in attributes]
+    return forgotten
