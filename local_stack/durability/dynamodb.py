@@ -28,6 +28,10 @@ from local_stack.durability.service import Sink, renamed
 log = logging.getLogger(__name__)
 
 SERVICE = "dynamodb"
+# Attribute types whose JSON value is what moto holds (binary, lists and maps need converting).
+_AS_STORED = frozenset({"S", "N", "BOOL", "NULL", "SS", "NS"})
+_new_value = DynamoType.__new__
+_new_item = Item.__new__
 _SNAPSHOT_BATCH = 1000
 # (table name, hash key, range key) of the items the current request changed, per request thread.
 _changes = threading.local()
@@ -153,18 +157,14 @@ def _key_json(table: Table, hash_key: DynamoType, range_key: DynamoType | None) 
 
 def _value(attribute: dict[str, Any]) -> DynamoType:
     """A DynamoType from its JSON, without moto's generic constructor (whose cost dominated a
-    restore) for the scalar types. moto holds binary values as bytes; the JSON has base64 text."""
+    restore) for the types that need no conversion. moto holds binary values as bytes; the JSON
+    has base64 text."""
     ((kind, value),) = attribute.items()
-    if kind in ("L", "M"):
+    if kind not in _AS_STORED:
         return DynamoType(_binary_decoded(attribute))
-    typed = DynamoType.__new__(DynamoType)
+    typed = _new_value(DynamoType)
     typed.type = kind
-    if kind == "B":
-        typed.value = base64.b64decode(value)
-    elif kind == "BS":
-        typed.value = [base64.b64decode(item) for item in value]
-    else:
-        typed.value = value
+    typed.value = value
     return typed
 
 
@@ -185,12 +185,12 @@ def _insert(table: Table, image: dict[str, Any]) -> None:
     # The item passed moto's validation when it was first written; LimitedSizeDict's per-insert
     # size check (quadratic in the attributes) is skipped, as moto's own Item.__deepcopy__ does.
     attributes = LimitedSizeDict.__new__(LimitedSizeDict)
-    dict.__init__(attributes)
     for name, attribute in image.items():
         dict.__setitem__(attributes, name, _value(attribute))
-    item = cast(Item, Item.__new__(Item))
-    item.hash_key = _value(image[table.hash_key_attr])
-    item.range_key = _value(image[table.range_key_attr]) if table.range_key_attr else None
+    item = cast(Item, _new_item(Item))
+    # Key attributes cannot be updated, so the item's key may share their values.
+    item.hash_key = attributes[table.hash_key_attr]
+    item.range_key = attributes[table.range_key_attr] if table.range_key_attr else None
     item.attrs = attributes
     items: dict[DynamoType, Any] = table.items
     if table.range_key_attr is None:

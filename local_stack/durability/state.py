@@ -292,11 +292,14 @@ class DurableState:
             raise CorruptStateError(f"{path} is not a state file of format {FORMAT}")
 
     def _renames(self, header: Mapping[str, Any]) -> dict[str, str]:
+        # Only ids that are URLs (queue URLs, which hold the embedded AWS's port) are worth looking
+        # for in stored values; others that differ between runs (subscription ARNs) never appear
+        # there, and each entry would cost a walk of every restored item.
         stored: Mapping[str, str] = header.get("names", {})
         return {
             old: self._names[logical_id]
             for logical_id, old in stored.items()
-            if logical_id in self._names and self._names[logical_id] != old
+            if logical_id in self._names and self._names[logical_id] != old and "://" in old
         }
 
     def _apply(self, records: list[Record], renames: Mapping[str, str]) -> None:

@@ -1,0 +1,277 @@
+"""The local stack's durable state: a clean stop and a start with many links, a start after
+`kill -9` (replaying the journal), and what the journal costs each write.
+
+    python -m benchmarks persistence [--links 200000] [--crash-links 50000]
+                                     [--journal-writes 10000] [--rounds 5]
+
+1. Journal cost: an embedded AWS in this process (the local stack's, with the template's tables)
+   takes --journal-writes links by BatchWriteItem (25 a request, over HTTP) with and without the
+   durable state attached; the ratio of the two times is the journal's cost (median of --rounds).
+2. A local stack subprocess (`python -m local_stack`, its own data dir) is filled with --links links
+   by BatchWriteItem straight into its embedded AWS (4 writers), then stopped with SIGTERM: the time
+   to exit, and the save time the stack reports. Then started again: the time until its READY line,
+   and the restore time it reports.
+3. --crash-links more links are written, the stack is killed with SIGKILL (its process group), and
+   started again: the time until READY, with those writes replayed from the journal.
+"""
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = "READY "
+BATCH = 25
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--links", type=int, default=200_000, help="links held at the clean stop")
+    parser.add_argument("--crash-links", type=int, default=50_000, help="links written before kill -9")
+    parser.add_argument("--journal-writes", type=int, default=10_000, help="links per journal-cost round")
+    parser.add_argument("--rounds", type=int, default=5, help="journal-cost rounds (median taken)")
+    options = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+    journal = measure_journal_cost(options.journal_writes, options.rounds)
+    with tempfile.TemporaryDirectory(prefix="bench-persistence-") as folder:
+        lifecycle = measure_stop_and_start(Path(folder), options.links, options.crash_links)
+    print_figures(options, journal, lifecycle)
+
+
+# ---- 1. the journal's cost per write ---------------------------------------------------------------
+
+
+def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
+    from local_stack.durability import DurableState, DynamoDbState, SqsState
+    from local_stack.intrinsics import ACCOUNT_ID
+    from local_stack.moto_server import EmbeddedAws
+
+    server = EmbeddedAws(0)
+    server.start()
+    try:
+        plain, journaled = [], []
+        for _ in range(rounds):
+            resources = fresh_resources(server)
+            plain.append(timed_batch_writes(resources, writes))
+            resources = fresh_resources(server)
+            with tempfile.TemporaryDirectory(prefix="bench-journal-") as folder:
+                state = DurableState(
+                    Path(folder),
+                    [DynamoDbState(ACCOUNT_ID, resources.region), SqsState(ACCOUNT_ID, resources.region)],
+                    resources.names,
+                    exclusive=server.exclusive,
+                )
+                state.restore()
+                server.request_end_hooks.append(state.end_request)
+                state.start()
+                try:
+                    journaled.append(timed_batch_writes(resources, writes))
+                finally:
+                    server.request_end_hooks.remove(state.end_request)
+                    state.abandon()
+    finally:
+        server.stop()
+    ratios = [with_journal / without for with_journal, without in zip(journaled, plain, strict=True)]
+    return {
+        "writes": writes,
+        "plain_per_second": writes / statistics.median(plain),
+        "journaled_per_second": writes / statistics.median(journaled),
+        "ratio": statistics.median(ratios),
+    }
+
+
+def fresh_resources(server: Any) -> Any:
+    from local_stack.intrinsics import Resolver, parameter_values
+    from local_stack.resources import create_resources, name_resources
+    from local_stack.template import expand_sam, load_template
+
+    urllib.request.urlopen(urllib.request.Request(f"{server.url}/moto-api/reset", method="POST"))
+    expanded = expand_sam(load_template(), "bench", "us-east-1")
+    resolver = Resolver(
+        parameters=parameter_values(expanded["Parameters"], {}),
+        region="us-east-1",
+        stack_name="bench",
+        conditions=expanded.get("Conditions", {}),
+    )
+    resources = name_resources(expanded, resolver, server.url, "us-east-1")
+    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
+    return resources
+
+
+def timed_batch_writes(resources: Any, writes: int) -> float:
+    from local_stack.aws import aws_client
+
+    dynamodb = aws_client("dynamodb", resources.aws_endpoint, resources.region)
+    table = resources.physical_id("LinksTable")
+    started = time.perf_counter()
+    for start in range(0, writes, BATCH):
+        write_batch(dynamodb, table, start, min(BATCH, writes - start), "j")
+    return time.perf_counter() - started
+
+
+def write_batch(dynamodb: Any, table: str, start: int, count: int, prefix: str) -> None:
+    """``count`` links shaped as the API writes them, codes ``<prefix><number>``."""
+    requests = [
+        {
+            "PutRequest": {
+                "Item": {
+                    "code": {"S": f"{prefix}{number:07d}"},
+                    "url": {"S": f"https://shop.example.com/campaign/products/{number}?utm_source=bench"},
+                    "created_at": {"N": "1767225600"},
+                    "is_custom": {"BOOL": False},
+                    "owner": {"S": "local"},
+                }
+            }
+        }
+        for number in range(start, start + count)
+    ]
+    pending: dict[str, Any] = {table: requests}
+    while pending:
+        pending = dynamodb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+
+# ---- 2 and 3. stop and start of a local stack ------------------------------------------------------
+
+
+class Stack:
+    """`python -m local_stack` as a subprocess in a process group of its own."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.log_path = folder / "stack.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, Any] = {}
+
+    def start(self) -> float:
+        """Start and wait for READY; the seconds it took."""
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        arguments = ["--api-port", "0", "--aws-port", "0", "--data-dir", str(self.folder / "data")]
+        started = time.perf_counter()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "local_stack", *arguments, "--log-level", "WARNING"],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,
+            )
+        deadline = started + 600
+        while time.perf_counter() < deadline:
+            for line in self.log()[offset:].splitlines():
+                if line.startswith(READY):
+                    self.info = json.loads(line.removeprefix(READY))
+                    return time.perf_counter() - started
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("the local stack did not start:\n" + self.log()[-3000:])
+
+    def stop(self) -> float:
+        """SIGTERM (as Ctrl-C); the seconds until the process exited."""
+        assert self.process is not None
+        started = time.perf_counter()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(600)
+        return time.perf_counter() - started
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (the workers notice and exit within a second)."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def fill(self, count: int, prefix: str, writers: int = 4) -> float:
+        """Write ``count`` links by BatchWriteItem, ``writers`` at a time; the seconds it took."""
+        from local_stack.aws import aws_client
+
+        table = self.info["resources"]["LinksTable"]
+        starts = list(range(0, count, BATCH))
+
+        def write(share: list[int]) -> None:
+            dynamodb = aws_client("dynamodb", self.info["aws_endpoint"], self.info["region"])
+            for start in share:
+                write_batch(dynamodb, table, start, min(BATCH, count - start), prefix)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=writers) as pool:
+            list(pool.map(write, [starts[writer::writers] for writer in range(writers)]))
+        return time.perf_counter() - started
+
+
+def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[str, Any]:
+    stack = Stack(folder)
+    figures: dict[str, Any] = {"first_start": stack.start()}
+    try:
+        figures["fill"] = stack.fill(links, "c")
+        figures["stop"] = stack.stop()
+        figures["saved"] = _reported(stack.log(), r"Saved (\d+) items .* in ([\d.]+) s")
+        figures["start"] = stack.start()
+        figures["restored"] = _reported(stack.log(), r"restored (\d+) items, \d+ messages in ([\d.]+) s")
+        figures["crash_fill"] = stack.fill(crash_links, "k")
+        stack.kill()
+        figures["crash_start"] = stack.start()
+        figures["replayed"] = _reported(
+            stack.log(), r"restored (\d+) items, \d+ messages in ([\d.]+) s; (\d+) changes replayed"
+        )
+        figures["data_bytes"] = sum(path.stat().st_size for path in (folder / "data").iterdir())
+    finally:
+        with contextlib.suppress(Exception):
+            stack.stop()
+    return figures
+
+
+def _reported(log: str, pattern: str) -> tuple[str, ...]:
+    found = re.findall(pattern, log)
+    if not found:
+        raise RuntimeError(f"the stack did not print {pattern!r}:\n{log[-3000:]}")
+    last = found[-1]
+    return tuple(last) if isinstance(last, tuple) else (last,)
+
+
+def print_figures(options: argparse.Namespace, journal: dict[str, float], lifecycle: dict[str, Any]) -> None:
+    saved_items, saved_seconds = lifecycle["saved"]
+    restored_items, restored_seconds = lifecycle["restored"]
+    crash_items, crash_seconds, replayed = lifecycle["replayed"]
+    lines = [
+        "",
+        "Durable state of the local stack",
+        f"  journal cost: BatchWriteItem of {journal['writes']:,} links, median of {options.rounds} rounds",
+        f"    without the journal        {journal['plain_per_second']:,.0f} links/s",
+        f"    with the journal           {journal['journaled_per_second']:,.0f} links/s",
+        f"    time ratio with / without  {journal['ratio']:.2f}",
+        f"  a stack holding {options.links:,} links (filled in {lifecycle['fill']:.1f} s by BatchWriteItem)",
+        f"    clean stop (SIGTERM to exit)  {lifecycle['stop']:.1f} s   "
+        f"(saving {int(saved_items):,} items: {float(saved_seconds):.1f} s)",
+        f"    start (to READY)              {lifecycle['start']:.1f} s   "
+        f"(restoring {int(restored_items):,} items: {float(restored_seconds):.1f} s; "
+        f"an empty first start: {lifecycle['first_start']:.1f} s)",
+        f"  after kill -9 with {options.crash_links:,} more links in the journal",
+        f"    start (to READY)              {lifecycle['crash_start']:.1f} s   "
+        f"(restoring {int(crash_items):,} items: {float(crash_seconds):.1f} s, "
+        f"{int(replayed):,} changes replayed)",
+        f"  data dir after that start: {lifecycle['data_bytes'] / 1e6:.1f} MB",
+    ]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
