@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from local_stack.durability import CorruptStateError
+from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
 from local_stack.stack import LocalStack, StackOptions
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    except (TemplateError, IntrinsicError, CorruptStateError) as exc:
+    except (TemplateError, IntrinsicError, CorruptStateError, DataDirInUseError) as exc:
         print(f"local stack: {exc}", file=sys.stderr)
         return 1
     print(banner(stack), flush=True)

@@ -6,6 +6,14 @@ from local_stack.durability.dynamodb import DynamoDbState
 from local_stack.durability.journal import CorruptStateError
 from local_stack.durability.service import ServiceState
 from local_stack.durability.sqs import SqsState
-from local_stack.durability.state import DurableState, StateSummary
+from local_stack.durability.state import DataDirInUseError, DurableState, StateSummary
 
-__all__ = ["CorruptStateError", "DurableState", "DynamoDbState", "ServiceState", "SqsState", "StateSummary"]
+__all__ = [
+    "CorruptStateError",
+    "DataDirInUseError",
+    "DurableState",
+    "DynamoDbState",
+    "ServiceState",
+    "SqsState",
+    "StateSummary",
+]

@@ -13,6 +13,7 @@ answered, so it survives the process being killed (`kill -9`, a closed terminal)
 fsynced every ``fsync_interval`` seconds, so a power loss or kernel crash loses at most the changes
 of that last interval. A clean stop writes a snapshot and fsyncs it: nothing is lost."""
 
+import fcntl
 import logging
 import os
 import re
@@ -64,6 +65,30 @@ class StateSummary:
         return self.counts.get("messages", 0)
 
 
+class DataDirInUseError(Exception):
+    """Another process keeps its state in the same data dir."""
+
+
+def _take_lock_file(data_dir: Path) -> int:
+    """An exclusive lock on the data dir for as long as this process holds the returned descriptor:
+    two stacks journaling into one dir would each replay and delete the other's segments. The
+    kernel drops the lock when the process dies, however it dies (flock(2))."""
+    path = data_dir / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise DataDirInUseError(
+            f"{data_dir} is in use by process {holder} (another local stack?); stop it, or give this "
+            "one its own --data-dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
 def _segment_name(number: int) -> str:
     return f"journal-{number:06d}.dat"
 
@@ -105,6 +130,7 @@ class DurableState:
         self._maintenance: threading.Thread | None = None
         self._unknown: set[str] = set()
         self._counts: dict[str, int] = {}  # as of the last snapshot or restore
+        self._lock_file: int | None = None
 
     # ---- start ---------------------------------------------------------------------------------
 
@@ -116,6 +142,7 @@ class DurableState:
         after an fsync, so damage there is not a crash the journal can explain."""
         started = time.perf_counter()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _take_lock_file(self.data_dir)
         segments = self._segments()
         snapshot = self.data_dir / SNAPSHOT_FILE
         found = snapshot.is_file() or bool(segments)
@@ -208,6 +235,7 @@ class DurableState:
             segment.close()
             if not self._records_since_snapshot:  # nothing was written to it after the snapshot
                 segment.path.unlink()
+        self._release_lock_file()
         return StateSummary(summary.counts, 0, 0, summary.bytes, time.perf_counter() - started)
 
     def abandon(self) -> None:
@@ -219,8 +247,14 @@ class DurableState:
             segment, self._segment = self._segment, None
         if segment is not None:
             segment.close()
+        self._release_lock_file()
 
     # ---- internals -----------------------------------------------------------------------------
+
+    def _release_lock_file(self) -> None:
+        if self._lock_file is not None:
+            os.close(self._lock_file)  # releases the lock
+            self._lock_file = None
 
     def _write(self, frame: bytes, records: int) -> None:
         if self._segment is None:

@@ -1,6 +1,7 @@
 """What the local stack acknowledged survives a clean stop and `kill -9` of its whole process group:
 links, jobs and their results, loops, the id counter and the queued rows."""
 
+import signal
 import threading
 import time
 from typing import Any
@@ -88,6 +89,21 @@ def test_links_jobs_and_loops_survive_a_clean_restart(start_stack: StartStack) -
     # And new links get new codes
     fresh = stack.post_json("/", {"url": "https://example.com/clean/after"}).json()["code"]
     assert fresh not in links and fresh not in {line["code"] for line in before}
+
+
+@pytest.mark.e2e_timeout(120)
+def test_a_closed_terminal_saves_like_ctrl_c(start_stack: StartStack) -> None:
+    # Given a stack holding a link
+    stack = start_stack()
+    code = stack.post_json("/", {"url": "https://example.com/hangup"}).json()["code"]
+    # When its terminal is closed (SIGHUP)
+    assert stack.process is not None
+    stack.process.send_signal(signal.SIGHUP)
+    # Then it stops cleanly, having saved, and the link is there after a start
+    assert stack.process.wait(60) == 0, stack.log()[-3000:]
+    assert "Saved " in stack.log()
+    stack.restart()
+    assert_redirects(stack, {code: "https://example.com/hangup"})
 
 
 @pytest.mark.e2e_timeout(300)

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from local_stack.aws import aws_client
-from local_stack.durability import CorruptStateError, DurableState, DynamoDbState, SqsState, StateSummary
+from local_stack.durability import (
+    CorruptStateError,
+    DataDirInUseError,
+    DurableState,
+    DynamoDbState,
+    SqsState,
+    StateSummary,
+)
 from local_stack.durability.journal import encode
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.moto_server import EmbeddedAws
@@ -457,3 +464,12 @@ def test_stored_queue_urls_follow_a_port_change(aws: EmbeddedAws, stacks: Stacks
 def test_an_empty_data_dir_restores_nothing(stacks: Stacks) -> None:
     stacks.open()
     assert stacks.restored is None
+
+
+def test_a_data_dir_in_use_is_refused(aws: EmbeddedAws, stacks: Stacks) -> None:
+    # Given a running stack's data dir
+    resources = stacks.open()
+    # When a second stack opens the same dir, then it is refused before it reads anything
+    second = DurableState(stacks.data_dir, [DynamoDbState(ACCOUNT_ID, resources.region)], resources.names)
+    with pytest.raises(DataDirInUseError):
+        second.restore()
