@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from moto.core.utils import unix_time_millis
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 from local_stack.durability.journal import Record
@@ -170,7 +171,7 @@ def _message(stored: dict[str, Any]) -> Message:
     message.message_attributes = {
         name: _attribute(value) for name, value in stored.get("attributes", {}).items()
     }
-    message.sent_timestamp = stored.get("sent")
+    message.sent_timestamp = stored.get("sent") or int(unix_time_millis())  # type: ignore[assignment]
     message.approximate_first_receive_timestamp = stored.get("first_received")
     message.approximate_receive_count = stored.get("receive_count", 0)
     message.group_id = stored.get("group_id")

@@ -14,11 +14,13 @@ fsynced every ``fsync_interval`` seconds, so a power loss or kernel crash loses 
 of that last interval. A clean stop writes a snapshot and fsyncs it: nothing is lost."""
 
 import fcntl
+import json
 import logging
 import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 SNAPSHOT_FILE = "snapshot.dat"
+# What earlier versions saved on a clean stop (tables by logical id, messages without ids); read
+# when there is nothing newer, so an upgrade keeps a developer's links.
+LEGACY_SNAPSHOT_FILE = "snapshot.json"
 _SEGMENT = re.compile(r"^journal-(\d{6,})\.dat$")
 DEFAULT_FSYNC_INTERVAL = 1.0
 # Compact once the journal outgrows both this and the snapshot: the cost of compaction (a pass over
@@ -144,13 +149,15 @@ class DurableState:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _take_lock_file(self.data_dir)
         segments = self._segments()
-        snapshot = self.data_dir / SNAPSHOT_FILE
-        found = snapshot.is_file() or bool(segments)
+        snapshot, legacy = self.data_dir / SNAPSHOT_FILE, self.data_dir / LEGACY_SNAPSHOT_FILE
+        found = snapshot.is_file() or legacy.is_file() or bool(segments)
         replayed, torn = 0, 0
         with self._exclusive():
             if snapshot.is_file():
                 self._next_segment = self._load_snapshot(snapshot)
                 self._snapshot_bytes = snapshot.stat().st_size
+            elif legacy.is_file():
+                self._load_legacy_snapshot(legacy)
             for number, path in segments:
                 if number < self._next_segment:
                     path.unlink()  # compacted into the snapshot; left by a crash before deleting it
@@ -164,7 +171,7 @@ class DurableState:
         self._counts = counts
         if not found:
             return None
-        self._records_since_snapshot = replayed
+        self._records_since_snapshot += replayed
         total_bytes = self._snapshot_bytes + self._replayed_bytes
         return StateSummary(counts, replayed, torn, total_bytes, time.perf_counter() - started)
 
@@ -296,6 +303,28 @@ class DurableState:
         if not complete:
             raise CorruptStateError(f"{path} is not whole; move it away to start without it")
         return int(header["next_segment"])
+
+    def _load_legacy_snapshot(self, path: Path) -> None:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        names: dict[str, str] = saved.get("names", {})
+        records: list[Record] = []
+        for logical_id, items in saved.get("tables", {}).items():
+            if logical_id in names:
+                records.append(["dynamodb", "items", names[logical_id], items])
+        for logical_id, messages in saved.get("queues", {}).items():
+            if logical_id in names:
+                converted = [
+                    {
+                        "id": str(uuid.uuid4()),
+                        "body": message["body"],
+                        "attributes": message.get("attributes", {}),
+                    }
+                    for message in messages
+                ]
+                records.append(["sqs", "messages", names[logical_id].rsplit("/", 1)[-1], converted])
+        self._apply(records, self._renames(saved))
+        self._records_since_snapshot += 1  # so that the next clean stop writes a snapshot of it
+        log.info("state: imported %s, saved by an earlier version", path.name)
 
     def _replay_segment(self, path: Path) -> tuple[int, bool]:
         reader = FrameReader(path)

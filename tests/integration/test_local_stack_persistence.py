@@ -6,6 +6,7 @@ moto is reset, the template's resources are created again, and a new state resto
 data dir, as a `kill -9` and a restart would leave things."""
 
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -473,3 +474,26 @@ def test_a_data_dir_in_use_is_refused(aws: EmbeddedAws, stacks: Stacks) -> None:
     second = DurableState(stacks.data_dir, [DynamoDbState(ACCOUNT_ID, resources.region)], resources.names)
     with pytest.raises(DataDirInUseError):
         second.restore()
+
+
+def test_a_snapshot_of_an_earlier_version_is_imported(aws: EmbeddedAws, stacks: Stacks) -> None:
+    # Given the snapshot.json that earlier versions wrote on a clean stop
+    resources = build(aws)
+    stacks.data_dir.mkdir(parents=True)
+    (stacks.data_dir / "snapshot.json").write_text(
+        json.dumps(
+            {
+                "names": resources.names,
+                "tables": {"LinksTable": [link("olde", "https://example.com/old")]},
+                "queues": {"BulkQueue": [{"body": "rows", "attributes": {}}]},
+            }
+        )
+    )
+    # When a stack starts on that data dir, and stops
+    stacks.open(resources)
+    summary = stacks.stop()
+    # Then it held the saved link and message, and saved them in the current format
+    assert (summary.items, summary.messages) == (1, 1)
+    resources = stacks.open()
+    assert get(resources, "LinksTable", {"code": {"S": "olde"}}) == link("olde", "https://example.com/old")
+    assert bodies(resources, "BulkQueue") == ["rows"]
