@@ -226,27 +226,34 @@ class DurableState:
     # ---- stop ----------------------------------------------------------------------------------
 
     def close(self) -> StateSummary:
-        """A clean stop: a final snapshot when anything changed since the last one, fsynced."""
+        """A clean stop: a final snapshot when anything changed since the last one, fsynced. When
+        it cannot be written (a full disk), the journal stays, fsynced, for the next start."""
         self._stop_maintenance()
         started = time.perf_counter()
-        changed = self._records_since_snapshot or self._replayed_bytes
-        if changed or not (self.data_dir / SNAPSHOT_FILE).exists():
-            summary = self.compact()
-        else:
-            summary = StateSummary(self._counts, 0, 0, self._snapshot_bytes)
-        for service in self._services.values():
-            service.record_into(None)
-        with self._lock:
-            segment, self._segment = self._segment, None
-        if segment is not None:
-            segment.close()
-            if not self._records_since_snapshot:  # nothing was written to it after the snapshot
-                segment.path.unlink()
-        self._release_lock_file()
+        summary = StateSummary(self._counts, 0, 0, self._snapshot_bytes)
+        compacted = False
+        try:
+            changed = self._records_since_snapshot or self._replayed_bytes
+            if changed or not (self.data_dir / SNAPSHOT_FILE).exists():
+                summary = self.compact()
+            compacted = True
+        except OSError:
+            log.exception("state: the last snapshot could not be written; the journal keeps every change")
+        finally:
+            for service in self._services.values():
+                service.record_into(None)
+            with self._lock:
+                segment, self._segment = self._segment, None
+            if segment is not None:
+                segment.close()
+                if compacted and not self._records_since_snapshot:  # empty after the snapshot
+                    segment.path.unlink()
+            self._release_lock_file()
         return StateSummary(summary.counts, 0, 0, summary.bytes, time.perf_counter() - started)
 
     def abandon(self) -> None:
-        """Stop journaling and save nothing more, as a killed process would (for tests)."""
+        """Stop journaling and save nothing more, as a killed process would: the journal as it is
+        will be replayed (a start that failed half way; tests playing a crash)."""
         self._stop_maintenance()
         for service in self._services.values():
             service.record_into(None)
