@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 SERVICE = "dynamodb"
 # Attribute types whose JSON value is what moto holds (binary, lists and maps need converting).
 _AS_STORED = frozenset({"S", "N", "BOOL", "NULL", "SS", "NS"})
-_new_value = DynamoType.__new__
-_new_item = Item.__new__
+_new_object = object.__new__  # without moto's BaseModel.__new__, which records every instance
+_set_attribute = dict.__setitem__  # without LimitedSizeDict's size check
 _SNAPSHOT_BATCH = 1000
 # (table name, hash key, range key) of the items the current request changed, per request thread.
 _changes = threading.local()
@@ -162,7 +162,7 @@ def _value(attribute: dict[str, Any]) -> DynamoType:
     ((kind, value),) = attribute.items()
     if kind not in _AS_STORED:
         return DynamoType(_binary_decoded(attribute))
-    typed = _new_value(DynamoType)
+    typed = _new_object(DynamoType)
     typed.type = kind
     typed.value = value
     return typed
@@ -184,10 +184,18 @@ def _binary_decoded(attribute: dict[str, Any]) -> dict[str, Any]:
 def _insert(table: Table, image: dict[str, Any]) -> None:
     # The item passed moto's validation when it was first written; LimitedSizeDict's per-insert
     # size check (quadratic in the attributes) is skipped, as moto's own Item.__deepcopy__ does.
+    # This runs once per restored item: _value is inlined for the common types.
     attributes = LimitedSizeDict.__new__(LimitedSizeDict)
     for name, attribute in image.items():
-        dict.__setitem__(attributes, name, _value(attribute))
-    item = cast(Item, _new_item(Item))
+        ((kind, value),) = attribute.items()
+        if kind in _AS_STORED:
+            typed = _new_object(DynamoType)
+            typed.type = kind
+            typed.value = value
+        else:
+            typed = DynamoType(_binary_decoded(attribute))
+        _set_attribute(attributes, name, typed)
+    item = cast(Item, _new_object(Item))
     # Key attributes cannot be updated, so the item's key may share their values.
     item.hash_key = attributes[table.hash_key_attr]
     item.range_key = attributes[table.range_key_attr] if table.range_key_attr else None
