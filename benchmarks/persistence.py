@@ -10,24 +10,20 @@
    of --rounds).
 2. Snapshot: --links links put straight into that embedded AWS are saved to a snapshot and restored
    into fresh tables, in-process: wall and CPU seconds (CPU time says more on a busy machine).
-3. A local stack subprocess (`python -m local_stack`, its own data dir) is filled with --links links
+3. A local stack subprocess (`python -m local_stack`, started by the e2e harness) is filled with --links links
    by BatchWriteItem straight into its embedded AWS (4 writers), then stopped with SIGTERM: the time
    to exit, and the save time the stack reports. Then started again: the time until its READY line,
    and the restore time it reports.
-4. --crash-links more links are written, the stack is killed with SIGKILL (its process group), and
-   started again: the time until READY, with those writes replayed from the journal.
+4. --crash-links more links are written, the stack is killed with SIGKILL (its process group and
+   its workers), and started again: the time until READY, with those writes replayed from the journal.
 """
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import re
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -37,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-READY = "READY "
 BATCH = 25
+# A busy machine (the figures are often taken while other test runs share it) needs patience.
+START_TIMEOUT = STOP_TIMEOUT = 600.0
 
 
 def main() -> None:
@@ -197,96 +194,59 @@ def write_batch(dynamodb: Any, table: str, start: int, count: int, prefix: str) 
 # ---- 2 and 3. stop and start of a local stack ------------------------------------------------------
 
 
-class Stack:
-    """`python -m local_stack` as a subprocess in a process group of its own."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.log_path = folder / "stack.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.info: dict[str, Any] = {}
-
-    def start(self) -> float:
-        """Start and wait for READY; the seconds it took."""
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        arguments = ["--api-port", "0", "--aws-port", "0", "--data-dir", str(self.folder / "data")]
-        started = time.perf_counter()
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "local_stack", *arguments, "--log-level", "WARNING"],
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                start_new_session=True,
-            )
-        deadline = started + 600
-        while time.perf_counter() < deadline:
-            for line in self.log()[offset:].splitlines():
-                if line.startswith(READY):
-                    self.info = json.loads(line.removeprefix(READY))
-                    return time.perf_counter() - started
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("the local stack did not start:\n" + self.log()[-3000:])
-
-    def stop(self) -> float:
-        """SIGTERM (as Ctrl-C); the seconds until the process exited."""
-        assert self.process is not None
-        started = time.perf_counter()
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(600)
-        return time.perf_counter() - started
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group (the workers notice and exit within a second)."""
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(30)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def fill(self, count: int, prefix: str, writers: int = 4) -> float:
-        """Write ``count`` links by BatchWriteItem, ``writers`` at a time; the seconds it took."""
-        from local_stack.aws import aws_client
-
-        table = self.info["resources"]["LinksTable"]
-        starts = list(range(0, count, BATCH))
-
-        def write(share: list[int]) -> None:
-            dynamodb = aws_client("dynamodb", self.info["aws_endpoint"], self.info["region"])
-            for start in share:
-                write_batch(dynamodb, table, start, min(BATCH, count - start), prefix)
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=writers) as pool:
-            list(pool.map(write, [starts[writer::writers] for writer in range(writers)]))
-        return time.perf_counter() - started
-
-
 def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[str, Any]:
-    stack = Stack(folder)
-    figures: dict[str, Any] = {"first_start": stack.start()}
+    from tests.e2e.conftest import RunningStack
+
+    arguments = [
+        "--api-port",
+        "0",
+        "--aws-port",
+        "0",
+        "--data-dir",
+        str(folder / "data"),
+        "--log-level",
+        "WARNING",
+    ]
+    stack = RunningStack(arguments, folder / "data", folder / "stack.log")
+    figures: dict[str, Any] = {"first_start": timed(stack.start, START_TIMEOUT)}
     try:
-        figures["fill"] = stack.fill(links, "c")
-        figures["stop"] = stack.stop()
+        figures["fill"] = fill(stack, links, "c")
+        figures["stop"] = timed(stack.stop, STOP_TIMEOUT)
         figures["saved"] = _reported(stack.log(), r"Saved (\d+) items .* in ([\d.]+) s")
-        figures["start"] = stack.start()
+        figures["start"] = timed(stack.start, START_TIMEOUT)
         figures["restored"] = _reported(stack.log(), r"restored (\d+) items, \d+ messages in ([\d.]+) s")
-        figures["crash_fill"] = stack.fill(crash_links, "k")
+        figures["crash_fill"] = fill(stack, crash_links, "k")
         stack.kill()
-        figures["crash_start"] = stack.start()
+        figures["crash_start"] = timed(stack.start, START_TIMEOUT)
         figures["replayed"] = _reported(
             stack.log(), r"restored (\d+) items, \d+ messages in ([\d.]+) s; (\d+) changes replayed"
         )
         figures["data_bytes"] = sum(path.stat().st_size for path in (folder / "data").iterdir())
     finally:
-        with contextlib.suppress(Exception):
-            stack.stop()
+        stack.stop(STOP_TIMEOUT)
     return figures
+
+
+def timed(action: Any, timeout: float) -> float:
+    started = time.perf_counter()
+    action(timeout)
+    return time.perf_counter() - started
+
+
+def fill(stack: Any, count: int, prefix: str, writers: int = 4) -> float:
+    """Write ``count`` links by BatchWriteItem, ``writers`` at a time; the seconds it took."""
+    table = stack.resources["LinksTable"]
+    starts = list(range(0, count, BATCH))
+
+    def write(share: list[int]) -> None:
+        dynamodb = stack.boto3_client("dynamodb")
+        for start in share:
+            write_batch(dynamodb, table, start, min(BATCH, count - start), prefix)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=writers) as pool:
+        list(pool.map(write, [starts[writer::writers] for writer in range(writers)]))
+    return time.perf_counter() - started
 
 
 def _reported(log: str, pattern: str) -> tuple[str, ...]:

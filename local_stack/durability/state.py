@@ -240,14 +240,9 @@ class DurableState:
         except OSError:
             log.exception("state: the last snapshot could not be written; the journal keeps every change")
         finally:
-            for service in self._services.values():
-                service.record_into(None)
-            with self._lock:
-                segment, self._segment = self._segment, None
-            if segment is not None:
-                segment.close()
-                if compacted and not self._records_since_snapshot:  # empty after the snapshot
-                    segment.path.unlink()
+            segment = self._stop_journaling()
+            if segment is not None and compacted and not self._records_since_snapshot:
+                segment.path.unlink()  # nothing in it after the snapshot
             self._release_lock_file()
         return StateSummary(summary.counts, 0, 0, summary.bytes, time.perf_counter() - started)
 
@@ -255,15 +250,20 @@ class DurableState:
         """Stop journaling and save nothing more, as a killed process would: the journal as it is
         will be replayed (a start that failed half way; tests playing a crash)."""
         self._stop_maintenance()
+        self._stop_journaling()
+        self._release_lock_file()
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _stop_journaling(self) -> FrameWriter | None:
+        """Services stop recording; the segment is closed (fsynced) and returned."""
         for service in self._services.values():
             service.record_into(None)
         with self._lock:
             segment, self._segment = self._segment, None
         if segment is not None:
             segment.close()
-        self._release_lock_file()
-
-    # ---- internals -----------------------------------------------------------------------------
+        return segment
 
     def _release_lock_file(self) -> None:
         if self._lock_file is not None:

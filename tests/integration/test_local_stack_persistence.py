@@ -32,14 +32,6 @@ from local_stack.stack import forget_on_restart
 from tests.integration.test_local_stack_resources import build
 
 
-@pytest.fixture(scope="module")
-def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
-    server.start()
-    yield server
-    server.stop()
-
-
 class Stacks:
     """Opens durable states on the embedded AWS, one at a time, as successive runs of a stack."""
 

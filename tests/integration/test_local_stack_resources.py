@@ -2,10 +2,7 @@
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from local_stack.aws import aws_client
 from local_stack.intrinsics import Resolver, parameter_values
@@ -14,14 +11,6 @@ from local_stack.resources import Resources, create_resources, name_resources
 from local_stack.template import expand_sam, load_template
 
 SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
-
-
-@pytest.fixture(scope="module")
-def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
-    server.start()
-    yield server
-    server.stop()
 
 
 def build(aws: EmbeddedAws, params: dict[str, str] | None = None, create: bool = True) -> Resources:
