@@ -7,10 +7,10 @@ it is appended to its queue, under the journal's lock, so no receiver can delete
 sending is not journaled yet, and no snapshot can fall between the record and the message. A
 deletion is journaled after it is made: if the process dies in between, the message comes back after
 a restart, which SQS's at-least-once delivery allows ("Amazon SQS at-least-once delivery", SQS
-Developer Guide). Visibility is not journaled: messages in flight when the stack stopped come back
-visible, as they would on AWS once their loop died and the visibility timeout passed; their receive
-count is kept, so a message that keeps failing still reaches its dead-letter queue after
-``maxReceiveCount`` receives.
+Developer Guide); so may a FIFO queue's send that moto then drops as a duplicate. Visibility is not
+journaled: messages in flight when the stack stopped come back visible, as they would on AWS once
+their loop died and the visibility timeout passed; their receive count is kept, so a message that
+keeps failing still reaches its dead-letter queue after ``maxReceiveCount`` receives.
 
 Also fixed here, because the journal would otherwise remember a message that moto forgot: moto's
 ``Queue.delete_message`` rebuilds the message list without its lock, so a message sent at the same

@@ -3,13 +3,12 @@ links, jobs and their results, loops, the id counter and the queued rows."""
 
 import signal
 import threading
-import time
-from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import RunningStack, StartStack
 from tests.e2e.test_bulk_e2e import results_of, stored_urls, wait_until_done
+from tests.e2e.test_scaling_e2e import wait_for
 
 TIME_SCALE = 20
 # Stale loops would be revived only after this: a job that finishes after a restart shows that
@@ -37,14 +36,6 @@ def revived(stack: RunningStack, before: dict[str, str]) -> bool:
     now = tokens(stack)
     kept = [token for token in before if token in now]
     return bool(kept) and all(now[token] != before[token] for token in kept)
-
-
-def wait_for(condition: Any, what: str, seconds: float = 60.0) -> None:
-    """Poll until ``condition()`` holds; fail (rather than hang) after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.2)
 
 
 def assert_redirects(stack: RunningStack, links: dict[str, str]) -> None:
@@ -85,7 +76,7 @@ def test_links_jobs_and_loops_survive_a_clean_restart(start_stack: StartStack) -
     assert stack.request("GET", f"jobs/{accepted['job_id']}").json()["status"] == "done"
     assert results_of(stack, accepted["job_id"]) == before
     # And the loops are revived at start (a new loop id each), not after the stale threshold
-    wait_for(lambda: revived(stack, loops), "revival of the restored loops")
+    wait_for(lambda: revived(stack, loops), 60, "revival of the restored loops")
     # And new links get new codes
     fresh = stack.post_json("/", {"url": "https://example.com/clean/after"}).json()["code"]
     assert fresh not in links and fresh not in {line["code"] for line in before}
@@ -136,7 +127,9 @@ def test_kill_9_mid_job_keeps_every_answered_write(start_stack: StartStack) -> N
         thread.start()
     wait_for(
         lambda: stack.request("GET", f"jobs/{accepted['job_id']}").json()["processed"] >= 250,
+        60,
         "progress of the bulk job",
+        interval=0.2,
     )
     loops = tokens(stack)
     # When the whole process group is killed in the middle of the job, and the stack started again
