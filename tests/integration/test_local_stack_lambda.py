@@ -44,6 +44,14 @@ HANDLERS = textwrap.dedent(
     def sleep(event, context):
         time.sleep(event["seconds"])
         return "slept"
+
+    def meet(event, context):
+        # Arrive, then wait for the others: all of them arrive only if they run at the same time.
+        open(os.path.join(event["dir"], context.aws_request_id), "w").close()
+        deadline = time.time() + event["seconds"]
+        while len(os.listdir(event["dir"])) < event["count"] and time.time() < deadline:
+            time.sleep(0.01)
+        return len(os.listdir(event["dir"]))
     """
 )
 
@@ -73,6 +81,7 @@ def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
         "echo": spec(code_dir, "echo", "app.echo"),
         "fail": spec(code_dir, "fail", "app.fail"),
         "sleep": spec(code_dir, "sleep", "app.sleep", timeout=1),
+        "meet": spec(code_dir, "meet", "app.meet", timeout=60),
     }
     settings = RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4)
     running = LambdaRuntime(functions, settings)
@@ -110,13 +119,17 @@ def test_a_timeout_kills_the_environment(runtime: LambdaRuntime) -> None:
     assert runtime.invoke("sleep", {"seconds": 0}).result == "slept"  # a fresh environment
 
 
-def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime) -> None:
-    runtime.invoke("sleep", {"seconds": 0})  # one warm worker; the other starts cold
-    started = time.monotonic()
+def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime, tmp_path: Path) -> None:
+    # Given one warm worker (the others start cold)
+    (tmp_path / "warm-up").mkdir()
+    assert runtime.invoke("meet", {"dir": str(tmp_path / "warm-up"), "count": 1, "seconds": 0}).result == 1
+    (tmp_path / "met").mkdir()
+    # When three invocations that each wait (at most 50 s) for all three to have arrived are made at once
+    event = {"dir": str(tmp_path / "met"), "count": 3, "seconds": 50}
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda _: runtime.invoke("sleep", {"seconds": 0.8}).result, range(3)))
-    assert results == ["slept"] * 3
-    assert time.monotonic() - started < 0.8 * 3
+        results = list(pool.map(lambda _: runtime.invoke("meet", event, slot_timeout=60).result, range(3)))
+    # Then each saw all three: they ran at the same time, not one after another
+    assert results == [3, 3, 3]
 
 
 @pytest.fixture
