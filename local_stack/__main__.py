@@ -1,6 +1,7 @@
 """`python -m local_stack` (`make run`): the whole system on this machine, in the foreground."""
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
@@ -10,6 +11,7 @@ from pathlib import Path
 from types import FrameType
 
 from local_stack.admin_key import ADMIN_KEY_FILE
+from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
 from local_stack.stack import LocalStack, StackOptions
@@ -127,11 +129,13 @@ def banner(stack: LocalStack) -> str:
         )
         lines.append(f"  API key      {stack.api_key}   (admin; send it as X-Api-Key; {kept})")
     if options.persist:
-        state = (
-            f"restored {restored.items} items, {restored.messages} messages"
-            if restored
-            else "nothing saved yet"
-        )
+        state = "nothing saved yet"
+        if restored:
+            state = (
+                f"restored {restored.items} items, {restored.messages} messages in {restored.seconds:.1f} s"
+            )
+            if restored.journal_records:
+                state += f"; {restored.journal_records} changes replayed from the journal"
         lines.append(f"  Data         {data_dir}   ({state})")
     lines += ["", "Resources:"]
     template = resources.template["Resources"]
@@ -163,7 +167,8 @@ def _shown(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start, print the banner and the READY line, run until SIGINT or SIGTERM, stop cleanly."""
+    """Start, print the banner and the READY line, run until SIGINT, SIGTERM or SIGHUP, stop
+    cleanly (saving the state)."""
     options = parse_args(argv)
     stop = threading.Event()
 
@@ -172,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         # A second Ctrl-C ends the process at once; orphaned workers notice and exit too.
         signal.signal(signum, signal.SIG_DFL)
 
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    # SIGHUP: the terminal was closed; stop as cleanly as on Ctrl-C.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, request_stop)
     stack = LocalStack(options)
     try:
         stack.start()
@@ -183,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    except (TemplateError, IntrinsicError) as exc:
+    except (TemplateError, IntrinsicError, CorruptStateError, DataDirInUseError) as exc:
         print(f"local stack: {exc}", file=sys.stderr)
         return 1
     print(banner(stack), flush=True)
@@ -191,15 +197,21 @@ def main(argv: list[str] | None = None) -> int:
     print(READY_PREFIX + json.dumps(stack.ready_info()), flush=True)
     while not stop.wait(0.5):
         pass
-    print("Stopping...", flush=True)
+    _say("Stopping...")
     summary = stack.stop()
     if summary is not None:
-        print(
-            f"Saved {summary.items} items and {summary.messages} messages to {_shown(options.data_dir)}",
-            flush=True,
+        _say(
+            f"Saved {summary.items} items and {summary.messages} messages to {_shown(options.data_dir)} "
+            f"in {summary.seconds:.1f} s"
         )
-    print("Stopped.", flush=True)
+    _say("Stopped.")
     return 0
+
+
+def _say(text: str) -> None:
+    # After SIGHUP the terminal may be gone, and writing to it fails: that must not stop the save.
+    with contextlib.suppress(OSError):
+        print(text, flush=True)
 
 
 if __name__ == "__main__":

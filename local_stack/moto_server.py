@@ -37,9 +37,9 @@ CONCURRENT_SERVICES = frozenset({"sqs"})
 class SerialisingMiddleware:
     """Runs each request to a service outside CONCURRENT_SERVICES under one lock."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], lock: threading.Lock | None = None) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         signed = _SIGNED_SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
@@ -51,6 +51,23 @@ class SerialisingMiddleware:
                 return list(self._app(environ, start_response))
         finally:
             reset_model_data()
+
+
+class RequestEndHooks:
+    """Calls each hook when a request has been served and before its answer is sent (inside the
+    serialising lock for serialised services): the durable state journals the request's changes
+    there, so that nothing is answered before it is journaled."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], hooks: list[Callable[[], None]]) -> None:
+        self._app = app
+        self._hooks = hooks
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        try:
+            return list(self._app(environ, start_response))
+        finally:
+            for hook in self._hooks:
+                hook()
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -88,10 +105,20 @@ class EmbeddedAws(ThreadedMotoServer):
         self._front = front
         install_item_level_transaction_rollback()
         self.control_routes: list[ControlRoute] = []
+        self._serialising_lock = threading.Lock()
+        self.request_end_hooks: list[Callable[[], None]] = []
+
+    def exclusive(self) -> threading.Lock:
+        """The lock that serialised requests hold: holding it holds them off (for a snapshot)."""
+        return self._serialising_lock
 
     def _server_entry(self) -> None:
         app: WsgiApp = ControlRoutes(
-            SerialisingMiddleware(DomainDispatcherApplication(create_backend_app)), self.control_routes
+            SerialisingMiddleware(
+                RequestEndHooks(DomainDispatcherApplication(create_backend_app), self.request_end_hooks),
+                self._serialising_lock,
+            ),
+            self.control_routes,
         )
         if self._front is not None:
             app = self._front(app)

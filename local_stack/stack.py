@@ -9,20 +9,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key, persistence
+from local_stack import admin_key
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.aws import aws_client
 from local_stack.cloudformation import check_template_rules
+from local_stack.durability import (
+    ApiKeysState,
+    DurableState,
+    DynamoDbState,
+    ServiceState,
+    SqsState,
+    StateSummary,
+)
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
-from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import REST_API, Resources, create_resources, name_resources
+from local_stack.resources import REST_API, TABLE, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 from local_stack.usage_plans import KeyDirectory
@@ -67,7 +75,7 @@ class _BackgroundPart(Protocol):
 class StartReport:
     """What start() did, for the banner."""
 
-    restored: persistence.SnapshotSummary | None = None
+    restored: StateSummary | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -83,6 +91,7 @@ class LocalStack:
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
+        self._state: DurableState | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
         self._keys: KeyDirectory | None = None
@@ -162,7 +171,7 @@ class LocalStack:
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
-            self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
+            self._restore_state(resources)
 
         routes, binary_types, api_id = self._api_definition(resources)
         access = self._api_access(resources)
@@ -198,8 +207,6 @@ class LocalStack:
         self._keys = KeyDirectory(
             aws_client("apigateway", self.aws_endpoint, options.region), resources.physical_id(api_logical_id)
         )
-        if options.persist:
-            self._keys.restore(options.data_dir)
         access = ApiAccess.of_stack(resources, self._runtime, api_logical_id, self._keys)
         # API Gateway's FlushStageAuthorizersCache, which moto does not implement.
         self._moto.control_routes.append(
@@ -210,12 +217,25 @@ class LocalStack:
         )
         if manager is not None:
             self.api_key = admin_key.ensure_admin_key(manager, options.data_dir, options.persist)
-            if options.persist:
-                self._keys.save(options.data_dir)
         return access
 
-    def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
-        """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
+    def _restore_state(self, resources: Resources) -> None:
+        """Bring back the data dir's state, then journal every change before it is answered."""
+        assert self._moto is not None
+        state = DurableState(
+            self.options.data_dir,
+            durable_services(resources),
+            resources.names,
+            exclusive=self._moto.exclusive,
+        )
+        self.report.restored = state.restore()
+        self._moto.request_end_hooks.append(state.end_request)
+        state.start()
+        self._state = state
+
+    def stop(self, save: bool = True) -> StateSummary | None:
+        """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
+        ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
         if self._api is not None:
             self._api.shutdown()
             self._api.server_close()
@@ -228,11 +248,6 @@ class LocalStack:
         if self.access.enforcing:
             used = self.access.used_permissions()
             log.debug("IAM: permissions used: %s", "; ".join(" ".join(entry) for entry in used))
-        summary = None
-        if save and self.options.persist and self.resources is not None and self._moto is not None:
-            summary = persistence.save_snapshot(self.resources, self.options.data_dir)
-            if self._keys is not None:
-                self._keys.save(self.options.data_dir)
         (self.options.data_dir / DISCOVERY_FILE).unlink(missing_ok=True)
         if self._lambda_endpoint is not None:
             self._lambda_endpoint.shutdown()
@@ -241,6 +256,14 @@ class LocalStack:
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
+        summary = None
+        if self._state is not None:
+            # moto's backends outlive its HTTP server: the snapshot reads them in-process.
+            if save:
+                summary = self._state.close()
+            else:
+                self._state.abandon()
+            self._state = None
         return summary
 
     def ready_info(self) -> dict[str, Any]:
@@ -285,3 +308,25 @@ def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:
         return 202, b""
 
     return flush
+
+
+def durable_services(resources: Resources) -> list[ServiceState]:
+    """What the durable state keeps: the tables' items, the queues' messages, the API keys."""
+    return [
+        DynamoDbState(ACCOUNT_ID, resources.region, forget_on_restart(resources)),
+        SqsState(ACCOUNT_ID, resources.region),
+        ApiKeysState(ACCOUNT_ID, resources.region),
+    ]
+
+
+def forget_on_restart(resources: Resources) -> dict[str, list[str]]:
+    """Table name -> the attributes that its restored items lose, from the table's
+    ``Metadata: {LocalStack: {ForgetOnRestart: [...]}}``: what describes a process of the previous
+    run (a loop's heartbeat), since a restart ended every process."""
+    forgotten = {}
+    for logical_id in resources.of_type(TABLE):
+        metadata = resources.template["Resources"][logical_id].get("Metadata", {})
+        attributes = metadata.get("LocalStack", {}).get("ForgetOnRestart", [])
+        if attributes:
+            forgotten[resources.physical_id(logical_id)] = [str(name) for name in attributes]
+    return forgotten

@@ -19,20 +19,16 @@ Per-method throttles inside a plan's stages are not emulated.
 moto keeps API keys in memory only; `KeyDirectory.save`/`restore` keep them (and their plans) in
 the data dir, so keys made with `shortener keys create` survive a restart."""
 
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-KEYS_FILE = "api-keys.json"
 # How long a looked-up key is trusted before moto is asked again: a key created or disabled with
 # `shortener keys` takes effect within this.
 _LOOKUP_SECONDS = 1.0
@@ -159,56 +155,6 @@ class KeyDirectory:
         with self._lock:
             self._cache[value] = (now + _LOOKUP_SECONDS, info)
         return info
-
-    def save(self, data_dir: Path) -> int:
-        """Write the API keys and the names of their usage plans to the data dir; how many."""
-        plan_names = {plan["id"]: plan.get("name", "") for plan in self._usage_plans()}
-        keys = []
-        for item in self._api_keys():
-            plans = self._client.get_usage_plans(keyId=item["id"]).get("items", [])
-            keys.append(
-                {
-                    "name": item.get("name", ""),
-                    "value": item["value"],
-                    "enabled": bool(item.get("enabled")),
-                    "description": item.get("description", ""),
-                    "plans": [plan_names.get(plan["id"], "") for plan in plans],
-                }
-            )
-        data_dir.mkdir(parents=True, exist_ok=True)
-        partial = data_dir / f"{KEYS_FILE}.partial"
-        partial.write_text(json.dumps({"api_keys": keys}), encoding="utf-8")
-        os.replace(partial, data_dir / KEYS_FILE)
-        return len(keys)
-
-    def restore(self, data_dir: Path) -> int:
-        """Re-create the saved API keys (new ids, same values) in the usage plans of the same
-        names; keys whose value already exists are left alone. How many were created."""
-        path = data_dir / KEYS_FILE
-        if not path.is_file():
-            return 0
-        saved = json.loads(path.read_text(encoding="utf-8")).get("api_keys", [])
-        existing = {item.get("value") for item in self._api_keys()}
-        plan_ids = {plan.get("name", ""): plan["id"] for plan in self._usage_plans()}
-        created = 0
-        for key in saved:
-            if key["value"] in existing:
-                continue
-            arguments = {"name": key["name"], "value": key["value"], "enabled": key["enabled"]}
-            if key.get("description"):
-                arguments["description"] = key["description"]
-            new = self._client.create_api_key(**arguments)
-            for plan_name in key.get("plans", []):
-                if plan_name in plan_ids:
-                    self._client.create_usage_plan_key(
-                        usagePlanId=plan_ids[plan_name], keyId=new["id"], keyType="API_KEY"
-                    )
-                else:
-                    log.warning(
-                        "API key %s: usage plan %r is no longer in the template", key["name"], plan_name
-                    )
-            created += 1
-        return created
 
     def _meters_this_api(self, plan: dict[str, Any]) -> bool:
         return any(stage.get("apiId") == self._api_id for stage in plan.get("apiStages") or [])

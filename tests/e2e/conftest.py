@@ -2,12 +2,14 @@
 
 Fixtures:
 - ``start_stack(*args, time_scale=..., params={...}, faults=[...], data_dir=...)``: start a stack of
-  your own (stopped at the end of the test); ``stack.restart()`` keeps its data dir and ports.
+  your own (stopped at the end of the test); ``stack.restart()`` keeps its data dir and ports;
+  ``stack.kill()`` SIGKILLs it with its workers, as `kill -9` of its process group would.
 - ``stack``: one stack shared by the tests of a module, with default settings.
 
 Every test under tests/e2e is marked ``e2e`` and is killed by SIGALRM after ``E2E_TEST_TIMEOUT``
 seconds (override per test with ``@pytest.mark.e2e_timeout(seconds)``), so nothing hangs."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -111,6 +113,7 @@ class RunningStack:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    killed: bool = False
 
     @property
     def api_url(self) -> str:
@@ -188,6 +191,8 @@ class RunningStack:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # A process group of its own, which kill() can end whole without touching pytest's.
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -214,9 +219,23 @@ class RunningStack:
                 self.process.wait(5)
         return self.process.returncode
 
+    def kill(self) -> None:
+        """SIGKILL the stack's whole process group and its Lambda workers (which run in sessions of
+        their own) at once: nothing gets to save or clean up, as after `kill -9` or a crash."""
+        assert self.process is not None and self.running
+        workers = _descendants(self.process.pid)
+        os.killpg(self.process.pid, signal.SIGKILL)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.process.wait(5)
+        self.killed = True
+
     def restart(self, timeout: float = START_TIMEOUT) -> "RunningStack":
-        """Stop cleanly and start again with the same data dir and the same ports."""
-        assert self.stop() == 0, f"the local stack did not stop cleanly:\n{self._tail()}"
+        """Stop cleanly (unless kill() ended it) and start again with the same data dir and ports."""
+        if not self.killed:
+            assert self.stop() == 0, f"the local stack did not stop cleanly:\n{self._tail()}"
+        self.killed = False
         self.args = _with_port(
             _with_port(self.args, "--api-port", self.api_url), "--aws-port", self.aws_endpoint
         )
@@ -224,6 +243,22 @@ class RunningStack:
 
     def _tail(self, lines: int = 60) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # The command name (field 2) may hold spaces; the fields after its ")" are plain.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
 
 
 def _with_port(args: list[str], option: str, url: str) -> list[str]:

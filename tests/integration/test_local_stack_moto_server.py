@@ -1,6 +1,5 @@
 """The embedded AWS (moto's server with the local stack's fixes), over real HTTP on loopback."""
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -10,14 +9,6 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.models.table import Table
 
 from local_stack.moto_server import EmbeddedAws
-
-
-@pytest.fixture(scope="module")
-def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

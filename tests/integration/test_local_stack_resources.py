@@ -1,14 +1,9 @@
-"""The template's resources created on the embedded AWS, and their snapshot surviving a restart."""
+"""The template's resources created on the embedded AWS."""
 
 import json
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from local_stack import persistence
 from local_stack.aws import aws_client
 from local_stack.intrinsics import Resolver, parameter_values
 from local_stack.moto_server import EmbeddedAws
@@ -16,14 +11,6 @@ from local_stack.resources import Resources, create_resources, name_resources
 from local_stack.template import expand_sam, load_template
 
 SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
-
-
-@pytest.fixture(scope="module")
-def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
-    server.start()
-    yield server
-    server.stop()
 
 
 def build(aws: EmbeddedAws, params: dict[str, str] | None = None, create: bool = True) -> Resources:
@@ -104,32 +91,3 @@ def test_function_environments_resolve_to_local_names(aws: EmbeddedAws) -> None:
     )
     assert resources.functions["PollerFunction"].timeout_seconds == 300
     assert resources.functions["ApiFunction"].layer_dirs[0].name == "shared"
-
-
-def test_a_snapshot_restores_items_and_messages_and_renames_queue_urls(
-    aws: EmbeddedAws, tmp_path: Path
-) -> None:
-    # Given a token row naming the queue by URL, and a queued message
-    resources = build(aws)
-    old_url = resources.physical_id("BulkQueue")
-    client(resources, "dynamodb").put_item(
-        TableName=resources.physical_id("TokensTable"),
-        Item={"queue_url": {"S": old_url}, "token": {"S": "slot-000"}, "loop_id": {"S": "l1"}},
-    )
-    client(resources, "sqs").send_message(QueueUrl=old_url, MessageBody="chunk")
-    # When it is saved, and restored into a new stack whose queue URL changed
-    assert persistence.save_snapshot(resources, tmp_path) == persistence.SnapshotSummary(items=1, messages=1)
-    moved = build(aws)  # a fresh, empty stack
-    new_url = old_url.replace("127.0.0.1", "localhost")  # its queue URL differs, as after a port change
-    moved.resolver.refs["BulkQueue"] = new_url
-    summary = persistence.restore_snapshot(moved, tmp_path)
-    # Then the items and messages are back, with the token pointing at the new queue URL
-    assert summary == persistence.SnapshotSummary(items=1, messages=1)
-    items = client(moved, "dynamodb").scan(TableName=moved.physical_id("TokensTable"))["Items"]
-    assert [item["queue_url"]["S"] for item in items] == [new_url]
-    received = client(moved, "sqs").receive_message(QueueUrl=old_url, WaitTimeSeconds=0)["Messages"]
-    assert [message["Body"] for message in received] == ["chunk"]
-
-
-def test_no_snapshot_restores_nothing(aws: EmbeddedAws, tmp_path: Path) -> None:
-    assert persistence.restore_snapshot(build(aws, create=False), tmp_path) is None

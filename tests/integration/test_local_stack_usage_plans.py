@@ -3,7 +3,6 @@ of a request's API key, and the keys kept across a restart in the data dir."""
 
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -103,24 +102,6 @@ def test_a_disabled_api_key_is_refused(apigateway: Any) -> None:
     )
     assert KeyDirectory(apigateway, "local").lookup(USAGE_KEY).enabled is False  # type: ignore[union-attr]
     assert access(apigateway, allowed_with(USAGE_KEY)).admit(ROUTE, event()) is not None
-
-
-def test_api_keys_survive_a_restart_through_the_data_dir(apigateway: Any, tmp_path: Path) -> None:
-    # Given API keys saved from one embedded AWS
-    assert KeyDirectory(apigateway, "local").save(tmp_path) == 2
-    # When a fresh one (a restarted stack: the plan re-created from the template) restores them
-    for key in apigateway.get_api_keys()["items"]:
-        apigateway.delete_api_key(apiKey=key["id"])
-    for plan in apigateway.get_usage_plans()["items"]:
-        apigateway.delete_usage_plan(usagePlanId=plan["id"])
-    apigateway.create_usage_plan(name="stk-KeysUsagePlan", apiStages=[{"apiId": "local", "stage": "local"}])
-    directory = KeyDirectory(apigateway, "local")
-    assert directory.restore(tmp_path) == 2
-    # Then the keys have their values and plans again (and restoring twice adds nothing)
-    info = directory.lookup(USAGE_KEY)
-    assert info is not None and info.enabled and len(info.plans) == 1
-    assert directory.lookup("l" * 30).plans == ()  # type: ignore[union-attr]
-    assert directory.restore(tmp_path) == 0
 
 
 @pytest.fixture(scope="module")
