@@ -11,6 +11,7 @@ from types import FrameType
 
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
+from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
 from local_stack.template import PROJECT_ROOT, TemplateError
 
@@ -152,6 +153,22 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    if taken := taken_ports(
+        {
+            options.api_port: "the API (--api-port)",
+            options.aws_port: "the embedded AWS (--aws-port)",
+            options.lambda_port: "the Lambda endpoint (--lambda-port)",
+        }
+    ):
+        # Checked before anything starts, so a second `make run` says at once what is in the way.
+        for port in taken:
+            print(f"local stack: cannot start: {port.message()}", file=sys.stderr)
+        print(
+            "Is another local stack running? Stop it (Ctrl-C in its terminal), or pick other ports: "
+            'make run ARGS="--api-port 0 --aws-port 0" (0 picks a free port).',
+            file=sys.stderr,
+        )
+        return 1
     stack = LocalStack(options)
     try:
         stack.start()

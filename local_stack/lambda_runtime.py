@@ -4,10 +4,12 @@ own environment from the template, warm workers reused, concurrent invocations i
 Separate processes, not threads, because functions differ in environment variables and keep
 module-level caches, exactly as separate Lambda containers do."""
 
+import enum
 import json
 import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +68,16 @@ class RuntimeSettings:
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
+class _Silence(enum.Enum):
+    """Why a worker gave no answer."""
+
+    TIMED_OUT = "timed out"
+    CLOSED = "closed"
+
+
+_TIMED_OUT, _CLOSED = _Silence.TIMED_OUT, _Silence.CLOSED
+
+
 class Worker:
     """One execution environment: a process that imported the handler and waits for events."""
 
@@ -90,10 +102,10 @@ class Worker:
             encoding="utf-8",
         )
         ready = self._read(_INIT_TIMEOUT_SECONDS)
-        if ready is None or "init_error" in ready:
+        if not isinstance(ready, dict) or "init_error" in ready:
             self.kill()
-            error = (ready or {}).get("init_error") or {"errorMessage": "The worker did not start"}
-            raise WorkerInitError(error)
+            error = (ready if isinstance(ready, dict) else {}).get("init_error")
+            raise WorkerInitError(error or {"errorMessage": "The worker did not start"})
 
     @property
     def alive(self) -> bool:
@@ -115,15 +127,13 @@ class Worker:
         except (BrokenPipeError, OSError):
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", "The worker is gone"))
         answer = self._read(timeout + 1.0)
-        if answer is None:
-            timed_out = self.alive
+        if answer is _TIMED_OUT:
             self.kill()
-            if timed_out:
-                message = f"Task timed out after {timeout:.2f} seconds"
-                return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
-            code = self.process.returncode
-            message = f"Runtime exited with error: exit status {code}"
-            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", message))
+            message = f"Task timed out after {timeout:.2f} seconds"
+            return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
+        if not isinstance(answer, dict):
+            # The protocol pipe closed (or spoke nonsense) before the deadline: the runtime died.
+            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", self._exit_message()))
         if "result" in answer and len(json.dumps(answer["result"])) > SYNC_PAYLOAD_LIMIT_BYTES:
             limit = SYNC_PAYLOAD_LIMIT_BYTES
             message = f"Response payload size exceeded maximum allowed payload size ({limit} bytes)."
@@ -143,15 +153,34 @@ class Worker:
             if stream is not None:
                 stream.close()
 
-    def _read(self, timeout: float) -> dict[str, Any] | None:
+    def _read(self, timeout: float) -> dict[str, Any] | _Silence:
+        """The next answer line; _TIMED_OUT when none came in ``timeout`` seconds, _CLOSED when the
+        pipe closed (the process exited) or the line was not a JSON object."""
         stdout: IO[str] | None = self.process.stdout
         assert stdout is not None
         try:
             readable, _, _ = select.select([stdout], [], [], timeout)
-            line = stdout.readline() if readable else ""
-            return json.loads(line) if line else None
+            if not readable:
+                return _TIMED_OUT
+            line = stdout.readline()
+            answer = json.loads(line) if line else None
         except (OSError, ValueError):  # closed under us (the stack is stopping), or garbled
-            return None
+            return _CLOSED
+        return answer if isinstance(answer, dict) else _CLOSED
+
+    def _exit_message(self) -> str:
+        """Lambda's message for a runtime that exited mid-invocation, after reaping the process."""
+        try:
+            code = self.process.wait(_KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            # The pipe closed but the process lingers (exiting, or it closed the pipe itself).
+            self.kill()
+            code = self.process.returncode
+        self.kill()
+        # Lambda reports "exit status N" for an exit and "signal: killed" for a kill -9.
+        if code is not None and code < 0:
+            return f"Runtime exited with error: signal: {_signal_name(-code)}"
+        return f"Runtime exited with error: exit status {code}"
 
 
 class WorkerInitError(Exception):
@@ -330,6 +359,23 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         # There is no X-Ray daemon on this machine.
         "POWERTOOLS_TRACE_DISABLED": "true",
     }
+
+
+# How Lambda's runtime interface (written in Go) names the signals that end a runtime.
+_SIGNAL_WORDS = {
+    signal.SIGKILL: "killed",
+    signal.SIGTERM: "terminated",
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGABRT: "aborted",
+}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        known = signal.Signals(number)
+    except ValueError:
+        return str(number)
+    return _SIGNAL_WORDS.get(known, known.name.removeprefix("SIG").lower())
 
 
 def _runtime_error(error_type: str, message: str) -> dict[str, Any]:

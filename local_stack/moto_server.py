@@ -60,13 +60,16 @@ class EmbeddedAws(ThreadedMotoServer):
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
         install_item_level_transaction_rollback()
 
-    def _server_entry(self) -> None:
+    def start(self) -> None:
+        """Bind, then serve on a thread. Binding here, not in the thread as moto does, makes a taken
+        port an OSError now instead of a wait forever for a server that never became ready."""
         app = SerialisingMiddleware(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )
         self._server_ready_event.set()
-        self._server.serve_forever()
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-aws", daemon=True)
+        self._thread.start()
 
     @property
     def url(self) -> str:
