@@ -72,16 +72,26 @@ def port_holder(port: int, proc: Path = Path("/proc")) -> PortHolder | None:
     inodes = _listening_inodes(port, proc)
     if not inodes:
         return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
     for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            links = {str((entry / "fd" / fd).readlink()) for fd in (entry / "fd").iterdir()}
-        except OSError:  # gone meanwhile, or another user's process
-            continue
-        if links & {f"socket:[{inode}]" for inode in inodes}:
+        if entry.name.isdigit() and wanted & _fd_links(entry):
             return PortHolder(int(entry.name), _command_line(entry))
     return None
+
+
+def _fd_links(process: Path) -> set[str]:
+    """What the process's file descriptors point to (none for another user's process)."""
+    try:
+        fds = list((process / "fd").iterdir())
+    except OSError:  # gone meanwhile, or not ours to read
+        return set()
+    links = set()
+    for fd in fds:
+        try:
+            links.add(str(fd.readlink()))
+        except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+            continue
+    return links
 
 
 def _listening_inodes(port: int, proc: Path) -> set[str]:

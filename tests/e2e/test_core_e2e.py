@@ -4,6 +4,7 @@ restart survival, and the command-line client."""
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -163,3 +164,27 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
     assert stack.request("GET", first[2]).headers["Location"] == "https://example.com/cli-bulk/0"
     assert lines[-1].split(",")[2] == ""  # the bad row: no code, an error
     assert "21/21 rows" in result.stderr
+
+
+@pytest.mark.e2e_timeout(60)
+def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_holder(stack: RunningStack) -> None:
+    # Given a running stack (it holds its API and AWS ports)
+    api_port = str(urlsplit(stack.api_url).port)
+    aws_port = str(urlsplit(stack.aws_endpoint).port)
+    # When a second one is started on the same ports
+    result = subprocess.run(
+        [sys.executable, "-m", "local_stack", "--api-port", api_port, "--aws-port", aws_port, "--no-persist"],
+        capture_output=True,
+        text=True,
+        timeout=45,
+        check=False,
+    )
+    # Then it exits with an error that names each port and the process holding it
+    assert result.returncode == 1
+    assert stack.process is not None
+    for port in (api_port, aws_port):
+        assert f"port {port}," in result.stderr
+    if Path("/proc/net/tcp").exists():
+        assert f"by pid {stack.process.pid}: " in result.stderr
+        assert "-m local_stack" in result.stderr
+    assert "READY" not in result.stdout
