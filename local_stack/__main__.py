@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import logging
 import signal
 import sys
 import threading
@@ -11,6 +10,7 @@ from types import FrameType
 
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
+from local_stack.log_format import LOG_FORMATS, configure_logging
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
 from local_stack.template import PROJECT_ROOT, TemplateError
@@ -59,6 +59,13 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         "--max-concurrency", type=int, default=defaults.max_concurrency, help="workers per function at most"
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-format",
+        default="human",
+        choices=LOG_FORMATS,
+        help="human: a short line per request, log record and progress; json: the functions' own "
+        "output unchanged (Powertools JSON records and metric blobs, as CloudWatch Logs gets them)",
+    )
     args = parser.parse_args(argv)
     if args.time_scale <= 0:
         parser.error("--time-scale must be positive")
@@ -67,9 +74,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         faults = parse_faults(args.fault)
     except (ValueError, FaultError) as exc:
         parser.error(str(exc))
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # moto's server logs every AWS call; the functions' own logs say more.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    configure_logging(args.log_level)
     return StackOptions(
         template_path=args.template,
         stack_name=args.stack_name,
@@ -83,6 +88,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         params=params,
         faults=faults,
         max_concurrency=args.max_concurrency,
+        log_format=args.log_format,
     )
 
 

@@ -245,7 +245,8 @@ class ApiGateway(ThreadingHTTPServer):
         if invocation.error is not None:
             if invocation.error.get("errorType") == "Sandbox.Timedout":
                 return _gateway_error(HTTPStatus.GATEWAY_TIMEOUT, "Endpoint request timed out")
-            log.error("%s %s: %s", route.function, invocation.error.get("errorType"), invocation.error)
+            error = invocation.error
+            log.error("%s failed: %s: %s", route.function, error.get("errorType"), error.get("errorMessage"))
             return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
         return http_response(invocation.result)
 

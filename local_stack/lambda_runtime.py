@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.log_format import FunctionOutput, LogFormat
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
 
@@ -66,6 +67,7 @@ class RuntimeSettings:
     time_scale: float = 1.0
     async_retries: int = 2
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    log_format: LogFormat = "human"
 
 
 class _Silence(enum.Enum):
@@ -94,13 +96,21 @@ class Worker:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=spec.code_dir,
             env=worker_environment(spec, settings),
             # Its own session: Ctrl-C reaches the local stack, which then stops workers in order.
             start_new_session=True,
             text=True,
             encoding="utf-8",
+            errors="replace",
         )
+        # The function's own output (its logs, prints, tracebacks), read from the start so that a
+        # full pipe can never stall the worker.
+        self.output = FunctionOutput(spec.logical_id, settings.log_format)
+        threading.Thread(
+            target=_pump, args=(self.process.stderr, self.output), name=f"log-{spec.logical_id}", daemon=True
+        ).start()
         ready = self._read(_INIT_TIMEOUT_SECONDS)
         if not isinstance(ready, dict) or "init_error" in ready:
             self.kill()
@@ -111,8 +121,10 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def invoke(self, event: Any, request_id: str, invoked_arn: str) -> Invocation:
-        """Run one event; a timeout kills the environment, as Lambda does."""
+    def invoke(self, event: Any, request_id: str, invoked_arn: str, background: bool = False) -> Invocation:
+        """Run one event; a timeout kills the environment, as Lambda does. ``background``: an
+        asynchronous invocation (nobody waits for its answer, so its log says more)."""
+        self.output.renderer.background = background
         timeout = self.spec.timeout_seconds
         request = {
             "request_id": request_id,
@@ -203,7 +215,7 @@ class FunctionPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def invoke(self, event: Any, slot_timeout: float | None) -> Invocation:
+    def invoke(self, event: Any, slot_timeout: float | None, background: bool = False) -> Invocation:
         """Run ``event`` on a warm worker, or a new one; wait at most ``slot_timeout`` for a slot."""
         request_id = str(uuid.uuid4())
         if not self._slots.acquire(timeout=slot_timeout):
@@ -213,7 +225,7 @@ class FunctionPool:
                 worker = self._take_worker()
             except WorkerInitError as exc:
                 return Invocation(request_id, error={**exc.error, "errorType": "Runtime.ImportModuleError"})
-            invocation = worker.invoke(event, request_id, self.spec.arn)
+            invocation = worker.invoke(event, request_id, self.spec.arn, background)
             self._give_back(worker)
             return invocation
         finally:
@@ -316,7 +328,7 @@ class LambdaRuntime:
                 if self._stopping.is_set():
                     return
                 # Asynchronous events wait in Lambda's queue while the function is at its limit.
-                invocation = self._pools[name].invoke(event, slot_timeout=None)
+                invocation = self._pools[name].invoke(event, slot_timeout=None, background=True)
                 if invocation.error is None or self._stopping.is_set():
                     return
                 log.warning(
@@ -331,6 +343,18 @@ class LambdaRuntime:
         finally:
             with self._threads_lock:
                 self._threads.discard(threading.current_thread())
+
+
+def _pump(stream: IO[str] | None, output: FunctionOutput) -> None:
+    """Hand each line a worker writes to its output, until the worker is gone."""
+    if stream is None:
+        return
+    with stream:
+        try:
+            for line in stream:
+                output.write(line)
+        except (OSError, ValueError):  # the pipe closed under us as the stack stops
+            return
 
 
 def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[str, str]:

@@ -14,6 +14,7 @@ from local_stack.faults import Faults
 from local_stack.intrinsics import Resolver, parameter_values
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
+from local_stack.log_format import LogFormat
 from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
@@ -39,6 +40,7 @@ class StackOptions:
     faults: Faults = field(default_factory=Faults)
     max_concurrency: int = 16
     async_retries: int = 2
+    log_format: LogFormat = "human"
 
 
 class _BackgroundPart(Protocol):
@@ -125,6 +127,7 @@ class LocalStack:
                 max_concurrency=options.max_concurrency,
                 time_scale=options.time_scale,
                 async_retries=options.async_retries,
+                log_format=options.log_format,
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()

@@ -1,6 +1,7 @@
 """The core flows over HTTP only, against the local stack: create, follow, 404, the index page,
 restart survival, and the command-line client."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +189,18 @@ def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_holder(stack: R
         assert f"by pid {stack.process.pid}: " in result.stderr
         assert "-m local_stack" in result.stderr
     assert "READY" not in result.stdout
+
+
+def test_the_stack_log_is_for_a_person(stack: RunningStack) -> None:
+    # Given a stack that served a request (and whose schedule ran its restarter at start)
+    assert stack.post_json("/", {"url": "https://example.com/e2e/log"}).status == 201
+    log = stack.log()
+    # Then its log shows the request as a short line
+    assert any(line.endswith(" ms") and " POST / 201 " in line for line in log.splitlines())
+    # And no metric blob (CloudWatch embedded metric format) and no library warning
+    assert "CloudWatchMetrics" not in log
+    assert '"_aws"' not in log
+    assert "Warning:" not in log
+    # And the machine-readable line is still there, whole
+    [ready] = [line for line in log.splitlines() if line.startswith("READY ")]
+    assert json.loads(ready.removeprefix("READY "))["api_url"] == stack.api_url
