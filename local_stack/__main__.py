@@ -49,8 +49,8 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         action="append",
         default=[],
         metavar="FAULT",
-        help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05 or "
-        "raise-in=PollerFunction:0.1",
+        help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05, "
+        "raise-in=PollerFunction:0.1 or duplicate-async=0.2",
     )
     parser.add_argument("--template", type=Path, default=defaults.template_path, help="the SAM template")
     parser.add_argument("--stack-name", default=defaults.stack_name, help="prefix of the resources' names")
@@ -125,7 +125,7 @@ def banner(stack: LocalStack) -> str:
     for logical_id, name in resources.names.items():
         lines.append(f"  {logical_id:<30} {template[logical_id]['Type']:<28} {name}")
     lines += [f"  ! {warning}" for warning in stack.report.warnings]
-    if options.faults.throttles or options.faults.raise_in or options.faults.crash_in:
+    if options.faults:
         lines.append(f"Faults: {options.faults}")
     lines += [
         "",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.faults import AsyncDuplicator
 from local_stack.log_format import FunctionOutput, LogFormat
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
@@ -68,6 +69,7 @@ class RuntimeSettings:
     async_retries: int = 2
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     log_format: LogFormat = "human"
+    duplicate_async: float = 0.0  # the duplicate-async fault's probability
 
 
 class _Silence(enum.Enum):
@@ -285,6 +287,7 @@ class LambdaRuntime:
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
+        self._duplicator = AsyncDuplicator(settings.duplicate_async, settings.time_scale)
 
     def function(self, name_or_arn: str) -> FunctionSpec | None:
         """The function that a name, an ARN or a partial ARN designates."""
@@ -297,15 +300,24 @@ class LambdaRuntime:
         return self._pools[name].invoke(event, slot_timeout)
 
     def invoke_async(self, name: str, event: Any) -> str:
-        """Event: queue the invocation and return at once; failures are retried like Lambda's."""
+        """Event: queue the invocation and return at once; failures are retried like Lambda's. Under
+        the duplicate-async fault the event may be delivered a second time, as Lambda's queue may."""
         request_id = str(uuid.uuid4())
+        self._deliver(name, event, request_id, None)
+        if (delay := self._duplicator.second_delivery()) is not None:
+            self._deliver(name, event, request_id, delay)
+        return request_id
+
+    def _deliver(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
         thread = threading.Thread(
-            target=self._run_async, args=(name, event), name=f"async-{name}-{request_id[:8]}", daemon=True
+            target=self._run_async,
+            args=(name, event, request_id, duplicate_after),
+            name=f"async-{name}-{request_id[:8]}" + ("-duplicate" if duplicate_after is not None else ""),
+            daemon=True,
         )
         with self._threads_lock:
             self._threads.add(thread)
         thread.start()
-        return request_id
 
     def warm_up(self, names: list[str]) -> None:
         """Start one environment of each named function, in parallel."""
@@ -321,8 +333,18 @@ class LambdaRuntime:
         for pool in self._pools.values():
             pool.close()
 
-    def _run_async(self, name: str, event: Any) -> None:
+    def _run_async(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
         try:
+            if duplicate_after is not None:
+                if self._stopping.wait(duplicate_after):
+                    return
+                # One line per duplicate, so that a test (or a person) can count them.
+                log.info(
+                    "duplicate delivery of Event %s to %s (fault duplicate-async, %s)",
+                    request_id,
+                    name,
+                    "in parallel" if duplicate_after == 0 else f"{duplicate_after:.1f} s later",
+                )
             delays = _ASYNC_RETRY_DELAYS_SECONDS[: self._settings.async_retries]
             for attempt in range(len(delays) + 1):
                 if self._stopping.is_set():

@@ -128,6 +128,7 @@ class LocalStack:
                 time_scale=options.time_scale,
                 async_retries=options.async_retries,
                 log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()

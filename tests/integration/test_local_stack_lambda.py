@@ -1,6 +1,7 @@
 """Functions in worker processes, and the Lambda Invoke endpoint that boto3 talks to."""
 
 import json
+import logging
 import signal
 import textwrap
 import threading
@@ -63,6 +64,10 @@ HANDLERS = textwrap.dedent(
                 file.write(outcome)
             os.rename(event["outcome"] + ".part", event["outcome"])  # seen whole or not at all
         return outcome
+
+    def record(event, context):
+        # One file per delivery: shows how many times the event arrived.
+        open(os.path.join(event["folder"], context.aws_request_id + "-" + str(time.time_ns())), "w").close()
 
     def crash(event, context):
         if event.get("signal"):
@@ -179,6 +184,31 @@ def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime, tmp_path
         results = list(pool.map(lambda _: runtime.invoke("rendezvous", event).result, range(3)))
     # Then they all met: each ran in its own environment at the same time
     assert results == ["met"] * 3
+
+
+def test_duplicate_async_delivers_an_event_twice_and_logs_it(
+    code_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a runtime with the duplicate-async fault at probability 1, ten times faster
+    functions = {"record": spec(code_dir, "record", "app.record")}
+    settings = RuntimeSettings(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", time_scale=10, duplicate_async=1.0
+    )
+    runtime = LambdaRuntime(functions, settings)
+    deliveries = tmp_path / "deliveries"
+    deliveries.mkdir()
+    try:
+        with caplog.at_level(logging.INFO, logger="local_stack.lambda_runtime"):
+            # When three events are invoked asynchronously
+            for _ in range(3):
+                runtime.invoke_async("record", {"folder": str(deliveries)})
+            # Then each arrives twice
+            assert wait_for(lambda: len(list(deliveries.iterdir())) == 6, seconds=30)
+    finally:
+        runtime.stop()
+    # And each duplicate delivery was logged once
+    duplicates = [r for r in caplog.records if r.getMessage().startswith("duplicate delivery of Event")]
+    assert len(duplicates) == 3
 
 
 @pytest.fixture
