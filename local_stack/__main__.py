@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument(
+        "--moto-api",
+        action="store_true",
+        help="answer moto's admin paths (/moto-api/: dashboard, data, reset, recorder); off by default, "
+        "so that no web page can read or reset local data",
+    )
+    parser.add_argument(
         "--log-format",
         default="human",
         choices=LOG_FORMATS,
@@ -89,6 +95,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         faults=faults,
         max_concurrency=args.max_concurrency,
         log_format=args.log_format,
+        moto_api=args.moto_api,
     )
 
 

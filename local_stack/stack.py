@@ -41,6 +41,7 @@ class StackOptions:
     max_concurrency: int = 16
     async_retries: int = 2
     log_format: LogFormat = "human"
+    moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
 
 
 class _BackgroundPart(Protocol):
@@ -98,7 +99,7 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        self._moto = EmbeddedAws(options.aws_port)
+        self._moto = EmbeddedAws(options.aws_port, admin_api=options.moto_api)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region)

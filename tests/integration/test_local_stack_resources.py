@@ -20,7 +20,7 @@ SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
+    server = EmbeddedAws(0, admin_api=True)  # build() resets it through /moto-api/reset
     server.start()
     yield server
     server.stop()
