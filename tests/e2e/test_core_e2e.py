@@ -1,15 +1,19 @@
 """The core flows over HTTP only, against the local stack: create, follow, 404, the index page,
 restart survival, and the command-line client."""
 
+import http.client
 import json
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.conftest import Answer, RunningStack, StartStack
 
 
 def test_a_created_link_redirects(stack: RunningStack) -> None:
@@ -204,3 +208,78 @@ def test_the_stack_log_is_for_a_person(stack: RunningStack) -> None:
     # And the machine-readable line is still there, whole
     [ready] = [line for line in log.splitlines() if line.startswith("READY ")]
     assert json.loads(ready.removeprefix("READY "))["api_url"] == stack.api_url
+
+
+BURST = 256
+
+
+def burst(count: int, send: Callable[[int], Answer]) -> list[Answer | BaseException]:
+    """``count`` requests sent at the same moment, each on its own connection; the answers, or
+    what went wrong (a reset, a timeout)."""
+    gate = threading.Barrier(count)
+
+    def one(number: int) -> Answer | BaseException:
+        gate.wait()
+        try:
+            return send(number)
+        except (OSError, http.client.HTTPException) as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+@pytest.mark.e2e_timeout(300)
+def test_a_burst_of_links_and_redirects_is_served_whole(stack: RunningStack) -> None:
+    # When 256 clients create a link each at the same moment (API Gateway waits up to 29 s for a
+    # busy function, so each gets a minute)
+    created = burst(
+        BURST,
+        lambda n: stack.request(
+            "POST",
+            "/",
+            json.dumps({"url": f"https://example.com/e2e/burst/{n}"}),
+            {"Content-Type": "application/json"},
+            timeout=60,
+        ),
+    )
+    # Then none is reset or fails, and every link has its own code
+    failures = [answer for answer in created if not isinstance(answer, Answer) or answer.status != 201]
+    assert failures == [], failures[:5]
+    codes = [answer.json()["code"] for answer in created if isinstance(answer, Answer)]
+    assert len(set(codes)) == BURST
+    # When 256 clients follow those links at the same moment
+    followed = burst(BURST, lambda n: stack.request("GET", codes[n], timeout=60))
+    # Then each is redirected to its own URL
+    wrong = [
+        (n, answer)
+        for n, answer in enumerate(followed)
+        if not isinstance(answer, Answer)
+        or (answer.status, answer.headers["Location"]) != (301, f"https://example.com/e2e/burst/{n}")
+    ]
+    assert wrong == [], wrong[:5]
+
+
+@pytest.mark.e2e_timeout(120)
+def test_a_burst_of_invokes_is_accepted_by_the_lambda_endpoint(stack: RunningStack) -> None:
+    # When 256 clients call the Invoke API at the same moment (DryRun: the endpoint only)
+    endpoint = urlsplit(stack.lambda_endpoint)
+    function = stack.resources["RestarterFunction"]
+
+    def dry_run(_: int) -> Answer:
+        connection = http.client.HTTPConnection(str(endpoint.hostname), endpoint.port, timeout=60)
+        try:
+            connection.request(
+                "POST",
+                f"/2015-03-31/functions/{function}/invocations",
+                body=b"{}",
+                headers={"X-Amz-Invocation-Type": "DryRun"},
+            )
+            response = connection.getresponse()
+            return Answer(response.status, response.headers, response.read())
+        finally:
+            connection.close()
+
+    answers = burst(BURST, dry_run)
+    # Then every one is answered, none reset
+    assert [a.status if isinstance(a, Answer) else repr(a) for a in answers] == [204] * BURST
