@@ -113,6 +113,9 @@ class Worker:
         threading.Thread(
             target=_pump, args=(self.process.stderr, self.output), name=f"log-{spec.logical_id}", daemon=True
         ).start()
+
+    def wait_ready(self) -> None:
+        """Wait for the handler's import (the init phase); WorkerInitError if it fails."""
         ready = self._read(_INIT_TIMEOUT_SECONDS)
         if not isinstance(ready, dict) or "init_error" in ready:
             self.kill()
@@ -260,13 +263,22 @@ class FunctionPool:
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
+        # Known to the pool from its first moment, so that close() kills one still starting too
+        # (a worker born while the stack stops must not outlive it).
         worker = Worker(self.spec, self._settings)
         with self._lock:
-            self._all.add(worker)
             closed = self._closed
+            if not closed:
+                self._all.add(worker)
         if closed:
             worker.kill()
             raise WorkerInitError({"errorMessage": "The local stack is stopping"})
+        try:
+            worker.wait_ready()
+        except WorkerInitError:
+            with self._lock:
+                self._all.discard(worker)
+            raise
         return worker
 
     def _give_back(self, worker: Worker) -> None:
