@@ -149,8 +149,11 @@ class Worker:
             message = f"Task timed out after {timeout:.2f} seconds"
             return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
         if not isinstance(answer, dict):
-            # The protocol pipe closed (or spoke nonsense) before the deadline: the runtime died.
-            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", self._exit_message()))
+            # The protocol pipe closed (or spoke nonsense) before the deadline: the runtime died. Lambda
+            # reports that as Runtime.ExitError, "RequestId: ... Error: Runtime exited with error: exit
+            # status 129" (AWS knowledge center, lambda-runtime-error), never as a timeout.
+            message = f"RequestId: {request_id} Error: {self._exit_message()}"
+            return Invocation(request_id, error=_runtime_error("Runtime.ExitError", message))
         if "result" in answer and len(json.dumps(answer["result"])) > SYNC_PAYLOAD_LIMIT_BYTES:
             limit = SYNC_PAYLOAD_LIMIT_BYTES
             message = f"Response payload size exceeded maximum allowed payload size ({limit} bytes)."

@@ -154,14 +154,15 @@ def test_a_worker_that_exits_is_a_crash_not_a_timeout(runtime: LambdaRuntime) ->
     # Then Lambda's runtime exit error comes back, with the exit status
     assert invocation.error is not None
     assert invocation.error["errorType"] == "Runtime.ExitError"
-    assert invocation.error["errorMessage"] == "Runtime exited with error: exit status 3"
+    expected = f"RequestId: {invocation.request_id} Error: Runtime exited with error: exit status 3"
+    assert invocation.error["errorMessage"] == expected
 
 
 def test_a_worker_killed_by_a_signal_is_a_crash_named_by_its_signal(runtime: LambdaRuntime) -> None:
     invocation = runtime.invoke("crash", {"signal": signal.SIGKILL})
     assert invocation.error is not None
     assert invocation.error["errorType"] == "Runtime.ExitError"
-    assert invocation.error["errorMessage"] == "Runtime exited with error: signal: killed"
+    assert invocation.error["errorMessage"].endswith(" Error: Runtime exited with error: signal: killed")
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds its pipes in /proc")
