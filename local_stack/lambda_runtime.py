@@ -27,7 +27,11 @@ from local_stack.template import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
-# Lambda gives a function's init phase 10 s; imports on a busy laptop can take longer.
+# Lambda gives a function's init phase 10 s, and when that is not enough retries the init at the
+# first invocation under the function's own timeout ("Lambda execution environment lifecycle",
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html): an environment may
+# take 10 s + Timeout to become ready. Never less than 30 s here: imports on a busy laptop are slow.
+_INIT_PHASE_SECONDS = 10.0
 _INIT_TIMEOUT_SECONDS = 30.0
 # Lambda retries a failed asynchronous invocation twice, one and then two minutes later.
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
@@ -116,7 +120,7 @@ class Worker:
 
     def wait_ready(self) -> None:
         """Wait for the handler's import (the init phase); WorkerInitError if it fails."""
-        ready = self._read(_INIT_TIMEOUT_SECONDS)
+        ready = self._read(max(_INIT_TIMEOUT_SECONDS, _INIT_PHASE_SECONDS + self.spec.timeout_seconds))
         if not isinstance(ready, dict) or "init_error" in ready:
             self.kill()
             error = (ready if isinstance(ready, dict) else {}).get("init_error")

@@ -128,6 +128,7 @@ def test_dynamodb_throttling_is_absorbed_by_retries(start_stack: StartStack) -> 
         assert running.request("GET", created.json()["code"]).status == 301
 
 
+@pytest.mark.e2e_timeout(300)
 def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, tmp_path: Path) -> None:
     # Given a stack whose restarter starts the first loop within seconds (rate(1 minute) / 20)
     stack = start_stack(time_scale=20)
@@ -152,11 +153,11 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
             "--poll-interval",
             "0.5",
             "--timeout",
-            "90",
+            "180",
         ],
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=200,
         check=False,
     )
     # Then every row has one outcome, in input order, and a code that redirects
@@ -171,7 +172,7 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
     assert "21/21 rows" in result.stderr
 
 
-@pytest.mark.e2e_timeout(60)
+@pytest.mark.e2e_timeout(120)
 def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_holder(stack: RunningStack) -> None:
     # Given a running stack (it holds its API and AWS ports)
     api_port = str(urlsplit(stack.api_url).port)
@@ -181,7 +182,7 @@ def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_holder(stack: R
         [sys.executable, "-m", "local_stack", "--api-port", api_port, "--aws-port", aws_port, "--no-persist"],
         capture_output=True,
         text=True,
-        timeout=45,
+        timeout=90,
         check=False,
     )
     # Then it exits with an error that names each port and the process holding it
@@ -260,7 +261,7 @@ def test_a_burst_of_links_and_redirects_is_served_whole(stack: RunningStack) -> 
     assert wrong == [], wrong[:5]
 
 
-@pytest.mark.e2e_timeout(120)
+@pytest.mark.e2e_timeout(180)
 def test_a_burst_of_invokes_is_accepted_by_the_lambda_endpoint(stack: RunningStack) -> None:
     # When 256 clients call the Invoke API at the same moment (DryRun: the endpoint only)
     endpoint = urlsplit(stack.lambda_endpoint)
