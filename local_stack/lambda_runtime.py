@@ -114,9 +114,7 @@ class Worker:
         # The function's own output (its logs, prints, tracebacks), read from the start so that a
         # full pipe can never stall the worker.
         self.output = FunctionOutput(spec.logical_id, settings.log_format)
-        threading.Thread(
-            target=_pump, args=(self.process.stderr, self.output), name=f"log-{spec.logical_id}", daemon=True
-        ).start()
+        self.output.follow(self.process.stderr)
 
     def wait_ready(self) -> None:
         """Wait for the handler's import (the init phase); WorkerInitError if it fails."""
@@ -384,18 +382,6 @@ class LambdaRuntime:
         finally:
             with self._threads_lock:
                 self._threads.discard(threading.current_thread())
-
-
-def _pump(stream: IO[str] | None, output: FunctionOutput) -> None:
-    """Hand each line a worker writes to its output, until the worker is gone."""
-    if stream is None:
-        return
-    with stream:
-        try:
-            for line in stream:
-                output.write(line)
-        except (OSError, ValueError):  # the pipe closed under us as the stack stops
-            return
 
 
 def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[str, str]:

@@ -23,7 +23,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO
+from typing import IO, Any, Literal, TextIO
 
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")
@@ -175,6 +175,21 @@ class FunctionOutput:
         self._format = log_format
         self._raw = raw
         self.renderer = FunctionLogRenderer()
+
+    def follow(self, stream: IO[str] | None) -> None:
+        """Show every line of ``stream`` (a worker's stderr) as it comes, on a thread of its own,
+        until the worker is gone; read from the start, so that a full pipe never stalls a worker."""
+        if stream is not None:
+            name = f"log-{self._log.name.removeprefix(FUNCTION_LOGGER_PREFIX)}"
+            threading.Thread(target=self._pump, args=(stream,), name=name, daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        with stream:
+            try:
+                for line in stream:
+                    self.write(line)
+            except (OSError, ValueError):  # the pipe closed under us as the stack stops
+                return
 
     def write(self, line: str) -> None:
         """Show one line the worker wrote."""
