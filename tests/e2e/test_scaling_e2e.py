@@ -233,10 +233,16 @@ KILL_RUN = dataclasses.replace(RUN, max_loops=1)
 @pytest.mark.e2e_timeout(480)
 def test_loops_killed_mid_run_are_revived_and_no_row_is_lost(start_stack: StartStack) -> None:
     running, probe = start_scaling_stack(start_stack, TIME_SCALE, KILL_RUN)
-    # Given the loop's execution environments frozen (SIGSTOP), almost always while it waits on its
-    # long poll (an idle loop spends nearly all its time there)
-    workers = poller_workers(running)
-    assert workers, "no poller worker found"
+    # Given the loop running: a heartbeat later than its start (its token exists before its first
+    # invocation does), so that its execution environment is up and polling
+    wait_for(
+        lambda: all(int(token["last_used"]) > int(token["started_at"]) for token in probe.tokens()),
+        LONG_POLL_SECONDS + 60,
+        "a heartbeat of the loop",
+    )
+    workers = wait_for(lambda: poller_workers(running), 60, "the loop's execution environment")
+    # And its execution environments frozen (SIGSTOP), almost always while it waits on its long poll
+    # (an idle loop spends nearly all its time there)
     for pid in workers:
         os.kill(pid, signal.SIGSTOP)
     # And jobs uploaded: the frozen loop's pending receive takes messages it will never finish (or,
