@@ -10,7 +10,12 @@
 PYTHON    := $(shell scripts/find-python)
 VENV      := .venv
 BIN       := $(VENV)/bin
-STAMP     := $(VENV)/.installed
+# One stamp per installed set (pyproject.toml's extras): `make run` needs only `local` (the
+# functions' libraries, moto, aws-sam-translator); everything else needs `dev` (local + test tools).
+LOCAL     := $(VENV)/.installed-local
+DEV       := $(VENV)/.installed-dev
+# pip's own lines (one per package, a progress bar on a terminal), not silence.
+PIP       := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on
 export AWS_DEFAULT_REGION ?= us-east-1
 # sam build looks for the runtime's python3.13 on PATH; the venv's bin holds one.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -29,25 +34,34 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: run test lint typecheck template checkov unit integration e2e bench clean deploy delete acceptance
 
-$(STAMP): pyproject.toml shared/requirements.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(BIN)/python:
+	@echo "==> Creating the virtual environment $(VENV) ($(PYTHON))"
+	$(PYTHON) -m venv $(VENV)
 
-run: $(STAMP)
+$(LOCAL): pyproject.toml shared/requirements.txt | $(BIN)/python
+	@echo "==> Installing what make run needs into $(VENV) (once; about a minute on a fresh clone)"
+	$(PIP) -e '.[local]'
+	@touch $@
+
+$(DEV): pyproject.toml shared/requirements.txt | $(BIN)/python
+	@echo "==> Installing what make test needs into $(VENV) (once: linters, SAM CLI, test tools)"
+	$(PIP) -e '.[dev]'
+	@touch $@ $(LOCAL)
+
+run: $(LOCAL)
+	@echo "==> Starting the local stack (python -m local_stack $(ARGS))"
 	$(BIN)/python -m local_stack $(ARGS)
 
 test: lint typecheck template checkov unit integration e2e
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/mypy shared/shortener functions local_stack shortener_cli stack_tools
 
-template: $(STAMP)
+template: $(DEV)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --template template.yaml
 	$(BIN)/sam build --template template.yaml --build-dir .aws-sam/build --parallel --cached
@@ -61,21 +75,21 @@ $(CHECKOV_STAMP): pyproject.toml
 checkov: $(CHECKOV_STAMP)
 	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml
 
-unit: $(STAMP)
+unit: $(DEV)
 	$(BIN)/pytest tests/unit
 
-integration: $(STAMP)
+integration: $(DEV)
 	$(BIN)/pytest tests/integration
 
-e2e: $(STAMP)
+e2e: $(DEV)
 	$(BIN)/pytest tests/e2e
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(BIN)/python -m benchmarks $(ARGS)
 
 # sam is the venv's; the runtime's python3.13 is on PATH through the venv's bin (see PATH above).
 # Guided (it asks, and saves the answers to SAMCONFIG) when the environment has no deploy parameters.
-deploy: $(STAMP)
+deploy: $(DEV)
 	$(BIN)/sam build --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV)
 	@if $(BIN)/python -m stack_tools configured --config-file $(SAMCONFIG) --config-env $(ENV); then \
 	  echo "$(AWS_COMMAND) sam deploy --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)"; \
@@ -85,13 +99,13 @@ deploy: $(STAMP)
 	  $(AWS_COMMAND) $(BIN)/sam deploy --guided --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV) $(ARGS); \
 	fi
 
-delete: $(STAMP)
+delete: $(DEV)
 	$(AWS_COMMAND) $(BIN)/python -m stack_tools delete --sam $(BIN)/sam --config-file $(SAMCONFIG) \
 	  --config-env $(ENV) $(if $(STACK),--stack-name $(STACK)) $(ARGS)
 
 # The HTTP-only end-to-end tests against a deployed stack (found by name; its outputs give the API);
 # the tests that need the local stack's insides are skipped.
-acceptance: $(STAMP)
+acceptance: $(DEV)
 	@test -n "$(STACK)" || { echo "usage: make acceptance STACK=<stack name> [AWS_REGION=...]"; exit 2; }
 	$(AWS_COMMAND) ACCEPTANCE_STACK=$(STACK) $(BIN)/pytest tests/e2e $(ARGS)
 

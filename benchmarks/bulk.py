@@ -76,6 +76,7 @@ class LocalStack:
         self.recording = folder / "recording.jsonl"
         self.log_path = folder / "stack.log"
         arguments = ["--api-port", "0", "--aws-port", "0", "--lambda-port", "0", "--no-persist"]
+        arguments += ["--moto-api"]  # the request recorder is one of moto's admin paths, off by default
         arguments += ["--data-dir", str(folder / "data"), "--time-scale", str(time_scale)]
         for key, value in params.items():
             arguments += ["--param", f"{key}={value}"]

@@ -62,7 +62,7 @@ def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
     server), so that its CPU time, steadier than wall time on a busy machine, counts both."""
     from local_stack.moto_server import EmbeddedAws
 
-    server = EmbeddedAws(0)
+    server = EmbeddedAws(0, admin_api=True)  # reset through /moto-api/reset between runs
     server.start()
     plain: list[tuple[float, float]] = []
     journaled: list[tuple[float, float]] = []
@@ -116,7 +116,7 @@ def measure_snapshot_in_process(links: int) -> dict[str, float]:
     from local_stack.intrinsics import ACCOUNT_ID
     from local_stack.moto_server import EmbeddedAws
 
-    server = EmbeddedAws(0)
+    server = EmbeddedAws(0, admin_api=True)  # reset through /moto-api/reset between runs
     server.start()
     try:
         resources = fresh_resources(server)

@@ -3,7 +3,6 @@
 import argparse
 import contextlib
 import json
-import logging
 import signal
 import sys
 import threading
@@ -14,6 +13,8 @@ from local_stack.admin_key import ADMIN_KEY_FILE
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
+from local_stack.log_format import LOG_FORMATS, configure_logging
+from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
 from local_stack.template import PROJECT_ROOT, TemplateError
 
@@ -51,8 +52,8 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         action="append",
         default=[],
         metavar="FAULT",
-        help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05 or "
-        "raise-in=PollerFunction:0.1",
+        help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05, "
+        "raise-in=PollerFunction:0.1 or duplicate-async=0.2",
     )
     parser.add_argument("--template", type=Path, default=defaults.template_path, help="the SAM template")
     parser.add_argument("--stack-name", default=defaults.stack_name, help="prefix of the resources' names")
@@ -66,6 +67,19 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         help="do not authorise the functions' AWS calls against their roles (for debugging)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--moto-api",
+        action="store_true",
+        help="answer moto's admin paths (/moto-api/: dashboard, data, reset, recorder); off by default, "
+        "so that no web page can read or reset local data",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="human",
+        choices=LOG_FORMATS,
+        help="human: a short line per request, log record and progress; json: the functions' own "
+        "output unchanged (Powertools JSON records and metric blobs, as CloudWatch Logs gets them)",
+    )
     args = parser.parse_args(argv)
     if args.time_scale <= 0:
         parser.error("--time-scale must be positive")
@@ -74,9 +88,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         faults = parse_faults(args.fault)
     except (ValueError, FaultError) as exc:
         parser.error(str(exc))
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # moto's server logs every AWS call; the functions' own logs say more.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    configure_logging(args.log_level)
     return StackOptions(
         template_path=args.template,
         stack_name=args.stack_name,
@@ -91,6 +103,8 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         faults=faults,
         max_concurrency=args.max_concurrency,
         iam=not args.no_iam,
+        log_format=args.log_format,
+        moto_api=args.moto_api,
     )
 
 
@@ -142,7 +156,7 @@ def banner(stack: LocalStack) -> str:
     for logical_id, name in resources.names.items():
         lines.append(f"  {logical_id:<30} {template[logical_id]['Type']:<28} {name}")
     lines += [f"  ! {warning}" for warning in stack.report.warnings]
-    if options.faults.throttles or options.faults.raise_in or options.faults.crash_in:
+    if options.faults:
         lines.append(f"Faults: {options.faults}")
     lines += [
         "",
@@ -180,6 +194,22 @@ def main(argv: list[str] | None = None) -> int:
     # SIGHUP: the terminal was closed; stop as cleanly as on Ctrl-C.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, request_stop)
+    if taken := taken_ports(
+        {
+            options.api_port: "the API (--api-port)",
+            options.aws_port: "the embedded AWS (--aws-port)",
+            options.lambda_port: "the Lambda endpoint (--lambda-port)",
+        }
+    ):
+        # Checked before anything starts, so a second `make run` says at once what is in the way.
+        for port in taken:
+            print(f"local stack: cannot start: {port.message()}", file=sys.stderr)
+        print(
+            "Is another local stack running? Stop it (Ctrl-C in its terminal), or pick other ports: "
+            'make run ARGS="--api-port 0 --aws-port 0" (0 picks a free port).',
+            file=sys.stderr,
+        )
+        return 1
     stack = LocalStack(options)
     try:
         stack.start()

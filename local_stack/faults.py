@@ -11,6 +11,13 @@ function's own code is untouched and unaware:
   the function's work.
 - ``crash-in=Function:P``: likewise, but the execution environment dies on the spot (the process
   exits), as on a timeout or out-of-memory: the invocation fails and nothing after it runs.
+- ``duplicate-async=P``: each asynchronous (``Event``) invocation is delivered a second time with
+  probability P, half the time at once (the two run in parallel), half the time after a random
+  delay of up to a few seconds (divided by --time-scale). Lambda documents this at-least-once
+  delivery: "Even if your function doesn't return an error, it's possible for it to receive the same
+  event from Lambda multiple times because the queue itself is eventually consistent"
+  (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). Applied by
+  the local Lambda runtime where it runs Event invocations (lambda_runtime.py), not in workers.
 """
 
 import json
@@ -43,8 +50,10 @@ _THROTTLES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
         {"Type": "User", "message": "Rate Exceeded.", "Reason": "CallerRateLimitExceeded"},
     ),
 }
-FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in")
+FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in", "duplicate-async")
 CRASH_EXIT_CODE = 137
+# The longest wait before a later duplicate delivery, in unscaled seconds.
+DUPLICATE_MAX_DELAY_SECONDS = 5.0
 
 
 class FaultError(ValueError):
@@ -62,6 +71,10 @@ class Faults:
     throttles: dict[str, float] = field(default_factory=dict)
     raise_in: dict[str, float] = field(default_factory=dict)
     crash_in: dict[str, float] = field(default_factory=dict)
+    duplicate_async: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.throttles or self.raise_in or self.crash_in or self.duplicate_async)
 
     def for_function(self, logical_id: str, name: str) -> dict[str, Any]:
         """The faults one function's workers install (JSON-serialisable, for the bootstrap)."""
@@ -77,9 +90,12 @@ def parse_faults(options: list[str]) -> Faults:
     throttles: dict[str, float] = {}
     raise_in: dict[str, float] = {}
     crash_in: dict[str, float] = {}
+    duplicate_async = 0.0
     for option in options:
         kind, _, value = option.partition("=")
-        if kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
+        if kind == "duplicate-async":
+            duplicate_async = _probability(option, value)
+        elif kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
             throttles[kind.removesuffix("-throttle")] = _probability(option, value)
         elif kind in ("raise-in", "crash-in"):
             function, _, probability = value.rpartition(":")
@@ -88,7 +104,7 @@ def parse_faults(options: list[str]) -> Faults:
             (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, probability)
         else:
             raise FaultError(f"{option}: unknown fault; known: {', '.join(FAULT_KINDS)}")
-    return Faults(throttles, raise_in, crash_in)
+    return Faults(throttles, raise_in, crash_in, duplicate_async)
 
 
 def _probability(option: str, text: str) -> float:
@@ -99,6 +115,25 @@ def _probability(option: str, text: str) -> float:
     if not 0 <= value <= 1:
         raise FaultError(f"{option}: the probability must be between 0 and 1")
     return value
+
+
+class AsyncDuplicator:
+    """Decides, for each asynchronous invocation, whether Lambda's event queue delivers it a second
+    time (``duplicate-async``), and after how many (local) seconds."""
+
+    def __init__(self, probability: float, time_scale: float = 1.0, rng: random.Random | None = None) -> None:
+        self._probability = probability
+        self._time_scale = time_scale
+        self._chance = rng or random.Random()
+
+    def second_delivery(self) -> float | None:
+        """None: delivered once. 0.0: a second delivery at once, in parallel with the first.
+        Otherwise the delay of the second delivery in seconds."""
+        if self._probability <= 0 or self._chance.random() >= self._probability:
+            return None
+        if self._chance.random() < 0.5:
+            return 0.0
+        return self._chance.uniform(0.1, DUPLICATE_MAX_DELAY_SECONDS) / self._time_scale
 
 
 def install(faults: dict[str, Any], rng: random.Random | None = None) -> None:

@@ -19,6 +19,7 @@ from local_stack.lambda_runtime import (
     FunctionThrottledError,
     LambdaRuntime,
 )
+from local_stack.ports import LISTEN_BACKLOG
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ class LambdaEndpoint(ThreadingHTTPServer):
     """Serves Lambda's Invoke API for the local runtime, on loopback."""
 
     daemon_threads = True
+    # Every loop, scaler and schedule invokes through here; bursts must queue, not be reset.
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, region: str, port: int = 0, access: AccessControl | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)

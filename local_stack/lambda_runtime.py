@@ -4,26 +4,34 @@ own environment from the template, warm workers reused, concurrent invocations i
 Separate processes, not threads, because functions differ in environment variables and keep
 module-level caches, exactly as separate Lambda containers do."""
 
+import enum
 import json
 import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from local_stack.faults import AsyncDuplicator
 from local_stack.iam import function_credentials
+from local_stack.log_format import FunctionOutput, LogFormat
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
-# Lambda gives a function's init phase 10 s; imports on a busy laptop can take longer.
+# Lambda gives a function's init phase 10 s, and when that is not enough retries the init at the
+# first invocation under the function's own timeout ("Lambda execution environment lifecycle",
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html): an environment may
+# take 10 s + Timeout to become ready. Never less than 30 s here: imports on a busy laptop are slow.
+_INIT_PHASE_SECONDS = 10.0
 _INIT_TIMEOUT_SECONDS = 30.0
 # Lambda retries a failed asynchronous invocation twice, one and then two minutes later.
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
@@ -64,6 +72,18 @@ class RuntimeSettings:
     time_scale: float = 1.0
     async_retries: int = 2
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    log_format: LogFormat = "human"
+    duplicate_async: float = 0.0  # the duplicate-async fault's probability
+
+
+class _Silence(enum.Enum):
+    """Why a worker gave no answer."""
+
+    TIMED_OUT = "timed out"
+    CLOSED = "closed"
+
+
+_TIMED_OUT, _CLOSED = _Silence.TIMED_OUT, _Silence.CLOSED
 
 
 class Worker:
@@ -73,7 +93,6 @@ class Worker:
         self,
         spec: FunctionSpec,
         settings: RuntimeSettings,
-        spawned: Callable[["Worker"], None] | None = None,
     ) -> None:
         self.spec = spec
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -87,27 +106,36 @@ class Worker:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=spec.code_dir,
             env=worker_environment(spec, settings),
             # Its own session: Ctrl-C reaches the local stack, which then stops workers in order.
             start_new_session=True,
             text=True,
             encoding="utf-8",
+            errors="replace",
         )
-        if spawned is not None:
-            spawned(self)  # known to its pool from now on, so a stop during init can kill it
-        ready = self._read(_INIT_TIMEOUT_SECONDS)
-        if ready is None or "init_error" in ready:
+        # The function's own output (its logs, prints, tracebacks), read from the start so that a
+        # full pipe can never stall the worker.
+        self.output = FunctionOutput(spec.logical_id, settings.log_format)
+        self.output.follow(self.process.stderr)
+
+    def wait_ready(self) -> None:
+        """Wait for the handler's import (the init phase); WorkerInitError if it fails."""
+        ready = self._read(max(_INIT_TIMEOUT_SECONDS, _INIT_PHASE_SECONDS + self.spec.timeout_seconds))
+        if not isinstance(ready, dict) or "init_error" in ready:
             self.kill()
-            error = (ready or {}).get("init_error") or {"errorMessage": "The worker did not start"}
-            raise WorkerInitError(error)
+            error = (ready if isinstance(ready, dict) else {}).get("init_error")
+            raise WorkerInitError(error or {"errorMessage": "The worker did not start"})
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def invoke(self, event: Any, request_id: str, invoked_arn: str) -> Invocation:
-        """Run one event; a timeout kills the environment, as Lambda does."""
+    def invoke(self, event: Any, request_id: str, invoked_arn: str, background: bool = False) -> Invocation:
+        """Run one event; a timeout kills the environment, as Lambda does. ``background``: an
+        asynchronous invocation (nobody waits for its answer, so its log says more)."""
+        self.output.renderer.background = background
         timeout = self.spec.timeout_seconds
         request = {
             "request_id": request_id,
@@ -122,14 +150,15 @@ class Worker:
         except (BrokenPipeError, OSError):
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", "The worker is gone"))
         answer = self._read(timeout + 1.0)
-        if answer is None:
-            timed_out = self.alive
+        if answer is _TIMED_OUT:
             self.kill()
-            if timed_out:
-                message = f"Task timed out after {timeout:.2f} seconds"
-                return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
-            code = self.process.returncode
-            message = f"Runtime exited with error: exit status {code}"
+            message = f"Task timed out after {timeout:.2f} seconds"
+            return Invocation(request_id, error=_runtime_error("Sandbox.Timedout", message))
+        if not isinstance(answer, dict):
+            # The protocol pipe closed (or spoke nonsense) before the deadline: the runtime died. Lambda
+            # reports that as Runtime.ExitError, "RequestId: ... Error: Runtime exited with error: exit
+            # status 129" (AWS knowledge center, lambda-runtime-error), never as a timeout.
+            message = f"RequestId: {request_id} Error: {self._exit_message()}"
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", message))
         if "result" in answer and len(json.dumps(answer["result"])) > SYNC_PAYLOAD_LIMIT_BYTES:
             limit = SYNC_PAYLOAD_LIMIT_BYTES
@@ -150,15 +179,34 @@ class Worker:
             if stream is not None:
                 stream.close()
 
-    def _read(self, timeout: float) -> dict[str, Any] | None:
+    def _read(self, timeout: float) -> dict[str, Any] | _Silence:
+        """The next answer line; _TIMED_OUT when none came in ``timeout`` seconds, _CLOSED when the
+        pipe closed (the process exited) or the line was not a JSON object."""
         stdout: IO[str] | None = self.process.stdout
         assert stdout is not None
         try:
             readable, _, _ = select.select([stdout], [], [], timeout)
-            line = stdout.readline() if readable else ""
-            return json.loads(line) if line else None
+            if not readable:
+                return _TIMED_OUT
+            line = stdout.readline()
+            answer = json.loads(line) if line else None
         except (OSError, ValueError):  # closed under us (the stack is stopping), or garbled
-            return None
+            return _CLOSED
+        return answer if isinstance(answer, dict) else _CLOSED
+
+    def _exit_message(self) -> str:
+        """Lambda's message for a runtime that exited mid-invocation, after reaping the process."""
+        try:
+            code = self.process.wait(_KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            # The pipe closed but the process lingers (exiting, or it closed the pipe itself).
+            self.kill()
+            code = self.process.returncode
+        self.kill()
+        # Lambda reports "exit status N" for an exit and "signal: killed" for a kill -9.
+        if code is not None and code < 0:
+            return f"Runtime exited with error: signal: {_signal_name(-code)}"
+        return f"Runtime exited with error: exit status {code}"
 
 
 class WorkerInitError(Exception):
@@ -181,7 +229,7 @@ class FunctionPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def invoke(self, event: Any, slot_timeout: float | None) -> Invocation:
+    def invoke(self, event: Any, slot_timeout: float | None, background: bool = False) -> Invocation:
         """Run ``event`` on a warm worker, or a new one; wait at most ``slot_timeout`` for a slot."""
         request_id = str(uuid.uuid4())
         if not self._slots.acquire(timeout=slot_timeout):
@@ -191,7 +239,7 @@ class FunctionPool:
                 worker = self._take_worker()
             except WorkerInitError as exc:
                 return Invocation(request_id, error={**exc.error, "errorType": "Runtime.ImportModuleError"})
-            invocation = worker.invoke(event, request_id, self.spec.arn)
+            invocation = worker.invoke(event, request_id, self.spec.arn, background)
             self._give_back(worker)
             return invocation
         finally:
@@ -224,26 +272,23 @@ class FunctionPool:
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
-        try:
-            worker = Worker(self.spec, self._settings, spawned=self._spawned)
-        except WorkerInitError:
-            with self._lock:
-                self._all = {known for known in self._all if known.alive}
-            raise
+        # Known to the pool from its first moment, so that close() kills one still starting too
+        # (a worker born while the stack stops must not outlive it).
+        worker = Worker(self.spec, self._settings)
         with self._lock:
             closed = self._closed
+            if not closed:
+                self._all.add(worker)
         if closed:
             worker.kill()
             raise WorkerInitError({"errorMessage": "The local stack is stopping"})
+        try:
+            worker.wait_ready()
+        except WorkerInitError:
+            with self._lock:
+                self._all.discard(worker)
+            raise
         return worker
-
-    def _spawned(self, worker: Worker) -> None:
-        """A worker's process exists (its init has begun): close() must be able to end it."""
-        with self._lock:
-            self._all.add(worker)
-            closed = self._closed
-        if closed:
-            worker.process.terminate()  # its init then fails, and the worker cleans up
 
     def _give_back(self, worker: Worker) -> None:
         with self._lock:
@@ -263,6 +308,7 @@ class LambdaRuntime:
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
+        self._duplicator = AsyncDuplicator(settings.duplicate_async, settings.time_scale)
 
     def function(self, name_or_arn: str) -> FunctionSpec | None:
         """The function that a name, an ARN or a partial ARN designates."""
@@ -275,15 +321,24 @@ class LambdaRuntime:
         return self._pools[name].invoke(event, slot_timeout)
 
     def invoke_async(self, name: str, event: Any) -> str:
-        """Event: queue the invocation and return at once; failures are retried like Lambda's."""
+        """Event: queue the invocation and return at once; failures are retried like Lambda's. Under
+        the duplicate-async fault the event may be delivered a second time, as Lambda's queue may."""
         request_id = str(uuid.uuid4())
+        self._deliver(name, event, request_id, None)
+        if (delay := self._duplicator.second_delivery()) is not None:
+            self._deliver(name, event, request_id, delay)
+        return request_id
+
+    def _deliver(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
         thread = threading.Thread(
-            target=self._run_async, args=(name, event), name=f"async-{name}-{request_id[:8]}", daemon=True
+            target=self._run_async,
+            args=(name, event, request_id, duplicate_after),
+            name=f"async-{name}-{request_id[:8]}" + ("-duplicate" if duplicate_after is not None else ""),
+            daemon=True,
         )
         with self._threads_lock:
             self._threads.add(thread)
         thread.start()
-        return request_id
 
     def warm_up(self, names: list[str]) -> None:
         """Start one environment of each named function, in parallel."""
@@ -299,14 +354,24 @@ class LambdaRuntime:
         for pool in self._pools.values():
             pool.close()
 
-    def _run_async(self, name: str, event: Any) -> None:
+    def _run_async(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
         try:
+            if duplicate_after is not None:
+                if self._stopping.wait(duplicate_after):
+                    return
+                # One line per duplicate, so that a test (or a person) can count them.
+                log.info(
+                    "duplicate delivery of Event %s to %s (fault duplicate-async, %s)",
+                    request_id,
+                    name,
+                    "in parallel" if duplicate_after == 0 else f"{duplicate_after:.1f} s later",
+                )
             delays = _ASYNC_RETRY_DELAYS_SECONDS[: self._settings.async_retries]
             for attempt in range(len(delays) + 1):
                 if self._stopping.is_set():
                     return
                 # Asynchronous events wait in Lambda's queue while the function is at its limit.
-                invocation = self._pools[name].invoke(event, slot_timeout=None)
+                invocation = self._pools[name].invoke(event, slot_timeout=None, background=True)
                 if invocation.error is None or self._stopping.is_set():
                     return
                 log.warning(
@@ -350,6 +415,23 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         # There is no X-Ray daemon on this machine.
         "POWERTOOLS_TRACE_DISABLED": "true",
     }
+
+
+# How Lambda's runtime interface (written in Go) names the signals that end a runtime.
+_SIGNAL_WORDS = {
+    signal.SIGKILL: "killed",
+    signal.SIGTERM: "terminated",
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGABRT: "aborted",
+}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        known = signal.Signals(number)
+    except ValueError:
+        return str(number)
+    return _SIGNAL_WORDS.get(known, known.name.removeprefix("SIG").lower())
 
 
 def _runtime_error(error_type: str, message: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@
 - moto records every model instance it ever creates (deep copies included) for its dashboard, so each
   TransactWriteItems would keep a copy of the whole table and every message ever sent would stay in
   memory: gigabytes within minutes of bulk work. The records are dropped after each request.
+- Only the tools of this machine are answered: no CORS, no moto admin API (local_only.py).
 - TransactWriteItems deep-copies every table it touches to roll back on failure, so each
   transaction costs time in proportion to the table's size: bulk work slowed to a crawl as the links
   table grew. Here the transaction remembers only the items it touches and restores those.
@@ -28,6 +29,8 @@ from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
+
+from local_stack.local_only import LocalToolsOnly
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
 _SIGNED_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
@@ -100,9 +103,12 @@ class EmbeddedAws(ThreadedMotoServer):
     """moto's ThreadedMotoServer on loopback, with the serialising middleware in front, and
     ``front`` (the IAM access control) in front of that."""
 
-    def __init__(self, port: int, front: Callable[[WsgiApp], WsgiApp] | None = None) -> None:
+    def __init__(
+        self, port: int, front: Callable[[WsgiApp], WsgiApp] | None = None, admin_api: bool = False
+    ) -> None:
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
         self._front = front
+        self._admin_api = admin_api  # moto's /moto-api/ paths, refused unless asked for
         install_item_level_transaction_rollback()
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
@@ -112,7 +118,9 @@ class EmbeddedAws(ThreadedMotoServer):
         """The lock that serialised requests hold: holding it holds them off (for a snapshot)."""
         return self._serialising_lock
 
-    def _server_entry(self) -> None:
+    def start(self) -> None:
+        """Bind, then serve on a thread. Binding here, not in the thread as moto does, makes a taken
+        port an OSError now instead of a wait forever for a server that never became ready."""
         app: WsgiApp = ControlRoutes(
             SerialisingMiddleware(
                 RequestEndHooks(DomainDispatcherApplication(create_backend_app), self.request_end_hooks),
@@ -122,11 +130,13 @@ class EmbeddedAws(ThreadedMotoServer):
         )
         if self._front is not None:
             app = self._front(app)
+        app = LocalToolsOnly(app, self._admin_api)
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )
         self._server_ready_event.set()
-        self._server.serve_forever()
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-aws", daemon=True)
+        self._thread.start()
 
     @property
     def url(self) -> str:

@@ -29,6 +29,7 @@ from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
+from local_stack.log_format import LogFormat
 from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, TABLE, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
@@ -61,6 +62,8 @@ class StackOptions:
     async_retries: int = 2
     # Authorise each function's AWS calls against its role in the template (--no-iam: off).
     iam: bool = True
+    log_format: LogFormat = "human"
+    moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
 
 
 class _BackgroundPart(Protocol):
@@ -122,7 +125,7 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware)
+        self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
@@ -160,6 +163,8 @@ class LocalStack:
                 max_concurrency=options.max_concurrency,
                 time_scale=options.time_scale,
                 async_retries=options.async_retries,
+                log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()

@@ -16,7 +16,9 @@ from tests.e2e.deployment import Deployment
 ROWS = 10_000
 # The stack's schedules and alarm periods run this much faster, so loops start within seconds.
 TIME_SCALE = 20
-DONE_WITHIN_SECONDS = 150
+# How long to wait for a job: a bound of a hang on a loaded CI, not a speed target (the benchmark
+# measures speed; this test prints its rows per second).
+DONE_WITHIN_SECONDS = 300
 
 
 def build_csv(rows: int) -> tuple[str, list[dict[str, str]]]:
@@ -75,7 +77,7 @@ def stored_urls(stack: RunningStack, codes: list[str]) -> dict[str, str]:
     return found
 
 
-@pytest.mark.e2e_timeout(300)
+@pytest.mark.e2e_timeout(480)
 def test_a_ten_thousand_row_csv_is_shortened_row_by_row(start_stack: StartStack) -> None:
     # Given a stack without find-if-exists (the bulk cost target's setting) and a 10,000-row CSV
     stack = start_stack(time_scale=TIME_SCALE, params={"FindIfExists": "false"})
@@ -119,7 +121,7 @@ def test_a_ten_thousand_row_csv_is_shortened_row_by_row(start_stack: StartStack)
     print(f"\n{ROWS} rows done in {elapsed:.1f} s ({ROWS / elapsed:.0f} rows/s)")
 
 
-@pytest.mark.e2e_timeout(180)
+@pytest.mark.e2e_timeout(360)
 def test_with_find_if_exists_repeated_urls_share_one_code(deployment: Deployment) -> None:
     # Given the default stack (find-if-exists on) and a URL that already has a link
     existing = deployment.post_json("/", {"url": "https://example.com/e2e/bulk-known"}).json()["code"]
@@ -129,7 +131,7 @@ def test_with_find_if_exists_repeated_urls_share_one_code(deployment: Deployment
     text = "url\n" + "\n".join(urls) + "\n"
     # When a CSV repeating URLs is processed
     accepted = deployment.request("POST", "bulk", text, {"Content-Type": "text/csv"}).json()
-    job = wait_until_done(deployment, accepted["job_id"], 150)
+    job = wait_until_done(deployment, accepted["job_id"], DONE_WITHIN_SECONDS)
     assert job["status"] == "done", job
     # Then each URL has one code, and the known URL kept its own
     lines = results_of(deployment, accepted["job_id"])

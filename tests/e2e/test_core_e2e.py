@@ -2,15 +2,21 @@
 (through the `deployment` fixture: the local stack, or a deployed one under `make acceptance`); restart
 survival, worker processes, faults and throttling on the local stack."""
 
+import http.client
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.conftest import StartStack
+from tests.e2e.conftest import Answer, RunningStack, StartStack
 from tests.e2e.deployment import Deployment
 
 
@@ -140,6 +146,7 @@ def test_dynamodb_throttling_is_absorbed_by_retries(start_stack: StartStack) -> 
         assert running.request("GET", created.json()["code"]).status == 301
 
 
+@pytest.mark.e2e_timeout(300)
 def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, tmp_path: Path) -> None:
     # Given a stack whose restarter starts the first loop within seconds (rate(1 minute) / 20)
     stack = start_stack(time_scale=20)
@@ -164,11 +171,11 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
             "--poll-interval",
             "0.5",
             "--timeout",
-            "90",
+            "180",
         ],
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=200,
         check=False,
         env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
     )
@@ -182,3 +189,117 @@ def test_the_cli_uploads_a_csv_and_writes_the_results(start_stack: StartStack, t
     assert stack.request("GET", first[2]).headers["Location"] == "https://example.com/cli-bulk/0"
     assert lines[-1].split(",")[2] == ""  # the bad row: no code, an error
     assert "21/21 rows" in result.stderr
+
+
+@pytest.mark.e2e_timeout(120)
+def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_holder(stack: RunningStack) -> None:
+    # Given a running stack (it holds its API and AWS ports)
+    api_port = str(urlsplit(stack.api_url).port)
+    aws_port = str(urlsplit(stack.aws_endpoint).port)
+    # When a second one is started on the same ports
+    result = subprocess.run(
+        [sys.executable, "-m", "local_stack", "--api-port", api_port, "--aws-port", aws_port, "--no-persist"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    # Then it exits with an error that names each port and the process holding it
+    assert result.returncode == 1
+    assert stack.process is not None
+    for port in (api_port, aws_port):
+        assert f"port {port}," in result.stderr
+    if Path("/proc/net/tcp").exists():
+        assert f"by pid {stack.process.pid}: " in result.stderr
+        assert "-m local_stack" in result.stderr
+    assert "READY" not in result.stdout
+
+
+def test_the_stack_log_is_for_a_person(stack: RunningStack) -> None:
+    # Given a stack that served a request (and whose schedule ran its restarter at start)
+    assert stack.post_json("/", {"url": "https://example.com/e2e/log"}).status == 201
+    log = stack.log()
+    # Then its log shows the request as a short line
+    assert any(line.endswith(" ms") and " POST / 201 " in line for line in log.splitlines())
+    # And no metric blob (CloudWatch embedded metric format) and no library warning
+    assert "CloudWatchMetrics" not in log
+    assert '"_aws"' not in log
+    assert "Warning:" not in log
+    # And the machine-readable line is still there, whole
+    [ready] = [line for line in log.splitlines() if line.startswith("READY ")]
+    assert json.loads(ready.removeprefix("READY "))["api_url"] == stack.api_url
+
+
+BURST = 256
+
+
+def burst(count: int, send: Callable[[int], Answer]) -> list[Answer | BaseException]:
+    """``count`` requests sent at the same moment, each on its own connection; the answers, or
+    what went wrong (a reset, a timeout)."""
+    gate = threading.Barrier(count)
+
+    def one(number: int) -> Answer | BaseException:
+        gate.wait()
+        try:
+            return send(number)
+        except (OSError, http.client.HTTPException) as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+@pytest.mark.e2e_timeout(300)
+def test_a_burst_of_links_and_redirects_is_served_whole(stack: RunningStack) -> None:
+    # When 256 clients create a link each at the same moment (API Gateway waits up to 29 s for a
+    # busy function, so each gets a minute)
+    created = burst(
+        BURST,
+        lambda n: stack.request(
+            "POST",
+            "/",
+            json.dumps({"url": f"https://example.com/e2e/burst/{n}"}),
+            {"Content-Type": "application/json"},
+            timeout=60,
+        ),
+    )
+    # Then none is reset or fails, and every link has its own code
+    failures = [answer for answer in created if not isinstance(answer, Answer) or answer.status != 201]
+    assert failures == [], failures[:5]
+    codes = [answer.json()["code"] for answer in created if isinstance(answer, Answer)]
+    assert len(set(codes)) == BURST
+    # When 256 clients follow those links at the same moment
+    followed = burst(BURST, lambda n: stack.request("GET", codes[n], timeout=60))
+    # Then each is redirected to its own URL
+    wrong = [
+        (n, answer)
+        for n, answer in enumerate(followed)
+        if not isinstance(answer, Answer)
+        or (answer.status, answer.headers["Location"]) != (301, f"https://example.com/e2e/burst/{n}")
+    ]
+    assert wrong == [], wrong[:5]
+
+
+@pytest.mark.e2e_timeout(180)
+def test_a_burst_of_invokes_is_accepted_by_the_lambda_endpoint(stack: RunningStack) -> None:
+    # When 256 clients call the Invoke API at the same moment (DryRun: the endpoint only)
+    endpoint = urlsplit(stack.lambda_endpoint)
+    function = stack.resources["RestarterFunction"]
+
+    def dry_run(_: int) -> Answer:
+        connection = http.client.HTTPConnection(str(endpoint.hostname), endpoint.port, timeout=60)
+        try:
+            connection.request(
+                "POST",
+                f"/2015-03-31/functions/{function}/invocations",
+                body=b"{}",
+                headers={"X-Amz-Invocation-Type": "DryRun"},
+            )
+            response = connection.getresponse()
+            return Answer(response.status, response.headers, response.read())
+        finally:
+            connection.close()
+
+    answers = burst(BURST, dry_run)
+    # Then every one is answered, none reset
+    assert [a.status if isinstance(a, Answer) else repr(a) for a in answers] == [204] * BURST

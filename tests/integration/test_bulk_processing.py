@@ -3,6 +3,7 @@ queue with a loop (real stores, real queue semantics), read status and results t
 
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,6 @@ from shortener.services import link_service
 from shortener.settings import poller_settings
 from tests.support.api import call, get_code, post_json
 from tests.support.bulk import (
-    PollerContext,
     create_bulk_queues,
     csv_text,
     dead_letter_queue_url,
@@ -31,6 +31,8 @@ from tests.support.bulk import (
     throttle,
 )
 from tests.support.events import api_event
+
+DRAIN_DEADLINE_SECONDS = 120.0
 
 
 class RecordingStarter:
@@ -108,15 +110,31 @@ def a_loop(tables: dict[str, str], queue_url: str) -> LoopInvocation:
     return token.invocation()
 
 
+def queue_is_empty(queue_url: str) -> bool:
+    """No message left in the queue: none visible, in flight or delayed."""
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return not any(int(count) for count in attributes.values())
+
+
 def drain(
     tables: dict[str, str],
     queue_url: str,
     *,
-    seconds: float = 2.5,
+    until: Callable[[], bool] | None = None,
     queue: BulkQueue | None = None,
     links_client: Any = None,
 ) -> LoopReport:
-    """Run one loop invocation of ``seconds`` over the queue, composed as the poller composes it."""
+    """Run one loop invocation over the queue, composed as the poller composes it, until ``until``
+    holds (by default: the queue is empty), then let it end as its time runs out. The loop checks
+    its remaining time before each iteration, so the invocation ends at the event the test needs
+    however slow the machine is; DRAIN_DEADLINE_SECONDS only bounds a hang."""
     from shortener.observability import metrics  # after the fixtures set the metrics namespace
 
     settings = poller_settings()
@@ -137,13 +155,14 @@ def drain(
         metrics=metrics,
         options=LoopOptions(reinvoke_margin_seconds=1, receive_wait_seconds=0, error_pause_seconds=0.1),
     )
+    done = until or (lambda: queue_is_empty(queue_url))
+    deadline = time.monotonic() + DRAIN_DEADLINE_SECONDS
+
+    def remaining_seconds() -> float:
+        return 0.0 if done() or time.monotonic() > deadline else DRAIN_DEADLINE_SECONDS
+
     invocation = a_loop(tables, queue_url)
-    context = PollerContext(budget_seconds=seconds + 1)
-    return loop.run(
-        invocation,
-        context.function_name,
-        lambda: context.get_remaining_time_in_millis() / 1000,
-    )
+    return loop.run(invocation, "test-poller", remaining_seconds)
 
 
 def upload(api: ModuleType, text: str) -> str:
@@ -295,13 +314,13 @@ def test_a_crash_between_writing_and_deleting_redelivers_with_the_same_codes(
     queue_url = make_queue(monkeypatch, visibility_timeout=60)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(30)]))
     crashing = CrashingDeletes(crashes=1)
-    report = drain(bulk_env, queue_url, seconds=0.5, queue=crashing)
+    report = drain(bulk_env, queue_url, queue=crashing, until=lambda: crashing.crashes == 0)
     assert report.errors == 1
     first = status(api, job_id)
     codes_before = [line["code"] for line in results(api, job_id)]
     # When the message is redelivered (its visibility timeout ended) and processed again
     crashing.redeliver_now(queue_url)
-    report = drain(bulk_env, queue_url, seconds=2.5)
+    report = drain(bulk_env, queue_url)
     # Then it was recognised as done: same codes, counted once, no extra links
     assert report.messages == 1
     assert first["succeeded"] == status(api, job_id)["succeeded"] == 30
@@ -326,11 +345,11 @@ def test_a_crash_between_recording_outcomes_and_counting_them_counts_on_redelive
 
     monkeypatch.setattr(JobsStore, "count_chunk", count_or_crash)
     queue = RecordingQueue()
-    drain(bulk_env, queue_url, seconds=0.5, queue=queue)
+    drain(bulk_env, queue_url, queue=queue, until=lambda: not crashes)
     assert status(api, job_id)["succeeded"] == 0
     # When the message comes back (its visibility timeout ended) and is processed again
     queue.redeliver_now(queue_url)
-    drain(bulk_env, queue_url, seconds=2.5)
+    drain(bulk_env, queue_url)
     # Then the recorded chunk is counted now, once, with the same links
     job = status(api, job_id)
     assert (job["status"], job["succeeded"]) == ("done", 20)
@@ -345,8 +364,8 @@ def test_a_failing_message_does_not_hold_up_the_others_and_ends_in_the_dead_lett
     queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=2)
     send_raw(queue_url, '{"job_id": "this is not a chunk"}')
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(10)]))
-    # When the loop runs long enough for the poison message to be received twice
-    report = drain(bulk_env, queue_url, seconds=3.5)
+    # When the loop runs until the queue is empty: the poison message received twice, then moved
+    report = drain(bulk_env, queue_url)
     # Then the good message was processed and deleted while the poison one failed each time
     assert status(api, job_id)["status"] == "done"
     assert report.failed_messages >= 2
@@ -371,7 +390,7 @@ def test_throttling_is_retried_and_every_row_counted_once(
         throttle(client, "UpdateItem", 4),
     ]
     # When the loop processes the job through that client (backoff makes it slower)
-    drain(bulk_env, queue_url, seconds=8, links_client=client)
+    drain(bulk_env, queue_url, links_client=client)
     # Then the throttled calls were retried and the job completed, each row counted once
     assert [injected() for injected in throttled] == [3, 2, 4]
     job = status(api, job_id)

@@ -1,6 +1,8 @@
 """Functions in worker processes, and the Lambda Invoke endpoint that boto3 talks to."""
 
 import json
+import logging
+import signal
 import textwrap
 import threading
 import time
@@ -45,17 +47,39 @@ HANDLERS = textwrap.dedent(
         time.sleep(event["seconds"])
         return "slept"
 
-    def meet(event, context):
-        # Arrive, then wait for the others: all arrive only if they run at the same time.
-        import pathlib
-        arrivals = pathlib.Path(event["dir"])
-        (arrivals / context.aws_request_id).touch()
-        deadline = time.time() + event["seconds"]
-        while time.time() < deadline:
-            if len(list(arrivals.iterdir())) >= event["parties"]:
-                return "met"
+    def rendezvous(event, context):
+        # Each invocation signs in, then waits for the others: only invocations that run at the
+        # same time can all meet.
+        folder = event["folder"]
+        open(os.path.join(folder, context.aws_request_id), "w").close()
+        deadline = time.monotonic() + event["wait_seconds"]
+        outcome = "alone"
+        while time.monotonic() < deadline:
+            if len(os.listdir(folder)) >= event["parties"]:
+                outcome = "met"
+                break
             time.sleep(0.02)
-        return "alone"
+        if event.get("outcome"):
+            with open(event["outcome"] + ".part", "w") as file:
+                file.write(outcome)
+            os.rename(event["outcome"] + ".part", event["outcome"])  # seen whole or not at all
+        return outcome
+
+    def record(event, context):
+        # One file per delivery: shows how many times the event arrived.
+        open(os.path.join(event["folder"], context.aws_request_id + "-" + str(time.time_ns())), "w").close()
+
+    def crash(event, context):
+        if event.get("signal"):
+            os.kill(os.getpid(), event["signal"])
+        if event.get("linger"):
+            # The runtime's answer pipe closes first, and the process ends a moment later: the
+            # stack sees the end of the pipe while the process is still alive.
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.close(int(fd))
+            time.sleep(event["linger"])
+        os._exit(3)
     """
 )
 
@@ -85,7 +109,8 @@ def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
         "echo": spec(code_dir, "echo", "app.echo"),
         "fail": spec(code_dir, "fail", "app.fail"),
         "sleep": spec(code_dir, "sleep", "app.sleep", timeout=1),
-        "meet": spec(code_dir, "meet", "app.meet", timeout=30),
+        "crash": spec(code_dir, "crash", "app.crash", timeout=60),
+        "rendezvous": spec(code_dir, "rendezvous", "app.rendezvous", timeout=60),
     }
     settings = RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4)
     running = LambdaRuntime(functions, settings)
@@ -123,15 +148,68 @@ def test_a_timeout_kills_the_environment(runtime: LambdaRuntime) -> None:
     assert runtime.invoke("sleep", {"seconds": 0}).result == "slept"  # a fresh environment
 
 
+def test_a_worker_that_exits_is_a_crash_not_a_timeout(runtime: LambdaRuntime) -> None:
+    # When the handler's process exits mid-invocation, long before its 60 s timeout
+    invocation = runtime.invoke("crash", {})
+    # Then Lambda's runtime exit error comes back, with the exit status
+    assert invocation.error is not None
+    assert invocation.error["errorType"] == "Runtime.ExitError"
+    expected = f"RequestId: {invocation.request_id} Error: Runtime exited with error: exit status 3"
+    assert invocation.error["errorMessage"] == expected
+
+
+def test_a_worker_killed_by_a_signal_is_a_crash_named_by_its_signal(runtime: LambdaRuntime) -> None:
+    invocation = runtime.invoke("crash", {"signal": signal.SIGKILL})
+    assert invocation.error is not None
+    assert invocation.error["errorType"] == "Runtime.ExitError"
+    assert invocation.error["errorMessage"].endswith(" Error: Runtime exited with error: signal: killed")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds its pipes in /proc")
+def test_a_worker_whose_pipe_closes_before_it_exits_is_a_crash(runtime: LambdaRuntime) -> None:
+    # Given a worker whose answer pipe ends while its process is still alive (as when a process
+    # is being torn down)
+    invocation = runtime.invoke("crash", {"linger": 0.3})
+    # Then that is a crash too, never a timeout of an invocation that had 60 s left
+    assert invocation.error is not None
+    assert invocation.error["errorType"] == "Runtime.ExitError"
+    # And the next invocation gets a fresh environment
+    assert runtime.invoke("echo", {}).error is None
+
+
 def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime, tmp_path: Path) -> None:
-    # Given three invocations that each wait (up to 20 s) until all three have arrived; one at a
-    # time, the first would give up alone. No clock is measured, so a loaded machine cannot fail it.
-    event = {"dir": str(tmp_path / "arrivals"), "parties": 3, "seconds": 20}
-    (tmp_path / "arrivals").mkdir()
+    # Given three invocations that each wait (up to 20 s) until all three have started
+    event = {"folder": str(tmp_path), "parties": 3, "wait_seconds": 20}
+    # When they are invoked at once
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda _: runtime.invoke("meet", event).result, range(3)))
-    # Then they ran side by side
+        results = list(pool.map(lambda _: runtime.invoke("rendezvous", event).result, range(3)))
+    # Then they all met: each ran in its own environment at the same time
     assert results == ["met"] * 3
+
+
+def test_duplicate_async_delivers_an_event_twice_and_logs_it(
+    code_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a runtime with the duplicate-async fault at probability 1, ten times faster
+    functions = {"record": spec(code_dir, "record", "app.record")}
+    settings = RuntimeSettings(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", time_scale=10, duplicate_async=1.0
+    )
+    runtime = LambdaRuntime(functions, settings)
+    deliveries = tmp_path / "deliveries"
+    deliveries.mkdir()
+    try:
+        with caplog.at_level(logging.INFO, logger="local_stack.lambda_runtime"):
+            # When three events are invoked asynchronously
+            for _ in range(3):
+                runtime.invoke_async("record", {"folder": str(deliveries)})
+            # Then each arrives twice
+            assert wait_for(lambda: len(list(deliveries.iterdir())) == 6, seconds=30)
+    finally:
+        runtime.stop()
+    # And each duplicate delivery was logged once
+    duplicates = [r for r in caplog.records if r.getMessage().startswith("duplicate delivery of Event")]
+    assert len(duplicates) == 3
 
 
 @pytest.fixture
@@ -169,11 +247,28 @@ def test_boto3_invoke_by_arn_reports_function_errors(lambda_client: Any) -> None
     assert json.loads(answer["Payload"].read())["errorType"] == "ValueError"
 
 
-def test_boto3_invoke_event_returns_202_at_once(lambda_client: Any) -> None:
-    started = time.monotonic()
-    answer = lambda_client.invoke(FunctionName="sleep", InvocationType="Event", Payload=b'{"seconds": 0.5}')
+def test_boto3_invoke_event_returns_202_before_the_function_ends(lambda_client: Any, tmp_path: Path) -> None:
+    # Given a function that waits (up to 20 s) until the test signs in too, after the answer
+    parties, outcome = tmp_path / "parties", tmp_path / "outcome"
+    parties.mkdir()
+    event = {"folder": str(parties), "parties": 2, "wait_seconds": 20, "outcome": str(outcome)}
+    # When it is invoked asynchronously
+    payload = json.dumps(event)
+    answer = lambda_client.invoke(FunctionName="rendezvous", InvocationType="Event", Payload=payload)
     assert answer["StatusCode"] == 202
-    assert time.monotonic() - started < 0.5
+    (parties / "test").touch()
+    # Then the function met the test: the 202 came while it was running, not after it ended
+    assert wait_for(outcome.exists, seconds=30)
+    assert outcome.read_text() == "met"
+
+
+def wait_for(condition: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_boto3_invoke_of_an_unknown_function_is_not_found(lambda_client: Any) -> None:

@@ -1,5 +1,6 @@
 """The embedded AWS (moto's server with the local stack's fixes), over real HTTP on loopback."""
 
+import http.client
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -87,3 +88,93 @@ def test_model_records_do_not_accumulate(dynamodb: Any, table: str) -> None:
     for index in range(5):
         dynamodb.transact_write_items(TransactItems=[put(table, f"r{index}", "v")])
     assert len(Table.instances_tracked) == 0  # type: ignore[attr-defined]
+
+
+def raw_request(
+    aws: EmbeddedAws, method: str, path: str, headers: dict[str, str], body: bytes = b""
+) -> http.client.HTTPResponse:
+    host, port = aws.get_host_and_port()
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+# What boto3 sends for DynamoDB ListTables (moto does not check the signature).
+LIST_TABLES = {
+    "Content-Type": "application/x-amz-json-1.0",
+    "X-Amz-Target": "DynamoDB_20120810.ListTables",
+    "Authorization": "AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=host, Signature=0",
+}
+
+
+def cors_headers(response: http.client.HTTPResponse) -> list[str]:
+    return [key for key in response.headers if key.lower().startswith("access-control-")]
+
+
+def test_a_browser_preflight_is_refused_without_cors_headers(aws: EmbeddedAws) -> None:
+    # When a web page's script asks the browser to call the embedded AWS (a CORS preflight)
+    preflight = raw_request(
+        aws,
+        "OPTIONS",
+        "/",
+        {
+            "Origin": "https://some-site.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,x-amz-target",
+        },
+    )
+    # Then it is refused, and nothing tells the browser it may go on
+    assert preflight.status == 403
+    assert cors_headers(preflight) == []
+
+
+def test_a_cross_origin_request_is_refused(aws: EmbeddedAws, dynamodb: Any, table: str) -> None:
+    # A form post or no-cors fetch needs no preflight, but the browser still sends its Origin
+    answer = raw_request(aws, "POST", "/", {**LIST_TABLES, "Origin": "https://some-site.example"}, b"{}")
+    assert answer.status == 403
+    assert cors_headers(answer) == []
+
+
+def test_a_tools_request_is_answered_without_cors_headers(aws: EmbeddedAws, table: str) -> None:
+    answer = raw_request(aws, "POST", "/", {**LIST_TABLES}, b"{}")
+    assert answer.status == 200
+    assert cors_headers(answer) == []
+
+
+def test_a_host_that_is_not_loopback_is_refused(aws: EmbeddedAws) -> None:
+    # A page whose domain was made to resolve to 127.0.0.1 (DNS rebinding) sends its own Host
+    answer = raw_request(aws, "POST", "/", {**LIST_TABLES, "Host": "rebound.example:3001"}, b"{}")
+    assert answer.status == 403
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/moto-api/"), ("GET", "/moto-api/data.json"), ("POST", "/moto-api/recorder/start-recording")],
+)
+def test_motos_admin_paths_are_refused(aws: EmbeddedAws, method: str, path: str) -> None:
+    assert raw_request(aws, method, path, {}).status == 403
+
+
+def test_a_reset_through_motos_admin_path_is_refused_and_resets_nothing(
+    aws: EmbeddedAws, dynamodb: Any, table: str
+) -> None:
+    # Given a table with an item
+    dynamodb.put_item(TableName=table, Item={"k": {"S": "kept"}, "v": {"S": "1"}})
+    # When something posts to moto's reset endpoint
+    answer = raw_request(aws, "POST", "/moto-api/reset", {})
+    # Then it is refused, and the item is still there
+    assert answer.status == 403
+    assert value_of(dynamodb, table, "kept") == "1"
+
+
+def test_the_admin_api_answers_when_asked_for() -> None:
+    server = EmbeddedAws(0, admin_api=True)
+    server.start()
+    try:
+        assert raw_request(server, "GET", "/moto-api/data.json", {}).status == 200
+    finally:
+        server.stop()

@@ -106,7 +106,7 @@ def test_a_disabled_api_key_is_refused(apigateway: Any) -> None:
 
 @pytest.fixture(scope="module")
 def embedded_aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
+    server = EmbeddedAws(0, admin_api=True)
     server.start()
     yield server
     server.stop()

@@ -1,8 +1,14 @@
 """API Gateway emulation: routing by the template's paths, proxy events, answers back to HTTP."""
 
 import base64
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
 
 from local_stack.api_gateway import (
+    ApiGateway,
     HttpRequest,
     Route,
     binary_media_types,
@@ -11,6 +17,7 @@ from local_stack.api_gateway import (
     proxy_event,
     routes_from_swagger,
 )
+from local_stack.lambda_runtime import FunctionThrottledError, Invocation
 
 ROUTES = [
     Route("/", "GET", "api"),
@@ -120,3 +127,56 @@ def test_a_malformed_answer_is_a_502() -> None:
     status, _, body = http_response({"body": "no status"})
     assert status == 502
     assert b"Internal server error" in body
+
+
+class FakeRuntime:
+    """Answers every invocation with one outcome, and remembers how long API Gateway would wait."""
+
+    def __init__(self, error: dict[str, Any] | None = None, throttled: bool = False) -> None:
+        self.error = error
+        self.throttled = throttled
+        self.slot_timeouts: list[float | None] = []
+
+    def invoke(self, name: str, event: Any, slot_timeout: float | None = 10.0) -> Invocation:
+        self.slot_timeouts.append(slot_timeout)
+        if self.throttled:
+            raise FunctionThrottledError(name)
+        return Invocation("request-1", result={"statusCode": 200, "body": "{}"}, error=self.error)
+
+
+@pytest.fixture
+def gateway() -> Iterator[Callable[[FakeRuntime], ApiGateway]]:
+    made: list[ApiGateway] = []
+
+    def make(runtime: FakeRuntime) -> ApiGateway:
+        made.append(ApiGateway(ROUTES, [], runtime, "api", 0))  # type: ignore[arg-type]
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.server_close()
+
+
+def test_a_crashed_function_is_a_502(gateway: Callable[[FakeRuntime], ApiGateway]) -> None:
+    runtime = FakeRuntime(error={"errorType": "Runtime.ExitError", "errorMessage": "exit status 137"})
+    status, _, body = gateway(runtime).answer(request("GET", "/abc"))
+    assert (status, json.loads(body)) == (502, {"message": "Internal server error"})
+
+
+def test_a_function_that_ran_out_of_time_is_a_504(gateway: Callable[[FakeRuntime], ApiGateway]) -> None:
+    runtime = FakeRuntime(error={"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out"})
+    status, _, body = gateway(runtime).answer(request("GET", "/abc"))
+    assert (status, json.loads(body)) == (504, {"message": "Endpoint request timed out"})
+
+
+def test_a_request_waits_for_a_busy_function_as_long_as_api_gateway_waits(
+    gateway: Callable[[FakeRuntime], ApiGateway],
+) -> None:
+    # Given a function whose every environment stays busy
+    runtime = FakeRuntime(throttled=True)
+    # When a request comes
+    status, _, body = gateway(runtime).answer(request("GET", "/abc"))
+    # Then it waited for a free environment up to API Gateway's 29 s integration timeout, and is
+    # then answered as an integration timeout, not a throttle
+    assert runtime.slot_timeouts == [29.0]
+    assert (status, json.loads(body)) == (504, {"message": "Endpoint request timed out"})

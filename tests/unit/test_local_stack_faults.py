@@ -10,7 +10,13 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from local_stack import faults
-from local_stack.faults import FaultError, InjectedFault, parse_faults
+from local_stack.faults import (
+    DUPLICATE_MAX_DELAY_SECONDS,
+    AsyncDuplicator,
+    FaultError,
+    InjectedFault,
+    parse_faults,
+)
 
 
 def test_options_parse_into_faults() -> None:
@@ -27,8 +33,15 @@ def test_options_parse_into_faults() -> None:
     }
 
 
+def test_duplicate_async_parses_into_a_probability() -> None:
+    parsed = parse_faults(["duplicate-async=0.25"])
+    assert parsed.duplicate_async == 0.25
+    assert parsed and not parse_faults([])
+
+
 @pytest.mark.parametrize(
-    "option", ["s3-throttle=0.1", "dynamodb-throttle=2", "raise-in=0.1", "raise-in=Fn:x"]
+    "option",
+    ["s3-throttle=0.1", "dynamodb-throttle=2", "raise-in=0.1", "raise-in=Fn:x", "duplicate-async=x"],
 )
 def test_bad_options_are_refused(option: str) -> None:
     with pytest.raises(FaultError):
@@ -72,3 +85,29 @@ def test_zero_probabilities_let_calls_through(fresh_session: None) -> None:
     with Stubber(dynamodb) as stub:
         stub.add_response("get_item", {"Item": {"k": {"S": "1"}}})
         assert dynamodb.get_item(TableName="t", Key={"k": {"S": "1"}})["Item"] == {"k": {"S": "1"}}
+
+
+def test_no_duplicates_without_the_fault() -> None:
+    duplicator = AsyncDuplicator(0.0, rng=random.Random(1))
+    assert all(duplicator.second_delivery() is None for _ in range(1000))
+
+
+def test_duplicates_come_at_the_given_rate_some_at_once_some_later() -> None:
+    # Given the fault at 30 % on a stack running ten times faster
+    duplicator = AsyncDuplicator(0.3, time_scale=10, rng=random.Random(7))
+    # When 2,000 asynchronous invocations are delivered
+    deliveries = [duplicator.second_delivery() for _ in range(2000)]
+    duplicates = [delay for delay in deliveries if delay is not None]
+    # Then about 30 % get a second delivery
+    assert 0.25 < len(duplicates) / len(deliveries) < 0.35
+    # And about half of those run at once, in parallel with the first
+    at_once = [delay for delay in duplicates if delay == 0]
+    assert 0.4 < len(at_once) / len(duplicates) < 0.6
+    # And the others later, within the scaled maximum delay
+    later = [delay for delay in duplicates if delay]
+    assert all(0 < delay <= DUPLICATE_MAX_DELAY_SECONDS / 10 for delay in later)
+
+
+def test_every_invocation_is_duplicated_at_probability_one() -> None:
+    duplicator = AsyncDuplicator(1.0, rng=random.Random(3))
+    assert all(duplicator.second_delivery() is not None for _ in range(100))

@@ -1,0 +1,65 @@
+"""The embedded AWS answers the tools of this machine (boto3, the AWS CLI, the functions), never a
+web page that happens to be open in the developer's browser.
+
+moto's server is built for the opposite: it answers CORS preflights and adds Access-Control-* headers
+to every answer (flask-cors), and it serves an admin API under /moto-api/ (a dashboard, every
+backend's data as JSON, reset, the request recorder). Listening on 127.0.0.1 is no protection on its
+own: a page from anywhere can make the browser send requests to loopback. So, in front of moto:
+
+- a request with an ``Origin`` header is refused: browsers send one with every cross-origin request
+  (and every preflight), SDKs and the CLI never do;
+- ``OPTIONS`` is refused: no AWS API this stack emulates uses it except to answer browsers;
+- a ``Host`` that is not a loopback name is refused, so a page whose domain was made to resolve to
+  127.0.0.1 (DNS rebinding) is not served as if it were the machine's own tool;
+- moto's admin paths are refused unless the stack was started with ``--moto-api`` (the bulk
+  benchmark uses moto's request recorder);
+- Access-Control-* headers are removed from every answer, should anything still add one.
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+ADMIN_PATH_PREFIX = "/moto-api"
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+class LocalToolsOnly:
+    """WSGI middleware: refuses what only a browser would send, and moto's admin paths."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], admin_api: bool = False) -> None:
+        self._app = app
+        self._admin_api = admin_api
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        refusal = self._refusal(environ)
+        if refusal is not None:
+            body = json.dumps({"__type": "AccessDeniedException", "message": refusal}).encode()
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+
+        def without_cors(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+            kept = [(key, value) for key, value in headers if not key.lower().startswith("access-control-")]
+            return start_response(status, kept, *args)
+
+        return self._app(environ, without_cors)
+
+    def _refusal(self, environ: dict[str, Any]) -> str | None:
+        if "HTTP_ORIGIN" in environ or environ.get("REQUEST_METHOD") == "OPTIONS":
+            return "The local stack's AWS answers tools on this machine, not web pages (no CORS)."
+        host = environ.get("HTTP_HOST", "")
+        if _host_name(host) not in _LOOPBACK_HOSTS:
+            return f"The local stack's AWS answers loopback names only, not Host {host!r}."
+        if environ.get("PATH_INFO", "").startswith(ADMIN_PATH_PREFIX) and not self._admin_api:
+            return "moto's admin API is off (start the local stack with --moto-api to use it)."
+        return None
+
+
+def _host_name(host: str) -> str:
+    """The name of a Host header, without its port ("[::1]:3001" -> "[::1]")."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
