@@ -25,6 +25,7 @@ from shortener.models.exceptions import (
     InvalidUrlError,
     PayloadTooLargeError,
     ShortenerError,
+    StorageThrottledError,
     UnsupportedMediaTypeError,
 )
 from shortener.models.jobs import (
@@ -34,6 +35,7 @@ from shortener.models.jobs import (
     ChunkResult,
     Job,
     QueueUnavailableError,
+    RecordedChunk,
     RowOutcome,
 )
 from shortener.models.links import Link, ShortenRequest
@@ -240,8 +242,8 @@ class ChunkRecords(Protocol):
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
-    ) -> None: ...
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int) -> bool: ...
+    ) -> RecordedChunk: ...
+    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +304,11 @@ class ChunkProcessor:
             if chunk_ids.done:
                 # Recorded before; counting may not have happened if that delivery died just then.
                 counted = self._jobs.count_chunk(
-                    message.job_id, message.chunk, succeeded=chunk_ids.succeeded, failed=chunk_ids.failed
+                    message.job_id,
+                    message.chunk,
+                    succeeded=chunk_ids.succeeded,
+                    failed=chunk_ids.failed,
+                    now=now,
                 )
                 return ChunkResult(succeeded=chunk_ids.succeeded, failed=chunk_ids.failed, counted=counted)
             codes = self._write_generated(generated, chunk_ids)
@@ -312,10 +318,9 @@ class ChunkProcessor:
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
-        succeeded = sum(1 for outcome in final if outcome.succeeded)
-        failed = len(final) - succeeded
-        # Outcomes first: a chunk is counted only once its results can be read.
-        self._jobs.record_outcomes(
+        # Outcomes first: a chunk is counted only once its results can be read. What stands may
+        # be a dead-letter settlement that got there first (this delivery came too late).
+        recorded = self._jobs.record_outcomes(
             message.job_id,
             message.chunk,
             first_row=message.first_row,
@@ -323,8 +328,10 @@ class ChunkProcessor:
             now=int(now.timestamp()),
             expires_at=expires_at,
         )
-        counted = self._jobs.count_chunk(message.job_id, message.chunk, succeeded=succeeded, failed=failed)
-        return ChunkResult(succeeded=succeeded, failed=failed, counted=counted)
+        counted = self._jobs.count_chunk(
+            message.job_id, message.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
+        )
+        return ChunkResult(succeeded=recorded.succeeded, failed=recorded.failed, counted=counted)
 
     def _fix_ids(self, message: ChunkMessage, count: int, now: datetime, expires_at: int) -> ChunkIds:
         proposed = ChunkIds(ids=self._allocate(count), created_at=now)
@@ -402,6 +409,9 @@ class ChunkProcessor:
                 raise InvalidUrlError("The URL is empty.")
             request = ShortenRequest(url=url, code=code or None)
             result = self._link_service.shorten(request, policy, base_url="")
+        except StorageThrottledError:
+            # Not the row's outcome: the message fails and comes back after its visibility timeout.
+            raise
         except ShortenerError as exc:
             return _row_error(message, index, url, exc)
         except ValidationError as exc:
