@@ -11,11 +11,15 @@ function's own code is untouched and unaware:
   the function's work.
 - ``crash-in=Function:P``: likewise, but the execution environment dies on the spot (the process
   exits), as on a timeout or out-of-memory: the invocation fails and nothing after it runs.
+- ``raise-in=Function.Operation:P``: ``raise-in`` for one operation only (``BatchWriteItem``), so
+  one kind of work fails every time (a poisoned message) while the rest goes on.
+- ``delay-in=Function[.Operation]:S``: each such call waits S seconds first (a slow dependency).
 """
 
 import json
 import os
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +47,7 @@ _THROTTLES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
         {"Type": "User", "message": "Rate Exceeded.", "Reason": "CallerRateLimitExceeded"},
     ),
 }
-FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in")
+FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in", "delay-in")
 CRASH_EXIT_CODE = 137
 
 
@@ -60,8 +64,10 @@ class Faults:
     """Every fault the local stack was started with."""
 
     throttles: dict[str, float] = field(default_factory=dict)
+    # Keyed by "Function" or "Function.Operation" (raise-in and delay-in).
     raise_in: dict[str, float] = field(default_factory=dict)
     crash_in: dict[str, float] = field(default_factory=dict)
+    delay_in: dict[str, float] = field(default_factory=dict)
 
     def for_function(self, logical_id: str, name: str) -> dict[str, Any]:
         """The faults one function's workers install (JSON-serialisable, for the bootstrap)."""
@@ -69,7 +75,27 @@ class Faults:
         def pick(table: dict[str, float]) -> float:
             return table.get(logical_id, table.get(name, 0.0))
 
-        return {"throttles": self.throttles, "raise": pick(self.raise_in), "crash": pick(self.crash_in)}
+        def per_operation(table: dict[str, float]) -> dict[str, float]:
+            return {
+                operation: value
+                for key, value in table.items()
+                for function, _, operation in [key.partition(".")]
+                if operation and function in (logical_id, name)
+            }
+
+        chosen: dict[str, Any] = {
+            "throttles": self.throttles,
+            "raise": pick(self.raise_in),
+            "crash": pick(self.crash_in),
+        }
+        if raise_operations := per_operation(self.raise_in):
+            chosen["raise_operations"] = raise_operations
+        delays = per_operation(self.delay_in)
+        if pick(self.delay_in):
+            delays["*"] = pick(self.delay_in)
+        if delays:
+            chosen["delay"] = delays
+        return chosen
 
 
 def parse_faults(options: list[str]) -> Faults:
@@ -77,18 +103,34 @@ def parse_faults(options: list[str]) -> Faults:
     throttles: dict[str, float] = {}
     raise_in: dict[str, float] = {}
     crash_in: dict[str, float] = {}
+    delay_in: dict[str, float] = {}
     for option in options:
         kind, _, value = option.partition("=")
         if kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
             throttles[kind.removesuffix("-throttle")] = _probability(option, value)
-        elif kind in ("raise-in", "crash-in"):
-            function, _, probability = value.rpartition(":")
-            if not function:
-                raise FaultError(f"{option}: expected {kind}=<Function>:<probability>")
-            (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, probability)
+        elif kind in ("raise-in", "crash-in", "delay-in"):
+            function, _, number = value.rpartition(":")
+            if not function or (kind == "crash-in" and "." in function):
+                what = "seconds" if kind == "delay-in" else "probability"
+                operation = "" if kind == "crash-in" else "[.<Operation>]"
+                raise FaultError(f"{option}: expected {kind}=<Function>{operation}:<{what}>")
+            if kind == "delay-in":
+                delay_in[function] = _seconds(option, number)
+            else:
+                (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, number)
         else:
             raise FaultError(f"{option}: unknown fault; known: {', '.join(FAULT_KINDS)}")
-    return Faults(throttles, raise_in, crash_in)
+    return Faults(throttles, raise_in, crash_in, delay_in)
+
+
+def _seconds(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise FaultError(f"{option}: {text!r} is not a number of seconds") from None
+    if not 0 <= value <= 900:
+        raise FaultError(f"{option}: the delay must be between 0 and 900 seconds")
+    return value
 
 
 def _probability(option: str, text: str) -> float:
@@ -111,8 +153,11 @@ def install(faults: dict[str, Any], rng: random.Random | None = None) -> None:
         if probability > 0:
             events.register(f"before-send.{service}", _throttler(service, probability, chance))
     raise_probability, crash_probability = faults.get("raise", 0.0), faults.get("crash", 0.0)
-    if raise_probability > 0 or crash_probability > 0:
-        events.register("before-call", _saboteur(raise_probability, crash_probability, chance))
+    operations, delays = faults.get("raise_operations", {}), faults.get("delay", {})
+    if raise_probability > 0 or crash_probability > 0 or operations or delays:
+        events.register(
+            "before-call", _saboteur(raise_probability, crash_probability, chance, operations, delays)
+        )
 
 
 def _throttler(service: str, probability: float, chance: random.Random) -> Any:
@@ -128,12 +173,21 @@ def _throttler(service: str, probability: float, chance: random.Random) -> Any:
     return throttle
 
 
-def _saboteur(raise_probability: float, crash_probability: float, chance: random.Random) -> Any:
+def _saboteur(
+    raise_probability: float,
+    crash_probability: float,
+    chance: random.Random,
+    raise_operations: dict[str, float] | None = None,
+    delays: dict[str, float] | None = None,
+) -> Any:
     def sabotage(event_name: str, **_: Any) -> None:
         operation = event_name.removeprefix("before-call.")
+        name = operation.rpartition(".")[2]  # "dynamodb.BatchWriteItem" -> "BatchWriteItem"
+        if delay := (delays or {}).get(name, (delays or {}).get("*", 0.0)):
+            time.sleep(delay)
         if chance.random() < crash_probability:
             os._exit(CRASH_EXIT_CODE)
-        if chance.random() < raise_probability:
+        if chance.random() < max(raise_probability, (raise_operations or {}).get(name, 0.0)):
             raise InjectedFault(f"Injected fault (raise-in) before {operation}")
 
     return sabotage
