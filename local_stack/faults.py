@@ -124,22 +124,20 @@ def parse_faults(options: list[str]) -> Faults:
 
 
 def _seconds(option: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise FaultError(f"{option}: {text!r} is not a number of seconds") from None
-    if not 0 <= value <= 900:
-        raise FaultError(f"{option}: the delay must be between 0 and 900 seconds")
-    return value
+    return _number(option, text, 900, "a number of seconds", "the delay must be between 0 and 900 seconds")
 
 
 def _probability(option: str, text: str) -> float:
+    return _number(option, text, 1, "a probability", "the probability must be between 0 and 1")
+
+
+def _number(option: str, text: str, most: float, what: str, bounds: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise FaultError(f"{option}: {text!r} is not a probability") from None
-    if not 0 <= value <= 1:
-        raise FaultError(f"{option}: the probability must be between 0 and 1")
+        raise FaultError(f"{option}: {text!r} is not {what}") from None
+    if not 0 <= value <= most:
+        raise FaultError(f"{option}: {bounds}")
     return value
 
 

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -15,19 +14,10 @@ from botocore.config import Config
 
 from benchmarks.loop_count import StackProbe
 from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.test_scaling_e2e import wait_for
 
 TIME_SCALE = 10.0
 SCHEDULE_PERIOD = 60 / TIME_SCALE  # the restarter's rate(1 minute), sped up
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"no {what} within {timeout:.0f} s")
 
 
 def upload(running: RunningStack, rows: list[tuple[str, str]]) -> str:

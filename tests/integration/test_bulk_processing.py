@@ -19,7 +19,7 @@ from shortener.dal.queue import BulkQueue
 from shortener.logic.bulk import ChunkProcessor
 from shortener.logic.codes import code_generator, hash_code_candidates
 from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
-from shortener.models.jobs import ChunkMessage, RowOutcome
+from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
 from shortener.models.loops import LoopInvocation
 from shortener.services import link_service
 from shortener.settings import poller_settings
@@ -91,6 +91,20 @@ def a_loop(tables: dict[str, str], queue_url: str) -> LoopInvocation:
     return token.invocation()
 
 
+def chunk_processor(client: Any = None) -> ChunkProcessor:
+    """A ChunkProcessor composed as the poller composes it (optionally over another client)."""
+    settings = poller_settings()
+    return ChunkProcessor(
+        LinksStore(settings.LINKS_TABLE, client=client),
+        JobsStore(settings.JOBS_TABLE, client=client),
+        link_service(settings),
+        code_generator(settings.CODE_ALPHABET),
+        settings.url_policy(),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+    )
+
+
 def drain(
     tables: dict[str, str],
     queue_url: str,
@@ -102,16 +116,7 @@ def drain(
     """Run one loop invocation of ``seconds`` over the queue, composed as the poller composes it."""
     from shortener.observability import metrics  # after the fixtures set the metrics namespace
 
-    settings = poller_settings()
-    processor = ChunkProcessor(
-        LinksStore(settings.LINKS_TABLE, client=links_client),
-        JobsStore(settings.JOBS_TABLE, client=links_client),
-        link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
-        settings.url_policy(),
-        strategy=settings.CODE_STRATEGY,
-        find_if_exists=settings.FIND_IF_EXISTS,
-    )
+    processor = chunk_processor(links_client)
     loop = PollLoop(
         LoopsStore(tables["TOKENS_TABLE"]),
         queue or BulkQueue(),
@@ -627,7 +632,7 @@ def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
     assert dead_letters_waiting() == 1
     # When the next run settles it again, and a slow delivery of the same chunk then succeeds
     run_restarter(restarter)
-    late = drain_message(bulk_env, message["Body"])
+    late = drain_message(message["Body"])
     # Then the rows are recorded once, as dead letters, and counted once; the late success stands
     # down (its links exist, but no row was given them)
     assert late.counted is False
@@ -645,7 +650,7 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
     [message] = boto3.client("sqs").receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)["Messages"]
-    drain_message(bulk_env, message["Body"])
+    drain_message(message["Body"])
     codes = [line["code"] for line in results(api, job_id)]
     boto3.client("sqs").send_message(QueueUrl=dead_letter_queue_url(), MessageBody=message["Body"])
     # When the restarter settles the dead-letter queue
@@ -658,18 +663,9 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     assert dead_letters_waiting() == 0
 
 
-def drain_message(tables: dict[str, str], body: str) -> Any:
+def drain_message(body: str) -> Any:
     """Process one message body as a loop would (a delivery that arrives late)."""
-    settings = poller_settings()
-    processor = ChunkProcessor(
-        LinksStore(settings.LINKS_TABLE),
-        JobsStore(settings.JOBS_TABLE),
-        link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
-        settings.url_policy(),
-        find_if_exists=settings.FIND_IF_EXISTS,
-    )
-    return processor.process(ChunkMessage.model_validate_json(body))
+    return chunk_processor().process(ChunkMessage.model_validate_json(body))
 
 
 def test_a_job_shows_when_it_last_made_progress(
@@ -697,18 +693,23 @@ def test_whichever_records_a_chunk_first_stands(tables: dict[str, str], first: s
         RowOutcome(row=2, url="https://b.example/", code="c2"),
     ]
     errors = [RowOutcome(row=n, url=o.url, error="dead_letter: failed") for n, o in enumerate(codes, start=1)]
-    record = {
-        "dead letter": lambda: store.record_dead_letter(
-            job_id, 0, first_row=1, outcomes=errors, now=1, expires_at=9
-        ),
-        "delivery": lambda: store.record_outcomes(
-            job_id, 0, first_row=1, outcomes=codes, now=1, expires_at=9
-        ),
-    }
+    outcomes_of = {"dead letter": errors, "delivery": codes}
+
+    def record(who: str) -> RecordedChunk:
+        return store.record_outcomes(
+            job_id,
+            0,
+            first_row=1,
+            outcomes=outcomes_of[who],
+            now=1,
+            expires_at=9,
+            dead_letter=who == "dead letter",
+        )
+
     second = "delivery" if first == "dead letter" else "dead letter"
     # When both record it, one after the other
-    stood = record[first]()
-    again = record[second]()
+    stood = record(first)
+    again = record(second)
     # Then the first one's outcomes and counts stand, and the second one is told them
     assert again == stood
     assert stood.dead_letter == (first == "dead letter")

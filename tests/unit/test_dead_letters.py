@@ -21,7 +21,7 @@ class Jobs:
         self.counted: dict[tuple[str, int], tuple[int, int]] = {}
         self.failing_jobs = failing_jobs
 
-    def record_dead_letter(
+    def record_outcomes(
         self,
         job_id: str,
         chunk: int,
@@ -30,7 +30,9 @@ class Jobs:
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
+        dead_letter: bool = False,
     ) -> RecordedChunk:
+        assert dead_letter
         if job_id in self.failing_jobs:
             raise ConnectionError("DynamoDB is unreachable")
         self.chunks.setdefault((job_id, chunk), list(outcomes))

@@ -110,57 +110,16 @@ class JobsStore(aws.DynamoDBTable):
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
-    ) -> RecordedChunk:
-        """Store the chunk's row outcomes and mark it done, unless the chunk was already settled
-        as a dead letter (a late success of a message that reached the dead-letter queue): then
-        the dead-letter outcomes stand. A redelivery writes the same outcomes again, so that is
-        the only condition; counting is ``count_chunk``'s job. The counts that stand."""
-        return self._record(
-            job_id,
-            chunk,
-            first_row=first_row,
-            outcomes=outcomes,
-            now=now,
-            expires_at=expires_at,
-            condition="attribute_not_exists(dead_letter)",
-        )
-
-    def record_dead_letter(
-        self,
-        job_id: str,
-        chunk: int,
-        *,
-        first_row: int,
-        outcomes: Sequence[RowOutcome],
-        now: int,
-        expires_at: int,
-    ) -> RecordedChunk:
-        """Store the row errors of a chunk whose message reached the dead-letter queue, unless a
-        delivery recorded the chunk first (then its outcomes stand): one conditional update, so
-        a chunk is recorded once whichever comes last. The counts that stand."""
-        return self._record(
-            job_id,
-            chunk,
-            first_row=first_row,
-            outcomes=outcomes,
-            now=now,
-            expires_at=expires_at,
-            condition="attribute_not_exists(done_at)",
-            dead_letter=True,
-        )
-
-    def _record(
-        self,
-        job_id: str,
-        chunk: int,
-        *,
-        first_row: int,
-        outcomes: Sequence[RowOutcome],
-        now: int,
-        expires_at: int,
-        condition: str,
         dead_letter: bool = False,
     ) -> RecordedChunk:
+        """Store the chunk's row outcomes and mark it done; the counts that stand.
+
+        A delivery's outcomes (``dead_letter`` False) are written unless the chunk was settled as
+        a dead letter first (a late success of a message SQS had moved to the dead-letter queue):
+        a redelivery writes the same outcomes again, so that is the only condition. The row
+        errors of a dead-lettered message (``dead_letter`` True) are written only if no delivery
+        recorded the chunk. Either way one conditional update, so whichever comes first stands
+        and the loser is told its counts. Counting is ``count_chunk``'s job."""
         succeeded = sum(1 for outcome in outcomes if outcome.succeeded)
         failed = len(outcomes) - succeeded
         values: dict[str, Any] = {
@@ -183,7 +142,9 @@ class JobsStore(aws.DynamoDBTable):
                 TableName=self.table_name,
                 Key={"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
                 UpdateExpression=update,
-                ConditionExpression=condition,
+                ConditionExpression=(
+                    "attribute_not_exists(done_at)" if dead_letter else "attribute_not_exists(dead_letter)"
+                ),
                 ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )

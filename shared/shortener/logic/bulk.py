@@ -229,10 +229,9 @@ class ChunkLinks(Protocol):
     def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
 
 
-class ChunkRecords(Protocol):
-    """What chunk processing needs of the jobs table (``shortener.dal.jobs.JobsStore``)."""
+class ChunkOutcomes(Protocol):
+    """Recording and counting a chunk's outcomes (``shortener.dal.jobs.JobsStore``)."""
 
-    def fix_chunk_ids(self, job_id: str, chunk: int, proposed: ChunkIds, expires_at: int) -> ChunkIds: ...
     def record_outcomes(
         self,
         job_id: str,
@@ -242,8 +241,15 @@ class ChunkRecords(Protocol):
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
+        dead_letter: bool = False,
     ) -> RecordedChunk: ...
     def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool: ...
+
+
+class ChunkRecords(ChunkOutcomes, Protocol):
+    """What chunk processing needs of the jobs table (``shortener.dal.jobs.JobsStore``)."""
+
+    def fix_chunk_ids(self, job_id: str, chunk: int, proposed: ChunkIds, expires_at: int) -> ChunkIds: ...
 
 
 @dataclass(frozen=True, slots=True)

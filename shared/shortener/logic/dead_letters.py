@@ -18,14 +18,13 @@ letter and leaves it so; whichever records first stands, and the chunk is counte
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.logic.bulk import expiry
-from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
+from shortener.logic.bulk import ChunkOutcomes, expiry
+from shortener.models.jobs import ChunkMessage, RowOutcome
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 
 log = logging.getLogger(__name__)
@@ -33,22 +32,6 @@ log = logging.getLogger(__name__)
 _RECEIVE_BATCH = 10
 # Enough for a burst of failures in one run of a 60 s function; the rest waits for the next run.
 _MESSAGES_PER_RUN = 200
-
-
-class DeadLetterRecords(Protocol):
-    """``shortener.dal.jobs.JobsStore``."""
-
-    def record_dead_letter(
-        self,
-        job_id: str,
-        chunk: int,
-        *,
-        first_row: int,
-        outcomes: Sequence[RowOutcome],
-        now: int,
-        expires_at: int,
-    ) -> RecordedChunk: ...
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool: ...
 
 
 class DeadLetterQueue(Protocol):
@@ -80,7 +63,7 @@ class DeadLetterSettler:
 
     def __init__(
         self,
-        jobs: DeadLetterRecords,
+        jobs: ChunkOutcomes,
         queue: DeadLetterQueue,
         lookup: RedriveLookup,
         *,
@@ -151,13 +134,14 @@ class DeadLetterSettler:
             RowOutcome(row=chunk.first_row + index, url=url, error=error)
             for index, (url, _) in enumerate(chunk.rows)
         ]
-        recorded = self._jobs.record_dead_letter(
+        recorded = self._jobs.record_outcomes(
             chunk.job_id,
             chunk.chunk,
             first_row=chunk.first_row,
             outcomes=outcomes,
             now=int(now.timestamp()),
             expires_at=expiry(now, self._retention_days),
+            dead_letter=True,
         )
         self._jobs.count_chunk(
             chunk.job_id, chunk.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
