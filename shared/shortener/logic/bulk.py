@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Protocol
@@ -17,6 +17,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.logic.chunks import ChunkOutcomes, expiry
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
@@ -35,7 +36,6 @@ from shortener.models.jobs import (
     ChunkResult,
     Job,
     QueueUnavailableError,
-    RecordedChunk,
     RowOutcome,
 )
 from shortener.models.links import Link, ShortenRequest
@@ -207,11 +207,6 @@ def submit_job(
     return job
 
 
-def expiry(start: datetime, retention_days: int) -> int:
-    """The TTL (epoch seconds) of job items created at ``start``."""
-    return int((start + timedelta(days=retention_days)).timestamp())
-
-
 def is_job_id(text: str) -> bool:
     """Whether ``text`` could be a job id (a malformed one is a 404 with no database call)."""
     return JOB_ID_PATTERN.fullmatch(text) is not None
@@ -227,23 +222,6 @@ class ChunkLinks(Protocol):
     def put_generated_batch(self, links: Iterable[Link]) -> None: ...
     def find_claims(self, keys: Sequence[str]) -> dict[str, Link]: ...
     def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
-
-
-class ChunkOutcomes(Protocol):
-    """Recording and counting a chunk's outcomes (``shortener.dal.jobs.JobsStore``)."""
-
-    def record_outcomes(
-        self,
-        job_id: str,
-        chunk: int,
-        *,
-        first_row: int,
-        outcomes: Sequence[RowOutcome],
-        now: int,
-        expires_at: int,
-        dead_letter: bool = False,
-    ) -> RecordedChunk: ...
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool: ...
 
 
 class ChunkRecords(ChunkOutcomes, Protocol):

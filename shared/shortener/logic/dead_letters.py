@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.logic.bulk import ChunkOutcomes, expiry
+from shortener.logic.chunks import ChunkOutcomes, expiry
 from shortener.models.jobs import ChunkMessage, RowOutcome
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 

@@ -231,15 +231,12 @@ class PollLoop:
             self._count(report, "ChunksAlreadyDone", 1)
 
     def _stop(self, loop: LoopInvocation, report: LoopReport) -> LoopReport:
-        if report.claimed:
-            self._log.info("Token deleted or taken over; this loop stops", extra={"token": loop.token})
-        else:
-            # A duplicated or retried delivery of an event that already ran, or a loop replaced
-            # or removed before this invocation began.
-            self._log.info(
-                "This invocation does not hold its token; it stops at once",
-                extra={"token": loop.token, "seq": loop.seq},
-            )
+        # One message for every cause (operators search for it): the token was deleted or taken
+        # over, or, when nothing was claimed, this is a repeated delivery of an event that ran.
+        self._log.info(
+            "Token deleted, taken over or held by another invocation; this loop stops",
+            extra={"token": loop.token, "seq": loop.seq, "claimed": report.claimed},
+        )
         self._count(report, "LoopsStopped", 1)
         self._flush(report)
         report.stopped = True
