@@ -45,8 +45,9 @@ class ScalingRun:
     threshold_medium: int = 6
     threshold_high: int = 12
     # Above the poller's longest quiet spell (a 20 s long poll, or 30 s between heartbeats while a
-    # batch is processed), so a healthy loop is never mistaken for a dead one.
-    stale_heartbeat_seconds: int = 45
+    # batch is processed), so a healthy loop is never mistaken for a dead one; the template's
+    # MinValue (Lambda's shortest MaximumEventAgeInSeconds, which it also sets).
+    stale_heartbeat_seconds: int = 60
     # The probe polls every job of a run twice a second through the admin key: far above a
     # client's usage plan (10 requests/s), which this run does not measure.
     key_rate_limit: int = 1000

@@ -22,6 +22,7 @@ transform is built from. What still differs from a real deployment is listed in 
 
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -69,12 +70,54 @@ def check_rules(
                 raise RuleViolationError(" ".join(str(description).split()))
 
 
-def check_template_rules(template: Mapping[str, Any], parameters: Mapping[str, Any], region: str) -> None:
-    """check_rules for the local stack: a broken rule is a TemplateError, like any template it
-    cannot run."""
+def check_parameters(template: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Raise RuleViolationError for the first given parameter value that its declaration's
+    constraints refuse (Type Number, MinValue, MaxValue, AllowedValues, AllowedPattern, MinLength,
+    MaxLength), as CloudFormation does before any change ("Parameters", CloudFormation User Guide).
+    The message says what is wrong; ConstraintDescription, when declared, replaces it."""
+    for name, value in given.items():
+        spec = (template.get("Parameters") or {}).get(name)
+        if spec is None:
+            continue
+        problem = _parameter_problem(spec, str(value))
+        if problem:
+            raise RuleViolationError(f"Parameter '{name}' {spec.get('ConstraintDescription') or problem}")
+
+
+def _parameter_problem(spec: Mapping[str, Any], value: str) -> str | None:  # noqa: PLR0911
+    if spec.get("Type") == "Number":
+        try:
+            number = float(value)
+        except ValueError:
+            return "must be a number"
+        if "MinValue" in spec and number < float(spec["MinValue"]):
+            return f"must be a number not less than {spec['MinValue']}"
+        if "MaxValue" in spec and number > float(spec["MaxValue"]):
+            return f"must be a number not greater than {spec['MaxValue']}"
+    allowed = spec.get("AllowedValues")
+    if allowed is not None and value not in [str(item) for item in allowed]:
+        return f"must be one of AllowedValues: {', '.join(str(item) for item in allowed)}"
+    if "AllowedPattern" in spec and not re.fullmatch(str(spec["AllowedPattern"]), value):
+        return f"must match pattern {spec['AllowedPattern']}"
+    if "MinLength" in spec and len(value) < int(spec["MinLength"]):
+        return f"must contain at least {spec['MinLength']} characters"
+    if "MaxLength" in spec and len(value) > int(spec["MaxLength"]):
+        return f"must contain at most {spec['MaxLength']} characters"
+    return None
+
+
+def check_template_rules(
+    template: Mapping[str, Any],
+    parameters: Mapping[str, Any],
+    region: str,
+    given: Mapping[str, Any] | None = None,
+) -> None:
+    """check_parameters (on the ``given`` values) and check_rules for the local stack: a refused
+    parameter or a broken rule is a TemplateError, like any template it cannot run."""
     from local_stack.template import TemplateError
 
     try:
+        check_parameters(template, given if given is not None else {})
         check_rules(template, parameters, region)
     except RuleViolationError as exc:
         raise TemplateError(f"The template's Rules refuse these parameters: {exc}") from exc

@@ -18,11 +18,15 @@ function's own code is untouched and unaware:
   event from Lambda multiple times because the queue itself is eventually consistent"
   (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). Applied by
   the local Lambda runtime where it runs Event invocations (lambda_runtime.py), not in workers.
+- ``raise-in=Function.Operation:P``: ``raise-in`` for one operation only (``BatchWriteItem``), so
+  one kind of work fails every time (a poisoned message) while the rest goes on.
+- ``delay-in=Function[.Operation]:S``: each such call waits S seconds first (a slow dependency).
 """
 
 import json
 import os
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +54,13 @@ _THROTTLES: dict[str, tuple[int, dict[str, str], dict[str, Any]]] = {
         {"Type": "User", "message": "Rate Exceeded.", "Reason": "CallerRateLimitExceeded"},
     ),
 }
-FAULT_KINDS = (*(f"{service}-throttle" for service in _THROTTLES), "raise-in", "crash-in", "duplicate-async")
+FAULT_KINDS = (
+    *(f"{service}-throttle" for service in _THROTTLES),
+    "raise-in",
+    "crash-in",
+    "delay-in",
+    "duplicate-async",
+)
 CRASH_EXIT_CODE = 137
 # The longest wait before a later duplicate delivery, in unscaled seconds.
 DUPLICATE_MAX_DELAY_SECONDS = 5.0
@@ -69,12 +79,14 @@ class Faults:
     """Every fault the local stack was started with."""
 
     throttles: dict[str, float] = field(default_factory=dict)
+    # Keyed by "Function" or "Function.Operation" (raise-in and delay-in).
     raise_in: dict[str, float] = field(default_factory=dict)
     crash_in: dict[str, float] = field(default_factory=dict)
+    delay_in: dict[str, float] = field(default_factory=dict)
     duplicate_async: float = 0.0
 
     def __bool__(self) -> bool:
-        return bool(self.throttles or self.raise_in or self.crash_in or self.duplicate_async)
+        return bool(self.throttles or self.raise_in or self.crash_in or self.delay_in or self.duplicate_async)
 
     def for_function(self, logical_id: str, name: str) -> dict[str, Any]:
         """The faults one function's workers install (JSON-serialisable, for the bootstrap)."""
@@ -82,7 +94,27 @@ class Faults:
         def pick(table: dict[str, float]) -> float:
             return table.get(logical_id, table.get(name, 0.0))
 
-        return {"throttles": self.throttles, "raise": pick(self.raise_in), "crash": pick(self.crash_in)}
+        def per_operation(table: dict[str, float]) -> dict[str, float]:
+            return {
+                operation: value
+                for key, value in table.items()
+                for function, _, operation in [key.partition(".")]
+                if operation and function in (logical_id, name)
+            }
+
+        chosen: dict[str, Any] = {
+            "throttles": self.throttles,
+            "raise": pick(self.raise_in),
+            "crash": pick(self.crash_in),
+        }
+        if raise_operations := per_operation(self.raise_in):
+            chosen["raise_operations"] = raise_operations
+        delays = per_operation(self.delay_in)
+        if pick(self.delay_in):
+            delays["*"] = pick(self.delay_in)
+        if delays:
+            chosen["delay"] = delays
+        return chosen
 
 
 def parse_faults(options: list[str]) -> Faults:
@@ -91,29 +123,43 @@ def parse_faults(options: list[str]) -> Faults:
     raise_in: dict[str, float] = {}
     crash_in: dict[str, float] = {}
     duplicate_async = 0.0
+    delay_in: dict[str, float] = {}
     for option in options:
         kind, _, value = option.partition("=")
         if kind == "duplicate-async":
             duplicate_async = _probability(option, value)
         elif kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
             throttles[kind.removesuffix("-throttle")] = _probability(option, value)
-        elif kind in ("raise-in", "crash-in"):
-            function, _, probability = value.rpartition(":")
-            if not function:
-                raise FaultError(f"{option}: expected {kind}=<Function>:<probability>")
-            (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, probability)
+        elif kind in ("raise-in", "crash-in", "delay-in"):
+            function, _, number = value.rpartition(":")
+            if not function or (kind == "crash-in" and "." in function):
+                what = "seconds" if kind == "delay-in" else "probability"
+                operation = "" if kind == "crash-in" else "[.<Operation>]"
+                raise FaultError(f"{option}: expected {kind}=<Function>{operation}:<{what}>")
+            if kind == "delay-in":
+                delay_in[function] = _seconds(option, number)
+            else:
+                (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, number)
         else:
             raise FaultError(f"{option}: unknown fault; known: {', '.join(FAULT_KINDS)}")
-    return Faults(throttles, raise_in, crash_in, duplicate_async)
+    return Faults(throttles, raise_in, crash_in, delay_in, duplicate_async)
+
+
+def _seconds(option: str, text: str) -> float:
+    return _number(option, text, 900, "a number of seconds", "the delay must be between 0 and 900 seconds")
 
 
 def _probability(option: str, text: str) -> float:
+    return _number(option, text, 1, "a probability", "the probability must be between 0 and 1")
+
+
+def _number(option: str, text: str, most: float, what: str, bounds: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise FaultError(f"{option}: {text!r} is not a probability") from None
-    if not 0 <= value <= 1:
-        raise FaultError(f"{option}: the probability must be between 0 and 1")
+        raise FaultError(f"{option}: {text!r} is not {what}") from None
+    if not 0 <= value <= most:
+        raise FaultError(f"{option}: {bounds}")
     return value
 
 
@@ -146,8 +192,11 @@ def install(faults: dict[str, Any], rng: random.Random | None = None) -> None:
         if probability > 0:
             events.register(f"before-send.{service}", _throttler(service, probability, chance))
     raise_probability, crash_probability = faults.get("raise", 0.0), faults.get("crash", 0.0)
-    if raise_probability > 0 or crash_probability > 0:
-        events.register("before-call", _saboteur(raise_probability, crash_probability, chance))
+    operations, delays = faults.get("raise_operations", {}), faults.get("delay", {})
+    if raise_probability > 0 or crash_probability > 0 or operations or delays:
+        events.register(
+            "before-call", _saboteur(raise_probability, crash_probability, chance, operations, delays)
+        )
 
 
 def _throttler(service: str, probability: float, chance: random.Random) -> Any:
@@ -163,12 +212,21 @@ def _throttler(service: str, probability: float, chance: random.Random) -> Any:
     return throttle
 
 
-def _saboteur(raise_probability: float, crash_probability: float, chance: random.Random) -> Any:
+def _saboteur(
+    raise_probability: float,
+    crash_probability: float,
+    chance: random.Random,
+    raise_operations: dict[str, float] | None = None,
+    delays: dict[str, float] | None = None,
+) -> Any:
     def sabotage(event_name: str, **_: Any) -> None:
         operation = event_name.removeprefix("before-call.")
+        name = operation.rpartition(".")[2]  # "dynamodb.BatchWriteItem" -> "BatchWriteItem"
+        if delay := (delays or {}).get(name, (delays or {}).get("*", 0.0)):
+            time.sleep(delay)
         if chance.random() < crash_probability:
             os._exit(CRASH_EXIT_CODE)
-        if chance.random() < raise_probability:
+        if chance.random() < max(raise_probability, (raise_operations or {}).get(name, 0.0)):
             raise InjectedFault(f"Injected fault (raise-in) before {operation}")
 
     return sabotage

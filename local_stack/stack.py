@@ -131,7 +131,7 @@ class LocalStack:
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
         parameters = parameter_values(expanded.get("Parameters", {}), options.params)
         # What CloudFormation refuses before creating anything, the local stack refuses at start.
-        check_template_rules(expanded, parameters, options.region)
+        check_template_rules(expanded, parameters, options.region, options.params)
         resolver = Resolver(
             parameters=parameters,
             region=options.region,

@@ -70,6 +70,7 @@ def job_status(job_id: str) -> Response[str]:
         failed=job.failed,
         processed=job.processed,
         created_at=job.created_at,
+        updated_at=job.updated_at or job.created_at,
         results_url=_base_url() + f"jobs/{job.job_id}/results",
     )
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())

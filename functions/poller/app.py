@@ -1,5 +1,5 @@
 """The poller: one loop over the bulk queue. Started (and re-invoked by itself) with a
-LoopInvocation {queue_url, token, loop_id}; the loop itself is shortener.logic.poller."""
+LoopInvocation {queue_url, token, loop_id, seq}; the loop itself is shortener.logic.poller."""
 
 from functools import lru_cache
 from typing import Any
@@ -44,6 +44,7 @@ def poll_loop() -> PollLoop:
             reinvoke_margin_seconds=settings.REINVOKE_MARGIN_SECONDS,
             receive_wait_seconds=settings.RECEIVE_WAIT_SECONDS,
             heartbeat_interval_seconds=settings.HEARTBEAT_INTERVAL_SECONDS,
+            visibility_timeout_seconds=settings.VISIBILITY_TIMEOUT_SECONDS,
             metrics_flush_seconds=settings.METRICS_FLUSH_SECONDS,
         ),
     )
@@ -59,4 +60,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         return context.get_remaining_time_in_millis() / 1000
 
     report = poll_loop().run(loop, context.function_name, seconds_left)
-    return {"stopped": report.stopped, "reinvoked": report.reinvoked, "messages": report.messages}
+    return {
+        "stopped": report.stopped,
+        "claimed": report.claimed,
+        "reinvoked": report.reinvoked,
+        "messages": report.messages,
+    }

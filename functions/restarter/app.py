@@ -1,6 +1,7 @@
 """The restarter, on a schedule: reconcile every configured queue with its backlog (which also keeps
-the minimum number of loops running), then revive loops whose heartbeat went stale. The rules live
-in shortener.logic.healing and shortener.logic.scaling."""
+the minimum number of loops running), revive loops whose heartbeat went stale, and settle the
+rows of messages that reached a dead-letter queue, so every job ends. The rules live in
+shortener.logic.healing, shortener.logic.scaling and shortener.logic.dead_letters."""
 
 from functools import lru_cache
 from typing import Any
@@ -8,8 +9,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shortener.dal.jobs import JobsStore
 from shortener.dal.loops import LoopsStore, LoopStarter
+from shortener.dal.queue import BulkQueue
 from shortener.dal.queue_metrics import QueueMetrics
+from shortener.logic.dead_letters import DeadLetterSettler
 from shortener.logic.healing import heal_and_reconcile
 from shortener.logic.scaling import LoopBounds, LoopScaler
 from shortener.observability import logger, metrics, tracer
@@ -33,17 +37,42 @@ def scaler() -> LoopScaler:
     )
 
 
+@lru_cache(maxsize=1)
+def dead_letters() -> DeadLetterSettler:
+    settings = restarter_settings()
+    return DeadLetterSettler(
+        JobsStore(settings.JOBS_TABLE),
+        BulkQueue(),
+        QueueMetrics(),
+        retention_days=settings.JOB_RETENTION_DAYS,
+    )
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The scheduled event carries nothing the restarter needs: every run does the same work.
     report = heal_and_reconcile(
-        scaler(), tokens(), scaler().targets(), restarter_settings().STALE_HEARTBEAT_SECONDS
+        scaler(),
+        tokens(),
+        scaler().targets(),
+        restarter_settings().STALE_HEARTBEAT_SECONDS,
+        dead_letters=dead_letters(),
     )
-    changed = report.revived or any(outcome.started or outcome.stopped for outcome in report.reconciled)
+    changed = (
+        report.revived
+        or report.failed
+        or any(outcome.started or outcome.stopped for outcome in report.reconciled)
+        or any(
+            settled.settled or settled.already_recorded or settled.unreadable
+            for settled in report.dead_letters
+        )
+    )
     # Every minute: a line only when something was done, so the log shows the healing.
-    if changed:
+    if report.errors or report.failed:
+        logger.error("Loops healed and reconciled, with failures", extra=report.model_dump())
+    elif changed:
         logger.info("Loops healed and reconciled", extra=report.model_dump())
     else:
         logger.debug("Loops healthy", extra=report.model_dump())
@@ -55,4 +84,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     # Loops running after this run, every minute: the dashboard's "Loops running".
     running = sum(outcome.loops_after or 0 for outcome in report.reconciled)
     metrics.add_metric(name="LoopsRunning", unit=MetricUnit.Count, value=running)
+    metrics.add_metric(name="LoopStartsFailed", unit=MetricUnit.Count, value=len(report.failed))
+    metrics.add_metric(name="RestarterErrors", unit=MetricUnit.Count, value=len(report.errors))
+    rows = sum(settled.rows_failed for settled in report.dead_letters)
+    metrics.add_metric(name="DeadLetterRowsFailed", unit=MetricUnit.Count, value=rows)
     return report.model_dump()

@@ -32,12 +32,17 @@ def report(outcomes: list[ScalingOutcome]) -> None:
     for outcome in outcomes:
         if outcome.action == "unknown_queue":
             logger.warning("Alarm for a queue this scaler does not manage", extra=outcome.model_dump())
+        elif outcome.failed:
+            # The restarter's next run revives these tokens.
+            logger.error("Scaling outcome, with loops that failed to start", extra=outcome.model_dump())
         else:
             logger.info("Scaling outcome", extra=outcome.model_dump())
     started = sum(len(outcome.started) for outcome in outcomes)
     stopped = sum(len(outcome.stopped) for outcome in outcomes)
+    failed = sum(len(outcome.failed) for outcome in outcomes)
     metrics.add_metric(name="LoopsStarted", unit=MetricUnit.Count, value=started)
     metrics.add_metric(name="LoopsStopped", unit=MetricUnit.Count, value=stopped)
+    metrics.add_metric(name="LoopStartsFailed", unit=MetricUnit.Count, value=failed)
 
 
 @logger.inject_lambda_context

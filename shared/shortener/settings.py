@@ -90,6 +90,9 @@ class PollerSettings(TablesMixin, LinksMixin):
     RECEIVE_WAIT_SECONDS: int = Field(default=20, ge=0, le=20)
     # Long work refreshes the heartbeat this often, far inside the restarter's stale threshold.
     HEARTBEAT_INTERVAL_SECONDS: float = Field(default=30, gt=0)
+    # The bulk queue's visibility timeout (the template sets both from one parameter): a batch
+    # still being processed has its messages' timeout renewed every third of it.
+    VISIBILITY_TIMEOUT_SECONDS: int = Field(default=120, ge=3, le=43_200)
     # Metrics are written this often (Powertools flushes only when the handler returns).
     METRICS_FLUSH_SECONDS: float = Field(default=60, gt=0)
     # Parallel DynamoDB writes while one message is processed.
@@ -116,6 +119,9 @@ class RestarterSettings(LoopsMixin):
     """The restarter."""
 
     STALE_HEARTBEAT_SECONDS: int = Field(default=180, ge=1)
+    JOBS_TABLE: str = ""
+    # How long the chunk items of dead-lettered rows are kept (as a delivery's would be).
+    JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
 
 
 class AuthorizerSettings(_FromEnvironment):

@@ -7,9 +7,11 @@ from typing import Any
 import boto3
 import pytest
 
+from shortener.dal.aws import DynamoDBTable
 from shortener.logic.codes import hash_code_candidates
 from shortener.settings import api_settings
 from tests.support.api import call, get_code, post_json, response_header
+from tests.support.bulk import cancel_for_throttling
 from tests.support.events import api_event
 
 
@@ -234,3 +236,45 @@ def test_bad_input_writes_nothing(api: ModuleType, tables: dict[str, str]) -> No
         )
     # Then nothing at all was written: no link, no claim, not even the id counter
     assert boto3.client("dynamodb").scan(TableName=tables["LINKS_TABLE"])["Count"] == 0
+
+
+@pytest.fixture
+def no_pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The stores' retry pauses, recorded instead of slept."""
+    pauses: list[float] = []
+    monkeypatch.setattr(DynamoDBTable, "sleep", staticmethod(pauses.append))
+    return pauses
+
+
+def test_a_transaction_throttled_beyond_the_retries_is_a_503_that_says_so(
+    api: ModuleType, no_pauses: list[float]
+) -> None:
+    # Given DynamoDB throttling every transaction that writes a new link with its find-if-exists claim
+    from shortener.dal import aws
+
+    injected = cancel_for_throttling(aws.dynamodb(), times=1000, items=2)
+    # When a URL is shortened
+    answer = post_json(api, {"url": "https://example.com/throttled"})
+    # Then the answer is a 503 with a clear message, after a bounded number of tries with pauses
+    assert answer["statusCode"] == 503
+    body = json.loads(answer["body"])
+    assert body["error"] == "throttled"
+    assert "try again" in body["message"]
+    assert injected() == 8
+    assert len(no_pauses) == 7
+
+
+def test_a_transaction_throttled_a_few_times_still_creates_the_link(
+    api: ModuleType, no_pauses: list[float]
+) -> None:
+    # Given DynamoDB throttling the next two transactions
+    from shortener.dal import aws
+
+    injected = cancel_for_throttling(aws.dynamodb(), times=2, items=2)
+    # When a URL is shortened
+    answer = post_json(api, {"url": "https://example.com/throttled-briefly"})
+    # Then it is created, once the throttling passed
+    assert answer["statusCode"] == 201
+    assert injected() == 2
+    code = json.loads(answer["body"])["code"]
+    assert get_code(api, code)["statusCode"] == 301

@@ -12,6 +12,7 @@ import boto3
 import pytest
 
 from shortener.dal import aws as aws_clients
+from shortener.dal.aws import DynamoDBTable
 from shortener.dal.jobs import JobsStore
 from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore
@@ -19,11 +20,13 @@ from shortener.dal.queue import BulkQueue
 from shortener.logic.bulk import ChunkProcessor
 from shortener.logic.codes import code_generator, hash_code_candidates
 from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
+from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
 from shortener.models.loops import LoopInvocation
 from shortener.services import link_service
 from shortener.settings import poller_settings
 from tests.support.api import call, get_code, post_json
 from tests.support.bulk import (
+    cancel_for_throttling,
     create_bulk_queues,
     csv_text,
     dead_letter_queue_url,
@@ -123,6 +126,20 @@ def queue_is_empty(queue_url: str) -> bool:
     return not any(int(count) for count in attributes.values())
 
 
+def chunk_processor(client: Any = None) -> ChunkProcessor:
+    """A ChunkProcessor composed as the poller composes it (optionally over another client)."""
+    settings = poller_settings()
+    return ChunkProcessor(
+        LinksStore(settings.LINKS_TABLE, client=client),
+        JobsStore(settings.JOBS_TABLE, client=client),
+        link_service(settings),
+        code_generator(settings.CODE_ALPHABET),
+        settings.url_policy(),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+    )
+
+
 def drain(
     tables: dict[str, str],
     queue_url: str,
@@ -137,16 +154,7 @@ def drain(
     however slow the machine is; DRAIN_DEADLINE_SECONDS only bounds a hang."""
     from shortener.observability import metrics  # after the fixtures set the metrics namespace
 
-    settings = poller_settings()
-    processor = ChunkProcessor(
-        LinksStore(settings.LINKS_TABLE, client=links_client),
-        JobsStore(settings.JOBS_TABLE, client=links_client),
-        link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
-        settings.url_policy(),
-        strategy=settings.CODE_STRATEGY,
-        find_if_exists=settings.FIND_IF_EXISTS,
-    )
+    processor = chunk_processor(links_client)
     loop = PollLoop(
         LoopsStore(tables["TOKENS_TABLE"]),
         queue or BulkQueue(),
@@ -544,3 +552,210 @@ def test_under_the_hash_strategy_rows_get_hash_codes_and_a_redelivery_the_same_o
     assert codes == [next(hash_code_candidates(line["url"])) for line in lines]
     assert status(api, job_id)["succeeded"] == 30
     assert link_count(bulk_env) == 30
+
+
+def test_a_row_throttled_beyond_the_retries_fails_its_message_not_the_row(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose custom code is in the generated space (its write is a transaction), and
+    # DynamoDB throttling every try of that transaction on the first delivery
+    monkeypatch.setattr(DynamoDBTable, "sleep", staticmethod(lambda _: None))
+    queue_url = make_queue(monkeypatch, visibility_timeout=1)
+    custom = code_generator(poller_settings().CODE_ALPHABET).encode(10**9)
+    job_id = upload(
+        api,
+        csv_text(
+            [["https://example.com/custom", custom], ["https://example.com/plain", ""]], ("url", "code")
+        ),
+    )
+    injected = cancel_for_throttling(aws_clients.dynamodb(), times=8, items=3)
+    # When a loop processes it
+    first = drain(bulk_env, queue_url, seconds=0.5)
+    # Then the message failed (it comes back), and no row was given a wrong outcome
+    assert (first.failed_messages, injected()) == (1, 8)
+    assert status(api, job_id)["status"] == "queued"
+    assert results(api, job_id) == []
+    # And once the throttling has passed, the redelivery gives every row its code
+    drain(bulk_env, queue_url, seconds=2.5)
+    lines = results(api, job_id)
+    assert lines[0]["code"] == custom
+    assert all(line["code"] and not line["error"] for line in lines)
+    assert status(api, job_id)["status"] == "done"
+
+
+# ---- dead letters: every job ends ---------------------------------------------------------------
+
+
+def refusing_link_writes() -> Any:
+    """A DynamoDB client whose BatchWriteItem is always refused (a bug that no retry cures): every
+    message with generated rows fails on every delivery."""
+    client = boto3.client("dynamodb")
+    throttle(client, "BatchWriteItem", 10_000, error_code="ValidationException")
+    return client
+
+
+def restarter_for(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The restarter function, managing the test's bulk queue; its loop starts are recorded."""
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "restarter")
+    monkeypatch.setenv("LOOP_FUNCTIONS", json.dumps({queue_url.rsplit("/", 1)[-1]: "test-poller"}))
+    monkeypatch.setenv("MIN_LOOPS", "1")
+    monkeypatch.setenv("MAX_LOOPS", "2")
+    from functions.restarter import app
+    from shortener.settings import restarter_settings
+
+    restarter_settings.cache_clear()
+    monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
+    for cached in (app.tokens, app.scaler, app.dead_letters):
+        cached.cache_clear()
+    app.scaler().starter = RecordingStarter()
+    return app
+
+
+def run_restarter(restarter: ModuleType) -> dict[str, Any]:
+    from tests.support.lambda_context import FakeLambdaContext
+
+    return dict(
+        restarter.lambda_handler({"source": "aws.events"}, FakeLambdaContext(function_name="restarter"))
+    )
+
+
+def dead_letters_waiting() -> int:
+    """Messages in the dead-letter queue, visible or not."""
+    names: Any = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=dead_letter_queue_url(), AttributeNames=names
+    )
+    return sum(int(attributes["Attributes"][name]) for name in names)
+
+
+def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_rows_failed(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue that dead-letters a message after two receives, a job of 300 generated rows
+    # (two messages) whose link writes are always refused, and a job of custom codes that is fine
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=2)
+    poisoned = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(300)]))
+    fine = upload(api, csv_text([["https://example.com/fine", "fine-code"]], ("url", "code")))
+    # When the loops have received the poisoned messages until SQS moved them to the DLQ, and the
+    # scheduled restarter runs
+    drain(bulk_env, queue_url, seconds=3.5, links_client=refusing_link_writes())
+    assert status(api, poisoned)["status"] == "queued"
+    assert dead_letters_waiting() == 2
+    report = run_restarter(restarter_for(queue_url, monkeypatch))
+    # Then the poisoned job is done, each of its rows failed with the reason, in input order
+    job = status(api, poisoned)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 0, 300)
+    lines = results(api, poisoned)
+    assert [int(line["row"]) for line in lines] == list(range(1, 301))
+    assert all(line["error"].startswith("dead_letter: this row's message failed 2 times") for line in lines)
+    assert all(line["url"] == f"https://example.com/{n}" and not line["code"] for n, line in enumerate(lines))
+    # And the other job was not touched, the dead-letter queue is empty, and the run says so
+    assert status(api, fine)["succeeded"] == 1
+    assert dead_letters_waiting() == 0
+    [settled] = report["dead_letters"]
+    assert (settled["settled"], settled["rows_failed"]) == (2, 300)
+
+
+def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a dead-lettered message of a job, whose settlement dies after recording it (before
+    # the message is deleted)
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    drain(bulk_env, queue_url, seconds=2.5, links_client=refusing_link_writes())
+    # (a dead letter received and not deleted is visible again at once)
+    sqs = boto3.client("sqs")
+    sqs.set_queue_attributes(QueueUrl=dead_letter_queue_url(), Attributes={"VisibilityTimeout": "0"})
+    [message] = sqs.receive_message(QueueUrl=dead_letter_queue_url(), WaitTimeSeconds=0)["Messages"]
+    restarter = restarter_for(queue_url, monkeypatch)
+    with pytest.MonkeyPatch.context() as dying:
+        dying.setattr(BulkQueue, "delete", lambda *_: (_ for _ in ()).throw(RuntimeError("died")))
+        with pytest.raises(RuntimeError):
+            restarter.dead_letters().settle(restarter.scaler().targets()[0])
+    assert dead_letters_waiting() == 1
+    # When the next run settles it again, and a slow delivery of the same chunk then succeeds
+    run_restarter(restarter)
+    late = drain_message(message["Body"])
+    # Then the rows are recorded once, as dead letters, and counted once; the late success stands
+    # down (its links exist, but no row was given them)
+    assert late.counted is False
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 0, 20)
+    assert all(line["error"].startswith("dead_letter:") for line in results(api, job_id))
+    assert dead_letters_waiting() == 0
+
+
+def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_keeps_its_codes(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a message whose delivery recorded and counted its rows, but which SQS moved to the
+    # dead-letter queue anyway (its delete never got through)
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    [message] = boto3.client("sqs").receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)["Messages"]
+    drain_message(message["Body"])
+    codes = [line["code"] for line in results(api, job_id)]
+    boto3.client("sqs").send_message(QueueUrl=dead_letter_queue_url(), MessageBody=message["Body"])
+    # When the restarter settles the dead-letter queue
+    report = run_restarter(restarter_for(queue_url, monkeypatch))
+    # Then the delivery's outcomes stand, counted once, and the message is gone
+    assert [line["code"] for line in results(api, job_id)] == codes
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 20, 0)
+    assert report["dead_letters"][0]["already_recorded"] == 1
+    assert dead_letters_waiting() == 0
+
+
+def drain_message(body: str) -> Any:
+    """Process one message body as a loop would (a delivery that arrives late)."""
+    return chunk_processor().process(ChunkMessage.model_validate_json(body))
+
+
+def test_a_job_shows_when_it_last_made_progress(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    # Given a job just uploaded
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(300)]))
+    queued = status(api, job_id)
+    assert queued["updated_at"] == queued["created_at"]
+    # When its chunks are processed
+    drain(bulk_env, queue_url)
+    # Then its status says when the last one was counted
+    done = status(api, job_id)
+    assert done["status"] == "done"
+    assert done["updated_at"] > done["created_at"]
+
+
+@pytest.mark.parametrize("first", ["dead letter", "delivery"])
+def test_whichever_records_a_chunk_first_stands(tables: dict[str, str], first: str) -> None:
+    # Given a chunk of two rows, with outcomes from a delivery and from the dead-letter settlement
+    store = JobsStore(tables["JOBS_TABLE"])
+    job_id = "a" * 32
+    codes = [
+        RowOutcome(row=1, url="https://a.example/", code="c1"),
+        RowOutcome(row=2, url="https://b.example/", code="c2"),
+    ]
+    errors = [RowOutcome(row=n, url=o.url, error="dead_letter: failed") for n, o in enumerate(codes, start=1)]
+    outcomes_of = {"dead letter": errors, "delivery": codes}
+
+    def record(who: str) -> RecordedChunk:
+        return store.record_outcomes(
+            job_id,
+            0,
+            first_row=1,
+            outcomes=outcomes_of[who],
+            now=1,
+            expires_at=9,
+            dead_letter=who == "dead letter",
+        )
+
+    second = "delivery" if first == "dead letter" else "dead letter"
+    # When both record it, one after the other
+    stood = record(first)
+    again = record(second)
+    # Then the first one's outcomes and counts stand, and the second one is told them
+    assert again == stood
+    assert stood.dead_letter == (first == "dead letter")
+    [(_, outcomes)] = list(store.iter_chunk_outcomes(job_id))
+    assert outcomes == (errors if first == "dead letter" else codes)

@@ -1,6 +1,8 @@
-"""The loop's life under moto's tokens table: it keeps going through errors, and stops only when its
-token is deleted or taken over by another loop id."""
+"""The loop's life under moto's tokens table: it keeps going through errors, stops only when its
+token is deleted, taken over by another loop id, or claimed by another delivery of its event (the
+fence), and leaves its token for the restarter when its successor cannot be started."""
 
+import threading
 import uuid
 from typing import Any
 
@@ -32,6 +34,9 @@ class EmptyQueue:
         return []
 
     def delete(self, queue_url: str, receipt_handles: Any) -> int:
+        return 0
+
+    def extend_visibility(self, queue_url: str, receipt_handles: Any, timeout_seconds: int) -> int:
         return 0
 
 
@@ -78,13 +83,14 @@ def test_a_loop_with_its_token_polls_until_the_margin_and_then_reinvokes_itself(
     starter, queue = RecordingStarter(), EmptyQueue()
     # When it runs
     report = run(store, loop, starter, queue)
-    # Then it polled several times and started its successor with the same invocation
+    # Then it polled several times and started its successor, the next invocation of the loop
     assert queue.receives > 1
     assert (report.stopped, report.reinvoked) == (False, True)
-    assert starter.started == [loop]
-    # And its heartbeat was recorded
+    assert starter.started == [loop.successor()]
+    # And its heartbeat was recorded, with the sequence number it claimed
     [token] = store.list_for_queue(QUEUE_URL)
     assert token.last_used is not None
+    assert (token.seq, token.loop_id) == (loop.seq, loop.loop_id)
 
 
 def test_a_deleted_token_stops_its_loop(store: LoopsStore) -> None:
@@ -115,4 +121,62 @@ def test_a_replaced_loop_id_stops_the_old_loop_but_not_the_new_one(store: LoopsS
     new_report = run(store, new, new_starter, EmptyQueue())
     # Then the old one stops and only the new one goes on
     assert old_report.stopped and old_starter.started == []
-    assert not new_report.stopped and new_starter.started == [new]
+    assert not new_report.stopped and new_starter.started == [new.successor()]
+
+
+def test_two_deliveries_of_one_event_run_one_invocation(store: LoopsStore) -> None:
+    # Given a loop's event that Lambda delivers twice, to two invocations at once
+    event = store.create(QUEUE_URL).invocation()
+    first, second = (RecordingStarter(), EmptyQueue()), (RecordingStarter(), EmptyQueue())
+    barrier = threading.Barrier(2)
+    reports: dict[str, Any] = {}
+
+    def deliver(name: str, starter: RecordingStarter, queue: EmptyQueue) -> None:
+        barrier.wait()
+        reports[name] = run(store, event, starter, queue)
+
+    # When both run
+    threads = [
+        threading.Thread(target=deliver, args=("first", *first)),
+        threading.Thread(target=deliver, args=("second", *second)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Then exactly one claimed the token, polled and started the successor; the other stopped at
+    # its first heartbeat without receiving anything
+    claimed = [name for name, report in reports.items() if report.claimed]
+    assert len(claimed) == 1
+    runner, stopper = (first, second) if claimed == ["first"] else (second, first)
+    assert reports[claimed[0]].reinvoked and runner[0].started == [event.successor()]
+    [other] = set(reports) - set(claimed)
+    assert reports[other].stopped and (stopper[1].receives, stopper[0].started) == (0, [])
+
+
+def test_a_redelivered_event_after_its_invocation_finished_stops_at_once(store: LoopsStore) -> None:
+    # Given an invocation that ran to its end and started its successor
+    event = store.create(QUEUE_URL).invocation()
+    assert run(store, event, RecordingStarter(), EmptyQueue()).reinvoked
+    # When Lambda delivers (or retries) the same event later
+    starter, queue = RecordingStarter(), EmptyQueue()
+    report = run(store, event, starter, queue)
+    # Then it stops at its first heartbeat, and the successor still claims the token
+    assert report.stopped and (queue.receives, starter.started) == (0, [])
+    assert run(store, event.successor(), RecordingStarter(), EmptyQueue()).claimed
+
+
+def test_a_successor_that_cannot_be_started_leaves_the_token_to_the_restarter(store: LoopsStore) -> None:
+    # Given a loop whose successor's invoke is refused every time
+    event = store.create(QUEUE_URL).invocation()
+
+    class Refusing(RecordingStarter):
+        def start(self, function_name: str, loop: LoopInvocation) -> None:
+            raise ConnectionError("Lambda refused the invoke")
+
+    # When it reaches its end, the invocation fails
+    with pytest.raises(ConnectionError):
+        run(store, event, Refusing(), EmptyQueue())
+    # Then its token has no heartbeat any more: stale at the restarter's next run
+    [token] = store.list_for_queue(QUEUE_URL)
+    assert token.last_used is None and token.seq == event.seq

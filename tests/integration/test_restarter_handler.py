@@ -139,8 +139,8 @@ def test_a_slow_loop_stops_once_its_token_was_taken_over(
     with frozen(LATER):
         revive_stale_loops(store, starter, {queue_url: FUNCTION_NAME}, STALE_AFTER)
         # Then the old loop's next heartbeat fails (it must stop) and the new loop's succeeds
-        assert store.heartbeat(slow.invocation()) is False
-        assert store.heartbeat(starter.started[0][1]) is True
+        assert store.heartbeat(slow.invocation(), holder="old") is False
+        assert store.heartbeat(starter.started[0][1], holder="new") is True
 
 
 def test_the_scheduled_run_revives_stale_loops_and_keeps_the_minimum(
@@ -189,3 +189,25 @@ def test_the_scheduled_run_adds_loops_for_a_persistent_backlog(
         slot_token(s) for s in range(4)
     ]
     assert sorted(starter.tokens) == [slot_token(2), slot_token(3)]
+
+
+def test_a_loop_whose_start_failed_is_revived_by_the_next_scheduled_run(
+    restarter: ModuleType, store: LoopsStore, queue_url: str, starter: RecordingStarter
+) -> None:
+    # Given the minimum of two stale loops, and a Lambda that refuses the first invoke
+    with frozen(T0):
+        for slot in range(2):
+            store.claim(queue_url, slot_token(slot))
+    starter.failures = 1
+    # When the scheduled restarter runs
+    with frozen(LATER):
+        first = run(restarter)
+    # Then the other loop was revived, and the failed one has no heartbeat left in the table
+    assert len(first["revived"]) == 1 and len(first["failed"]) == 1
+    rows = {token.token: token for token in store.list_for_queue(queue_url)}
+    assert rows[first["failed"][0]].last_used is None
+    # And the next run, a minute later, revives it
+    with frozen(LATER + timedelta(seconds=60)):
+        second = run(restarter)
+    assert second["revived"] == first["failed"]
+    assert sorted(starter.tokens) == [slot_token(0), slot_token(1)]

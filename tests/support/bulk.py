@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 
-from local_stack.template import resources_of_type
+from local_stack.template import load_template, resources_of_type
 
 BOUNDARY = "----bulk-test-boundary"
 
@@ -45,7 +45,12 @@ def dead_letter_queue_url() -> str:
 
 
 def _queue_attributes(resource: dict[str, Any]) -> dict[str, str]:
-    properties = resource["Properties"]
+    parameters = load_template()["Parameters"]
+    # A property set from a template parameter takes the parameter's default, as a deploy would.
+    properties = {
+        key: parameters[value["Ref"]]["Default"] if isinstance(value, dict) and "Ref" in value else value
+        for key, value in resource["Properties"].items()
+    }
     return {
         key: str(properties[key]).lower() if isinstance(properties[key], bool) else str(properties[key])
         for key in (
@@ -98,12 +103,31 @@ class PollerContext:
         return max(0, int((self.budget_seconds - (time.monotonic() - self.started)) * 1000))
 
 
+def cancel_for_throttling(client: Any, times: int, items: int) -> Callable[[], int]:
+    """Make the next ``times`` TransactWriteItems calls on ``client`` come back cancelled because
+    DynamoDB throttled their first item (the answer DynamoDB gives, which botocore does not retry)."""
+    reasons = [{"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity"}]
+    reasons += [{"Code": "None"}] * (items - 1)
+    return throttle(
+        client,
+        "TransactWriteItems",
+        times,
+        error_code="TransactionCanceledException",
+        fields={"CancellationReasons": reasons},
+    )
+
+
 def throttle(
-    client: Any, operation: str, times: int, *, error_code: str = "ProvisionedThroughputExceededException"
+    client: Any,
+    operation: str,
+    times: int,
+    *,
+    error_code: str = "ProvisionedThroughputExceededException",
+    fields: dict[str, Any] | None = None,
 ) -> Callable[[], int]:
     """Make the next ``times`` calls of ``operation`` on ``client`` fail at the HTTP level with
-    ``error_code`` (so botocore's retry logic sees them, as it would see AWS). A function that
-    tells how many were injected."""
+    ``error_code`` and any further error ``fields`` (so botocore's retry logic sees them, as it
+    would see AWS). A function that tells how many were injected."""
     injected = 0
 
     def before_send(request: Any, **_: Any) -> AWSResponse | None:
@@ -112,7 +136,11 @@ def throttle(
             return None
         injected += 1
         body = json.dumps(
-            {"__type": f"com.amazonaws.dynamodb.v20120810#{error_code}", "message": "Throttled"}
+            {
+                "__type": f"com.amazonaws.dynamodb.v20120810#{error_code}",
+                "message": "Throttled",
+                **(fields or {}),
+            }
         )
         answer = AWSResponse(request.url, 400, {"x-amzn-ErrorType": error_code}, _RawBody(body.encode()))
         # botocore calls every before-send hook and uses the first answer; pointing the request

@@ -1,5 +1,6 @@
 """Fakes for the loops' data access: an in-memory tokens table with the same conditional-write
-semantics as LoopsStore, a starter that records the loops it starts, and a gauge of queue depth."""
+semantics as LoopsStore (the fenced heartbeat among them), a starter that records the loops it
+starts, and a gauge of queue depth."""
 
 import threading
 import uuid
@@ -62,20 +63,70 @@ class FakeTokens:
                 return None
             now = clock.epoch_seconds()
             revived = current.model_copy(
-                update={"loop_id": uuid.uuid4().hex, "last_used": now, "started_at": now}
+                update={
+                    "loop_id": uuid.uuid4().hex,
+                    "last_used": now,
+                    "started_at": now,
+                    "seq": 0,
+                    "holder": None,
+                }
             )
             return self.add(revived)
 
+    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool:
+        """LoopsStore.heartbeat: claim ``loop.seq`` from ``loop.seq - 1``, or refresh it as its holder."""
+        with self._lock:
+            current = self.rows.get((loop.queue_url, loop.token))
+            if current is None or current.loop_id != loop.loop_id:
+                return False
+            claims = current.seq == loop.seq - 1
+            refreshes = current.seq == loop.seq and current.holder == holder
+            if not (claims or refreshes):
+                return False
+            self.add(
+                current.model_copy(
+                    update={"seq": loop.seq, "holder": holder, "last_used": clock.epoch_seconds()}
+                )
+            )
+            return True
+
+    def release(self, loop: LoopInvocation, holder: str) -> bool:
+        with self._lock:
+            current = self.rows.get((loop.queue_url, loop.token))
+            if current is None or (current.loop_id, current.seq, current.holder) != (
+                loop.loop_id,
+                loop.seq,
+                holder,
+            ):
+                return False
+            self.add(current.model_copy(update={"last_used": None}))
+            return True
+
+    def mark_unstarted(self, token: LoopToken) -> bool:
+        with self._lock:
+            current = self.rows.get((token.queue_url, token.token))
+            if current is None or current.loop_id != token.loop_id or current.seq != 0 or current.holder:
+                return False
+            self.add(current.model_copy(update={"last_used": None}))
+            return True
+
 
 class RecordingStarter:
-    """Records each loop it is asked to start instead of invoking a function."""
+    """Records each loop it is asked to start instead of invoking a function; ``failures`` makes
+    the next starts raise, as a throttled or refused Invoke would."""
 
-    def __init__(self) -> None:
+    def __init__(self, failures: int = 0) -> None:
         self.started: list[tuple[str, LoopInvocation]] = []
+        self.failures = failures
+        self.attempts = 0
         self._lock = threading.Lock()
 
     def start(self, function_name: str, loop: LoopInvocation) -> None:
         with self._lock:
+            self.attempts += 1
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("Lambda refused the invoke (TooManyRequestsException)")
             self.started.append((function_name, loop))
 
     @property

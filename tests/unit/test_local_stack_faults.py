@@ -6,7 +6,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from botocore.stub import Stubber
 
 from local_stack import faults
@@ -111,3 +111,52 @@ def test_duplicates_come_at_the_given_rate_some_at_once_some_later() -> None:
 def test_every_invocation_is_duplicated_at_probability_one() -> None:
     duplicator = AsyncDuplicator(1.0, rng=random.Random(3))
     assert all(duplicator.second_delivery() is not None for _ in range(100))
+
+
+def test_operation_faults_parse_for_their_function_only() -> None:
+    parsed = parse_faults(
+        [
+            "raise-in=PollerFunction.BatchWriteItem:1",
+            "delay-in=PollerFunction.BatchWriteItem:2.5",
+            "delay-in=Api:1",
+        ]
+    )
+    assert parsed.for_function("PollerFunction", "x") == {
+        "throttles": {},
+        "raise": 0.0,
+        "crash": 0.0,
+        "raise_operations": {"BatchWriteItem": 1.0},
+        "delay": {"BatchWriteItem": 2.5},
+    }
+    assert parsed.for_function("Api", "y")["delay"] == {"*": 1.0}
+    assert "delay" not in parsed.for_function("ScalerFunction", "z")
+
+
+@pytest.mark.parametrize("option", ["delay-in=Fn:-1", "delay-in=Fn:soon", "crash-in=Fn.GetItem:1"])
+def test_bad_operation_faults_are_refused(option: str) -> None:
+    with pytest.raises(FaultError):
+        parse_faults([option])
+
+
+def test_raise_in_one_operation_lets_the_others_through(fresh_session: None) -> None:
+    # Given a fault on GetItem only
+    faults.install({"raise": 0.0, "raise_operations": {"GetItem": 1.0}}, random.Random(1))
+    dynamodb = client(attempts=1)
+    # When both operations are called, Then only GetItem fails
+    with Stubber(dynamodb) as stub:
+        stub.add_response("describe_table", {"Table": {"TableName": "tab"}})
+        assert dynamodb.describe_table(TableName="tab")["Table"]["TableName"] == "tab"
+    with pytest.raises(InjectedFault):
+        dynamodb.get_item(TableName="t", Key={"k": {"S": "1"}})
+
+
+def test_delay_in_waits_before_the_call(fresh_session: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a delay on GetItem (the pause recorded, not slept)
+    waited: list[float] = []
+    monkeypatch.setattr(faults.time, "sleep", waited.append)
+    faults.install({"delay": {"GetItem": 2.5}})
+    dynamodb = client(attempts=1)
+    # When it is called (nothing listens at the endpoint), Then it waited before trying
+    with pytest.raises(BotoCoreError):
+        dynamodb.get_item(TableName="t", Key={"k": {"S": "1"}})
+    assert waited[0] == 2.5

@@ -1,8 +1,10 @@
-"""The loop with fakes: errors never end it, long work refreshes the heartbeat, metrics are flushed
-while it runs, and partial failures delete only what succeeded."""
+"""The loop with fakes: errors never end it, long work refreshes the heartbeat and the messages'
+visibility, metrics are flushed while it runs, partial failures delete only what succeeded, and
+the fence lets one invocation run per token."""
 
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -10,10 +12,13 @@ import pytest
 from shortener.logic.poller import LoopOptions, PollLoop, queue_arn, to_lambda_records
 from shortener.models.jobs import ChunkMessage, ChunkResult
 from shortener.models.loops import LoopInvocation
+from tests.support.loops import FakeTokens
 
 LOOP = LoopInvocation(
-    queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/bulk", token="t1", loop_id="l1"
+    queue_url="https://sqs.eu-west-1.amazonaws.com/123456789012/bulk", token="t1", loop_id="l1", seq=1
 )
+# Long enough for any wait on another thread on a loaded machine; only reached when a test fails.
+DEADLINE_SECONDS = 30
 
 
 class Clock:
@@ -35,26 +40,41 @@ class Clock:
 
 
 class Heartbeats:
-    def __init__(self, alive: Sequence[bool | Exception] = ()) -> None:
+    """Scripted heartbeat answers; ``beaten`` is set once ``wait_for`` calls were made."""
+
+    def __init__(self, alive: Sequence[bool | Exception] = (), wait_for: int = 0) -> None:
         self.answers = list(alive)
         self.calls = 0
+        self.released: list[tuple[LoopInvocation, str]] = []
+        self.wait_for = wait_for
+        self.beaten = threading.Event()
 
-    def heartbeat(self, loop: LoopInvocation) -> bool:
+    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool:
         self.calls += 1
+        if self.calls >= self.wait_for:
+            self.beaten.set()
         answer = self.answers.pop(0) if self.answers else True
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+    def release(self, loop: LoopInvocation, holder: str) -> bool:
+        self.released.append((loop, holder))
+        return True
 
 
 class Queue:
     def __init__(self, batches: Sequence[list[dict[str, Any]] | Exception]) -> None:
         self.batches = list(batches)
         self.deleted: list[str] = []
+        self.receives = 0
+        self.extended: list[tuple[list[str], int]] = []
+        self.extended_event = threading.Condition()
 
     def receive(
         self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
     ) -> list[dict[str, Any]]:
+        self.receives += 1
         batch = self.batches.pop(0) if self.batches else []
         if isinstance(batch, Exception):
             raise batch
@@ -64,18 +84,38 @@ class Queue:
         self.deleted.extend(receipt_handles)
         return 0
 
+    def extend_visibility(self, queue_url: str, receipt_handles: Sequence[str], timeout_seconds: int) -> int:
+        with self.extended_event:
+            self.extended.append((list(receipt_handles), timeout_seconds))
+            self.extended_event.notify_all()
+        return 0
+
+    def wait_for_extensions(self, count: int, including: str) -> None:
+        """Block until ``count`` extensions included ``including`` (the keeper runs on its own)."""
+        with self.extended_event:
+            assert self.extended_event.wait_for(
+                lambda: sum(including in handles for handles, _ in self.extended) >= count, DEADLINE_SECONDS
+            ), f"no {count} visibility extensions of {including}"
+
 
 class Processor:
     def __init__(
-        self, clock: Clock, seconds_per_message: float = 0, fail_chunks: frozenset[int] = frozenset()
+        self,
+        clock: Clock,
+        seconds_per_message: float = 0,
+        fail_chunks: frozenset[int] = frozenset(),
+        during: dict[int, Callable[[], None]] | None = None,
     ) -> None:
         self.clock = clock
         self.seconds_per_message = seconds_per_message
         self.fail_chunks = fail_chunks
+        self.during = during or {}  # chunk -> what happens (elsewhere) while it is processed
         self.processed: list[int] = []
 
     def process(self, message: ChunkMessage) -> ChunkResult:
         self.clock.now += self.seconds_per_message
+        if message.chunk in self.during:
+            self.during[message.chunk]()
         if message.chunk in self.fail_chunks:
             raise RuntimeError("DynamoDB is having a bad day")
         self.processed.append(message.chunk)
@@ -117,13 +157,14 @@ def message(chunk: int) -> dict[str, Any]:
 
 def build(
     clock: Clock,
-    heartbeats: Heartbeats,
+    heartbeats: Heartbeats | FakeTokens,
     queue: Queue,
     processor: Processor,
     metrics: Metrics | None = None,
+    starter: Starter | None = None,
     **options: Any,
 ) -> tuple[PollLoop, Starter, Metrics]:
-    starter, sink = Starter(), metrics or Metrics()
+    starter, sink = starter or Starter(), metrics or Metrics()
     loop = PollLoop(
         heartbeats,
         queue,
@@ -150,7 +191,7 @@ def test_partial_failure_deletes_only_the_messages_that_succeeded() -> None:
     assert queue.deleted == ["r0", "r2"]
     assert (report.messages, report.failed_messages) == (3, 1)
     assert ("MessagesFailed", 1) in metrics.added
-    assert starter.started == [LOOP]
+    assert starter.started == [LOOP.successor()]
 
 
 @pytest.mark.parametrize(
@@ -172,25 +213,51 @@ def test_an_exception_in_an_iteration_never_ends_the_loop(fault: dict[str, Any])
     assert report.errors == 1
     assert ("LoopErrors", 1) in metrics.added
     assert processor.processed == [0]
-    assert starter.started == [LOOP]
+    assert starter.started == [LOOP.successor()]
 
 
-def test_long_work_refreshes_the_heartbeat_and_a_lost_token_stops_after_the_batch() -> None:
-    # Given messages that take 20 s each, a heartbeat due every 30 s, and a token that is deleted
-    # while the batch is being processed
+def test_a_slow_batch_refreshes_the_heartbeat_and_a_lost_token_stops_the_loop_after_it() -> None:
+    # Given a batch whose first message is slow (it lasts until the keeper has beaten twice more),
+    # and a token that is taken away during the batch (the third heartbeat fails)
     clock = Clock(budget=500)
-    heartbeats = Heartbeats([True, True, False])
-    queue = Queue([[message(n) for n in range(5)]])
-    processor = Processor(clock, seconds_per_message=20)
-    loop, starter, _ = build(clock, heartbeats, queue, processor, heartbeat_interval_seconds=30)
+    heartbeats = Heartbeats([True, True, False], wait_for=3)
+    queue = Queue([[message(n) for n in range(3)]])
+    processor = Processor(
+        clock, during={0: lambda: heartbeats.beaten.wait(DEADLINE_SECONDS) or pytest.fail("no heartbeats")}
+    )
+    loop, starter, _ = build(clock, heartbeats, queue, processor, heartbeat_interval_seconds=0.01)
     # When the loop runs
     report = loop.run(LOOP, "poller", clock.remaining)
-    # Then the heartbeat was refreshed during the batch, the batch was finished and deleted, and
-    # the loop stopped without a successor
-    assert heartbeats.calls == 3
-    assert queue.deleted == [f"r{n}" for n in range(5)]
+    # Then the heartbeat was refreshed while the message was processed, the batch was finished
+    # and deleted, and the loop stopped without a successor
+    assert heartbeats.calls >= 3
+    assert queue.deleted == ["r0", "r1", "r2"]
     assert report.stopped
     assert starter.started == []
+
+
+def test_a_slow_batch_extends_the_visibility_of_the_messages_it_still_holds() -> None:
+    # Given a queue whose visibility timeout is 3 s, and a batch whose second message fails and
+    # whose third is slow: it lasts until its visibility was extended twice
+    clock = Clock(budget=500)
+    queue = Queue([[message(0), message(1), message(2)]])
+    processor = Processor(
+        clock, fail_chunks=frozenset({1}), during={2: lambda: queue.wait_for_extensions(2, including="r2")}
+    )
+    loop, _, _ = build(
+        clock, Heartbeats(), queue, processor, heartbeat_interval_seconds=30, visibility_timeout_seconds=3
+    )
+    # When the loop runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then the batch's messages got another full timeout every second (a third of it), while
+    # processed, the failed one no longer once it failed (it comes back for a retry), and the
+    # processed ones kept until deleted
+    assert report.visibility_extensions >= 2
+    assert all(timeout == 3 for _, timeout in queue.extended)
+    last = queue.extended[-1][0]
+    assert "r1" not in last
+    assert {"r0", "r2"} <= set(last)
+    assert queue.deleted == ["r0", "r2"]
 
 
 def test_metrics_are_flushed_periodically_while_the_loop_runs() -> None:
@@ -206,29 +273,144 @@ def test_metrics_are_flushed_periodically_while_the_loop_runs() -> None:
     assert metrics.flushes >= 5
 
 
+class FlakyStarter(Starter):
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.attempts = 0
+
+    def start(self, function_name: str, loop: LoopInvocation) -> None:
+        self.attempts += 1
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("Lambda throttled the invoke")
+        self.started.append(loop)
+
+
 def test_a_failed_reinvoke_is_retried() -> None:
+    # Given a starter whose first invoke fails
     clock = Clock(budget=7)
+    flaky = FlakyStarter(failures=1)
+    loop, _, _ = build(clock, Heartbeats(), Queue([]), Processor(clock), starter=flaky)
+    # When the loop runs to its end
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then the successor was started on the second attempt
+    assert report.reinvoked
+    assert (flaky.attempts, flaky.started) == (2, [LOOP.successor()])
 
-    class FlakyStarter(Starter):
-        def start(self, function_name: str, loop: LoopInvocation) -> None:
-            if not self.started:
-                self.started.append(loop)
-                raise ConnectionError("Lambda throttled the invoke")
-            self.started.append(loop)
 
-    flaky = FlakyStarter()
-    loop = PollLoop(
-        Heartbeats(),
-        Queue([]),
-        flaky,
-        Processor(clock),
-        metrics=Metrics(),
-        options=LoopOptions(reinvoke_margin_seconds=5, receive_wait_seconds=0),
-        monotonic=clock.monotonic,
-        sleep=clock.sleep,
+def test_a_reinvoke_that_keeps_failing_releases_the_token_and_fails_the_invocation() -> None:
+    # Given a starter that refuses every invoke
+    clock = Clock(budget=7)
+    heartbeats = Heartbeats()
+    loop, _, _ = build(clock, heartbeats, Queue([]), Processor(clock), starter=FlakyStarter(failures=99))
+    # When the loop runs to its end
+    with pytest.raises(ConnectionError):
+        loop.run(LOOP, "poller", clock.remaining)
+    # Then it gave its token up (so the restarter's next run revives it) before failing, which
+    # sends the event to the poller's on-failure destination
+    [(released, _)] = heartbeats.released
+    assert released == LOOP
+
+
+# ---- fencing: one invocation per token ---------------------------------------------------------
+
+
+def fenced_world() -> tuple[FakeTokens, LoopInvocation]:
+    """A token just claimed by the scaler, and the event of its first invocation."""
+    tokens = FakeTokens()
+    token = tokens.claim(LOOP.queue_url, "slot-000")
+    assert token is not None
+    return tokens, token.invocation()
+
+
+def test_a_duplicated_delivery_stops_at_its_first_heartbeat_while_the_first_runs() -> None:
+    # Given a loop's first invocation, running a batch, when Lambda delivers the same event again
+    tokens, event = fenced_world()
+    clock = Clock(budget=30)
+    duplicate_queue = Queue([[message(9)]])
+    duplicate_starter = Starter()
+    duplicate_reports = []
+
+    def deliver_again() -> None:
+        duplicate, _, _ = build(
+            Clock(budget=30), tokens, duplicate_queue, Processor(clock), starter=duplicate_starter
+        )
+        duplicate_reports.append(duplicate.run(event, "poller", Clock(budget=30).remaining))
+
+    processor = Processor(clock, during={0: deliver_again})
+    first, starter, _ = build(clock, tokens, Queue([[message(0)]]), processor)
+    # When both run
+    report = first.run(event, "poller", clock.remaining)
+    # Then the duplicate stopped at its first heartbeat: it received nothing and started nothing
+    [duplicate_report] = duplicate_reports
+    assert duplicate_report.stopped and not duplicate_report.claimed
+    assert (duplicate_queue.receives, duplicate_starter.started) == (0, [])
+    # And the first invocation went on and started the next one, which carries the next number
+    assert report.claimed and report.reinvoked and not report.stopped
+    assert processor.processed == [0]
+    assert starter.started == [event.successor()]
+    assert event.successor().seq == event.seq + 1
+
+
+@pytest.mark.parametrize("late", ["the event just run", "the event before it"])
+def test_a_late_delivery_of_an_earlier_event_stops_and_leaves_the_loop_running(late: str) -> None:
+    # Given invocations 1 and 2 of a loop that ran one after the other; 3 is started
+    tokens, first = fenced_world()
+    clock = Clock(budget=8)
+    for event in (first, first.successor()):
+        loop, _, _ = build(clock, tokens, Queue([]), Processor(clock))
+        clock.now = 0
+        assert loop.run(event, "poller", clock.remaining).reinvoked
+    third = first.successor().successor()
+    # When Lambda delivers invocation 2's event again (or retries invocation 1's)
+    stale_event = first.successor() if late == "the event just run" else first
+    clock.now = 0
+    late_loop, late_starter, _ = build(clock, tokens, Queue([]), Processor(clock))
+    late_report = late_loop.run(stale_event, "poller", clock.remaining)
+    # Then it stops at once, and invocation 3 still claims the token
+    assert late_report.stopped and late_starter.started == []
+    clock.now = 0
+    loop, _, _ = build(clock, tokens, Queue([]), Processor(clock))
+    assert loop.run(third, "poller", clock.remaining).claimed
+
+
+def test_a_restarter_take_over_stops_the_old_invocation_after_its_batch() -> None:
+    # Given a loop that is slow in a batch (it lasts until the keeper's heartbeat has failed), and
+    # a restarter that took its token over and started a new loop meanwhile
+    tokens, event = fenced_world()
+    clock = Clock(budget=500)
+    taken_over: list[LoopInvocation] = []
+    beats_after_take_over = threading.Event()
+
+    def take_over() -> None:
+        [row] = tokens.list_for_queue(event.queue_url)
+        revived = tokens.take_over(row, stale_before=row.last_used + 1 if row.last_used else 0)
+        assert revived is not None
+        taken_over.append(revived.invocation())
+        heartbeat = tokens.heartbeat
+
+        def observed(loop: LoopInvocation, holder: str) -> bool:
+            answer = heartbeat(loop, holder)
+            if loop == event and not answer:
+                beats_after_take_over.set()
+            return answer
+
+        tokens.heartbeat = observed  # type: ignore[method-assign]
+        assert beats_after_take_over.wait(DEADLINE_SECONDS), "the old loop never beat again"
+
+    processor = Processor(clock, during={0: take_over})
+    old, old_starter, _ = build(
+        clock, tokens, Queue([[message(0)]]), processor, heartbeat_interval_seconds=0.01
     )
-    assert loop.run(LOOP, "poller", clock.remaining).reinvoked
-    assert len(flaky.started) == 2
+    # When the old invocation goes on
+    report = old.run(event, "poller", clock.remaining)
+    # Then it finished the batch and stopped without a successor
+    assert report.stopped and processor.processed == [0] and old_starter.started == []
+    # And the new loop holds the token
+    new_clock = Clock(budget=8)
+    new, _, _ = build(new_clock, tokens, Queue([]), Processor(new_clock))
+    assert new.run(taken_over[0], "poller", new_clock.remaining).claimed
 
 
 def test_received_messages_take_the_shape_of_lambda_sqs_records() -> None:

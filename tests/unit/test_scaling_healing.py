@@ -3,11 +3,13 @@
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from shortener import clock
 from shortener.logic.healing import heal_and_reconcile, revive_stale_loops
 from shortener.logic.scaling import LoopBounds, LoopScaler, slot_token
 from shortener.models.loops import LoopToken
-from shortener.models.scaling import LoopTarget
+from shortener.models.scaling import LoopTarget, QueueDepth
 from tests.support.alarms import QUEUE_NAME
 from tests.support.loops import FUNCTION_NAME, QUEUE_URL, FakeQueues, FakeTokens, RecordingStarter, frozen
 
@@ -89,3 +91,75 @@ def test_a_restarter_run_brings_an_empty_table_up_to_the_minimum() -> None:
     assert tokens.tokens() == [slot_token(0), slot_token(1)]
     assert sorted(starter.tokens) == [slot_token(0), slot_token(1)]
     assert report.revived == []
+
+
+def stale_tokens(tokens: FakeTokens, count: int) -> None:
+    with frozen(T0):
+        for slot in range(count):
+            tokens.claim(QUEUE_URL, slot_token(slot))
+
+
+def test_a_revived_loop_whose_start_fails_is_revived_again_at_the_next_run() -> None:
+    # Given a stale loop and a Lambda that refuses the first invoke
+    tokens, starter = FakeTokens(), RecordingStarter(failures=1)
+    stale_tokens(tokens, 1)
+    later = T0 + timedelta(seconds=STALE_AFTER + 1)
+    # When the restarter runs
+    with frozen(later):
+        first = revive_stale_loops(tokens, starter, FUNCTIONS, STALE_AFTER)
+    # Then the failure is reported, and the token is left without a heartbeat
+    assert (first.revived, first.failed) == ([], [slot_token(0)])
+    assert tokens.rows[(QUEUE_URL, slot_token(0))].last_used is None
+    # And the very next run (a minute later, long before another stale threshold) revives it
+    with frozen(later + timedelta(seconds=60)):
+        second = revive_stale_loops(tokens, starter, FUNCTIONS, STALE_AFTER)
+    assert second.revived == [slot_token(0)]
+    [(_, loop)] = starter.started
+    assert loop == tokens.rows[(QUEUE_URL, slot_token(0))].invocation()
+
+
+class FailingTakeOver(FakeTokens):
+    """A tokens table whose conditional write fails (throttled, say) for one token."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def take_over(self, token: LoopToken, stale_before: int) -> LoopToken | None:
+        if token.token == self.failing:
+            raise ConnectionError("DynamoDB is unreachable for this write")
+        return super().take_over(token, stale_before)
+
+
+@pytest.mark.parametrize("fault", ["start", "take-over"])
+def test_one_failing_token_never_stops_the_scan_of_the_others(fault: str) -> None:
+    # Given three stale loops, the first of which cannot be started (or taken over)
+    tokens = FailingTakeOver(slot_token(0) if fault == "take-over" else "none")
+    starter = RecordingStarter(failures=1 if fault == "start" else 0)
+    stale_tokens(tokens, 3)
+    # When the restarter runs
+    with frozen(T0 + timedelta(seconds=STALE_AFTER + 1)):
+        report = revive_stale_loops(tokens, starter, FUNCTIONS, STALE_AFTER)
+    # Then the other two were revived and started, and the first is reported as failed
+    assert report.failed == [slot_token(0)]
+    assert sorted(report.revived) == [slot_token(1), slot_token(2)]
+    assert sorted(starter.tokens) == [slot_token(1), slot_token(2)]
+
+
+def test_a_restarter_run_goes_on_when_reconcile_fails() -> None:
+    # Given a queue whose depth cannot be read, and a stale loop
+    tokens, starter = FakeTokens(), RecordingStarter()
+    stale_tokens(tokens, 1)
+
+    class Unreadable(FakeQueues):
+        def depth(self, queue_url: str, region: str | None = None) -> QueueDepth:
+            raise ConnectionError("SQS is unreachable")
+
+    scaler = LoopScaler(tokens, starter, Unreadable(), {QUEUE_NAME: FUNCTION_NAME}, LoopBounds(1, 5, 10))
+    target = LoopTarget(queue_name=QUEUE_NAME, queue_url=QUEUE_URL, function_name=FUNCTION_NAME)
+    # When the restarter runs
+    with frozen(T0 + timedelta(seconds=STALE_AFTER + 1)):
+        report = heal_and_reconcile(scaler, tokens, [target], STALE_AFTER)
+    # Then the failed step is named, and the stale loop was revived all the same
+    assert report.errors == [f"reconcile {QUEUE_NAME}"]
+    assert report.revived == [slot_token(0)]

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shortener.logic.healing import revive_stale_loops
 from shortener.logic.scaling import LoopBounds, LoopScaler, slot_token
 from shortener.models.alarms import AlarmNotification
 from shortener.models.scaling import LoopTarget, QueueDepth
@@ -198,6 +199,33 @@ def test_an_alarm_step_is_followed_by_a_reconcile() -> None:
     world.alarm("OK", "ALARM")
     # Then the alarm's loop and reconcile's bring the queue to what the backlog needs
     assert len(world.tokens.tokens()) == 5
+
+
+def test_a_loop_the_scaler_cannot_start_is_left_for_the_restarters_next_run() -> None:
+    # Given one loop, a backlog, and a Lambda that refuses the next invoke
+    world = World().with_loops(1)
+    world.queues.set_depth(5)
+    world.starter.failures = 1
+    # When an alarm enters ALARM
+    outcomes = world.scaler.handle_alarm(AlarmNotification.model_validate(alarm_message("OK", "ALARM")))
+    # Then the slot is claimed but reported as failed, with no heartbeat: the restarter's next
+    # run finds it stale at once, instead of a whole stale threshold later
+    assert outcomes[0].failed == [slot_token(1)]
+    assert world.tokens.rows[(QUEUE_URL, slot_token(1))].last_used is None
+    report = revive_stale_loops(world.tokens, world.starter, {QUEUE_URL: FUNCTION_NAME}, 180)
+    assert report.revived == [slot_token(1)]
+
+
+def test_one_failed_start_does_not_stop_reconcile_starting_the_others() -> None:
+    # Given a minimum of three, no loops at all, and a Lambda that refuses the first invoke
+    world = World(min_loops=3, max_loops=5)
+    world.starter.failures = 1
+    # When reconcile runs
+    outcome = world.scaler.reconcile(TARGET)
+    # Then all three slots exist, two loops started and one is reported as failed
+    assert world.tokens.tokens() == [slot_token(slot) for slot in range(3)]
+    assert (len(outcome.started), len(outcome.failed)) == (2, 1)
+    assert outcome.loops_after == 3
 
 
 @given(

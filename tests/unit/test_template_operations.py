@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.cloudformation import RuleViolationError, check_rules, parameter_values
+from local_stack.cloudformation import RuleViolationError, check_parameters, check_rules, parameter_values
 from local_stack.intrinsics import Resolver
 from local_stack.intrinsics import parameter_values as local_parameter_values
 from local_stack.resources import Resources, name_resources
@@ -23,6 +23,39 @@ def refused(**given: Any) -> str | None:
     except RuleViolationError as exc:
         return str(exc)
     return None
+
+
+def refused_value(**given: Any) -> str | None:
+    """The refusal of the parameters' own constraints (MinValue, AllowedValues, ...), or None."""
+    try:
+        check_parameters(load_template(), {key: str(value) for key, value in given.items()})
+    except RuleViolationError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"StaleHeartbeatSeconds": 45},
+            "Parameter 'StaleHeartbeatSeconds' must be a number not less than 60",
+        ),
+        ({"MaxLoops": 51}, "Parameter 'MaxLoops' must be a number not greater than 50"),
+        ({"MinLoops": "two"}, "Parameter 'MinLoops' must be a number"),
+        ({"Access": "public"}, "Parameter 'Access' must be one of AllowedValues: keys, open"),
+    ],
+)
+def test_a_value_its_declaration_refuses_is_refused_as_cloudformation_does(
+    given: dict[str, Any], message: str
+) -> None:
+    # When a parameter is given a value outside its declared constraints
+    # Then it is refused before anything is created, naming the parameter and the constraint
+    assert refused_value(**given) == message
+
+
+def test_values_within_their_constraints_pass() -> None:
+    assert refused_value(StaleHeartbeatSeconds=60, MaxLoops=50, MinLoops=1, Access="open") is None
 
 
 def resolved(**given: str) -> Resources:

@@ -3,11 +3,17 @@
 The endpoint comes from boto3's own AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE> variables, so the
 same code talks to AWS or to the local stack."""
 
-from functools import lru_cache
+import random
+import time
+from collections.abc import Callable, Iterator
+from functools import lru_cache, wraps
 from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from shortener.models.exceptions import StorageThrottledError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,9 +45,65 @@ def reset_clients() -> None:
         factory.cache_clear()
 
 
+# Error codes that mean "slow down", not "no": botocore's retries absorb most of them; those that
+# reach the code after its retries are answered as a busy service, never as a refusal.
+THROTTLING_ERRORS = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "Throttling",
+        "TooManyRequestsException",
+        "RequestThrottled",
+    }
+)
+
+
+def error_code(exc: ClientError) -> str:
+    """The service's error code of a failed call (``ConditionalCheckFailedException``, ...)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def is_throttling(exc: ClientError) -> bool:
+    """Whether a call failed because the service throttled it (after botocore's own retries)."""
+    return error_code(exc) in THROTTLING_ERRORS
+
+
+def backoff_delays(
+    attempts: int, *, base: float, cap: float, rng: Callable[[float, float], float] = random.uniform
+) -> Iterator[float]:
+    """Pauses before each of ``attempts - 1`` retries: exponential with full jitter, as AWS's
+    guidance on retries with backoff recommends (so throttled writers spread out instead of
+    retrying in step)."""
+    for attempt in range(attempts - 1):
+        yield rng(0, min(cap, base * 2**attempt))
+
+
+def throttling_is_busy[**P, R](method: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a data-access call so that throttling which outlasted the retries reaches the
+    caller as ``StorageThrottledError`` (the API's 503), never as an unexplained failure."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except ClientError as exc:
+            if is_throttling(exc):
+                raise StorageThrottledError(THROTTLED_MESSAGE) from exc
+            raise
+
+    return call
+
+
+THROTTLED_MESSAGE = "The database is throttling requests right now; please try again in a few seconds."
+
+
 class DynamoDBTable:
     """Base of the table stores: the table's name, and a client created lazily (so nothing
     touches AWS at import) unless one is passed (tests, other endpoints)."""
+
+    # How a store waits between its own retries; tests replace it to count the pauses.
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
 
     def __init__(self, table_name: str, client: "DynamoDBClient | None" = None) -> None:
         self.table_name = table_name

@@ -15,15 +15,12 @@ import json
 import zlib
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
-from shortener.models.jobs import ChunkIds, Job, RowOutcome
-
-if TYPE_CHECKING:
-    pass
+from shortener.models.jobs import ChunkIds, Job, RecordedChunk, RowOutcome
 
 JOB_SK = "job"
 CHUNK_PREFIX = "chunk#"
@@ -36,6 +33,7 @@ class JobsStore(aws.DynamoDBTable):
 
     # ---- jobs -------------------------------------------------------------------------------
 
+    @aws.throttling_is_busy
     def create_job(self, job: Job, expires_at: int) -> None:
         """Write a new job record (its id is fresh, so the condition only guards against a bug)."""
         self.client.put_item(
@@ -57,6 +55,7 @@ class JobsStore(aws.DynamoDBTable):
         """Withdraw a job record (its rows could not be queued)."""
         self.client.delete_item(TableName=self.table_name, Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}})
 
+    @aws.throttling_is_busy
     def get_job(self, job_id: str) -> Job | None:
         """The job record, or None. One consistent GetItem."""
         response = self.client.get_item(
@@ -74,6 +73,7 @@ class JobsStore(aws.DynamoDBTable):
             succeeded=int(item.get("succeeded", {}).get("N", "0")),
             failed=int(item.get("failed", {}).get("N", "0")),
             created_at=datetime.fromisoformat(item["created_at"]["S"]),
+            updated_at=datetime.fromisoformat(item["updated_at"]["S"]) if "updated_at" in item else None,
         )
 
     # ---- chunks -----------------------------------------------------------------------------
@@ -95,7 +95,7 @@ class JobsStore(aws.DynamoDBTable):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
                 raise
             old: Any = exc.response.get("Item") or self._get_chunk(job_id, chunk)
             return _chunk_ids_from_item(old, proposed) if old else proposed
@@ -110,38 +110,70 @@ class JobsStore(aws.DynamoDBTable):
         outcomes: Sequence[RowOutcome],
         now: int,
         expires_at: int,
-    ) -> None:
-        """Store the chunk's row outcomes and mark it done. A redelivery writes the same outcomes
-        again, so this needs no condition; counting is ``count_chunk``'s job."""
-        succeeded = sum(1 for outcome in outcomes if outcome.succeeded)
-        self.client.update_item(
-            TableName=self.table_name,
-            Key={"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
-            UpdateExpression=(
-                "SET done_at = :now, first_row = :first_row, outcomes = :outcomes, "
-                "succeeded = :succeeded, failed = :failed, expires_at = :expires_at"
-            ),
-            ExpressionAttributeValues={
-                ":now": {"N": str(now)},
-                ":first_row": {"N": str(first_row)},
-                ":outcomes": {"B": encode_outcomes(outcomes)},
-                ":succeeded": {"N": str(succeeded)},
-                ":failed": {"N": str(len(outcomes) - succeeded)},
-                ":expires_at": {"N": str(expires_at)},
-            },
-        )
+        dead_letter: bool = False,
+    ) -> RecordedChunk:
+        """Store the chunk's row outcomes and mark it done; the counts that stand.
 
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int) -> bool:
+        A delivery's outcomes (``dead_letter`` False) are written unless the chunk was settled as
+        a dead letter first (a late success of a message SQS had moved to the dead-letter queue):
+        a redelivery writes the same outcomes again, so that is the only condition. The row
+        errors of a dead-lettered message (``dead_letter`` True) are written only if no delivery
+        recorded the chunk. Either way one conditional update, so whichever comes first stands
+        and the loser is told its counts. Counting is ``count_chunk``'s job."""
+        succeeded = sum(1 for outcome in outcomes if outcome.succeeded)
+        failed = len(outcomes) - succeeded
+        values: dict[str, Any] = {
+            ":now": {"N": str(now)},
+            ":first_row": {"N": str(first_row)},
+            ":outcomes": {"B": encode_outcomes(outcomes)},
+            ":succeeded": {"N": str(succeeded)},
+            ":failed": {"N": str(failed)},
+            ":expires_at": {"N": str(expires_at)},
+        }
+        update = (
+            "SET done_at = :now, first_row = :first_row, outcomes = :outcomes, "
+            "succeeded = :succeeded, failed = :failed, expires_at = :expires_at"
+        )
+        if dead_letter:
+            update += ", dead_letter = :dead_letter"
+            values[":dead_letter"] = {"BOOL": True}
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={"job_id": {"S": job_id}, "sk": {"S": chunk_sk(chunk)}},
+                UpdateExpression=update,
+                ConditionExpression=(
+                    "attribute_not_exists(done_at)" if dead_letter else "attribute_not_exists(dead_letter)"
+                ),
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            old: Any = exc.response.get("Item") or self._get_chunk(job_id, chunk) or {}
+            return RecordedChunk(
+                succeeded=int(old.get("succeeded", {}).get("N", "0")),
+                failed=int(old.get("failed", {}).get("N", "0")),
+                dead_letter=old.get("dead_letter", {}).get("BOOL", False),
+            )
+        return RecordedChunk(succeeded=succeeded, failed=failed, dead_letter=dead_letter)
+
+    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool:
         """Add a chunk's counts to its job unless they were added before: one conditional
-        UpdateItem that also puts the chunk into the job's set of counted chunks. False when the
-        chunk was already counted (a redelivery) or the job no longer exists."""
+        UpdateItem that also puts the chunk into the job's set of counted chunks and records
+        ``now`` as the job's last progress. False when the chunk was already counted (a
+        redelivery) or the job no longer exists."""
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
-                UpdateExpression="ADD succeeded :succeeded, failed :failed, counted :chunk",
+                UpdateExpression=(
+                    "SET updated_at = :now ADD succeeded :succeeded, failed :failed, counted :chunk"
+                ),
                 ConditionExpression="attribute_exists(job_id) AND NOT contains(counted, :number)",
                 ExpressionAttributeValues={
+                    ":now": {"S": now.isoformat()},
                     ":succeeded": {"N": str(succeeded)},
                     ":failed": {"N": str(failed)},
                     ":chunk": {"NS": [str(chunk)]},
@@ -149,7 +181,7 @@ class JobsStore(aws.DynamoDBTable):
                 },
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
                 raise
             return False
         return True
@@ -238,7 +270,3 @@ def _chunk_ids_from_item(item: dict[str, Any], proposed: ChunkIds) -> ChunkIds:
         succeeded=int(item.get("succeeded", {}).get("N", "0")),
         failed=int(item.get("failed", {}).get("N", "0")),
     )
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))

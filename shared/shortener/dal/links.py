@@ -5,19 +5,16 @@ writes codes that only the counter can produce (see ``insert_reserving_id``), so
 already hold them.
 """
 
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
+from shortener.models.exceptions import StorageThrottledError
 from shortener.models.links import Link
-
-if TYPE_CHECKING:
-    pass
 
 COUNTER_KEY = "#id-counter"
 CLAIM_PREFIX = "#url#"
@@ -27,8 +24,16 @@ RESERVED_PAGE_SIZE = 10_000
 _BATCH_WRITE_LIMIT = 25
 _BATCH_GET_LIMIT = 100
 _MAX_UNPROCESSED_ROUNDS = 10
-_TRANSACTION_CONFLICT_RETRIES = 5
 _TRANSACTION_LIMIT = 100
+# A transaction cancelled only because DynamoDB throttled one of its items or another transaction
+# was writing the same item is tried again, up to this many times in all, with exponential backoff
+# and full jitter (about 5 s at most), then given up as StorageThrottledError: never in a tight
+# loop, and never mistaken for a condition that failed.
+_TRANSACTION_ATTEMPTS = 8
+_RETRYABLE_CANCELLATIONS = frozenset(
+    {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded", "TransactionConflict"}
+)
+_CONDITION_FAILED = "ConditionalCheckFailed"
 
 
 class IdAlreadyAllocatedError(Exception):
@@ -49,6 +54,7 @@ class LinksStore(aws.DynamoDBTable):
 
     # ---- reads ------------------------------------------------------------------------------
 
+    @aws.throttling_is_busy
     def get(self, code: str, *, consistent: bool = False) -> Link | None:
         """The link stored under ``code``, or None. One GetItem."""
         response = self.client.get_item(
@@ -66,6 +72,7 @@ class LinksStore(aws.DynamoDBTable):
                 found[link.code] = link
         return found
 
+    @aws.throttling_is_busy
     def find_claim(self, key: str) -> Link | None:
         """The link that find-if-exists returns for the URL whose key is ``key``, or None."""
         response = self.client.get_item(
@@ -83,6 +90,7 @@ class LinksStore(aws.DynamoDBTable):
 
     # ---- the counter ------------------------------------------------------------------------
 
+    @aws.throttling_is_busy
     def allocate_ids(self, count: int) -> list[int]:
         """Reserve ``count`` consecutive ids with one counter write and return those of them that
         no custom code has reserved (usually all)."""
@@ -107,6 +115,7 @@ class LinksStore(aws.DynamoDBTable):
 
     # ---- conditional writes -----------------------------------------------------------------
 
+    @aws.throttling_is_busy
     def insert(self, link: Link) -> Link | None:
         """Write ``link`` if its code is free. None when written; else the link already there."""
         try:
@@ -117,7 +126,7 @@ class LinksStore(aws.DynamoDBTable):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
                 raise
             old: Any = exc.response.get("Item")
             return _link_from_item(old) if old else self.get(link.code, consistent=True)
@@ -151,10 +160,12 @@ class LinksStore(aws.DynamoDBTable):
         reasons = self._transact(items)
         if reasons is None:
             return None
-        if reasons[0].get("Code") == "ConditionalCheckFailed":
+        if reasons[0].get("Code") == _CONDITION_FAILED:
             old = reasons[0].get("Item")
             return _link_from_item(old) if old else self.get(link.code, consistent=True)
-        raise IdAlreadyAllocatedError(link.code)
+        if reasons[2].get("Code") == _CONDITION_FAILED:
+            raise IdAlreadyAllocatedError(link.code)
+        raise TransactionRefusedError(reasons)
 
     def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome:
         """Write a generated ``link`` and the claim that makes it the one link of its URL, in one
@@ -166,12 +177,14 @@ class LinksStore(aws.DynamoDBTable):
         reasons = self._transact(items)
         if reasons is None:
             return ClaimOutcome(created=True)
-        if reasons[0].get("Code") == "ConditionalCheckFailed":
+        if reasons[0].get("Code") == _CONDITION_FAILED:
             old = reasons[0].get("Item")
             existing = _claim_to_link(old) if old else self.find_claim(key)
             if existing is not None:
                 return ClaimOutcome(created=False, existing=existing)
-        return ClaimOutcome(created=False, code_taken=True)
+        if reasons[1].get("Code") == _CONDITION_FAILED:
+            return ClaimOutcome(created=False, code_taken=True)
+        raise TransactionRefusedError(reasons)
 
     # ---- batched writes (bulk) --------------------------------------------------------------
 
@@ -179,7 +192,8 @@ class LinksStore(aws.DynamoDBTable):
         """Find-if-exists for many URLs at once: make each link (already written) the one link of
         its URL key, unless the key is claimed already. Up to 100 conditional claims go in one
         transaction; a cancelled transaction names the claims that existed (with their links),
-        and the rest are tried again. Returns the winning link of every key."""
+        and the rest are tried again (each round settles at least one claim, or it is refused).
+        Returns the winning link of every key."""
         winners: dict[str, Link] = {}
         for start in range(0, len(claims), _TRANSACTION_LIMIT):
             pending = dict(claims[start : start + _TRANSACTION_LIMIT])
@@ -191,13 +205,18 @@ class LinksStore(aws.DynamoDBTable):
                 if reasons is None:
                     winners.update(pending)
                     break
+                settled = 0
                 for (key, _), reason in zip(list(pending.items()), reasons, strict=True):
-                    if reason.get("Code") == "ConditionalCheckFailed":
+                    if reason.get("Code") == _CONDITION_FAILED:
                         old = reason.get("Item")
                         existing = _claim_to_link(old) if old else self.find_claim(key)
                         if existing is not None:
                             winners[key] = existing
                             del pending[key]
+                            settled += 1
+                if not settled:
+                    # Cancelled for a reason that trying again cannot change (validation, size).
+                    raise TransactionRefusedError(reasons)
         return winners
 
     def put_generated_batch(self, links: Iterable[Link]) -> None:
@@ -216,7 +235,7 @@ class LinksStore(aws.DynamoDBTable):
             response = self.client.batch_write_item(RequestItems={self.table_name: pending})
             pending = response.get("UnprocessedItems", {}).get(self.table_name, [])
             if pending:
-                time.sleep(min(0.05 * 2**attempt, 2.0))
+                self.sleep(min(0.05 * 2**attempt, 2.0))
         if pending:
             raise RuntimeError(f"{len(pending)} links stayed unprocessed after retries")
 
@@ -232,7 +251,7 @@ class LinksStore(aws.DynamoDBTable):
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:
                     break
-                time.sleep(min(0.05 * 2**attempt, 2.0))
+                self.sleep(min(0.05 * 2**attempt, 2.0))
             else:
                 raise RuntimeError("keys stayed unprocessed after retries")
         return items
@@ -249,25 +268,40 @@ class LinksStore(aws.DynamoDBTable):
         return {"Put": put}
 
     def _transact(self, items: list[Any]) -> list[dict[str, Any]] | None:
-        """Run a transaction; None on success, else the cancellation reasons (one per item).
-        Conflicts with another transaction are retried."""
-        for attempt in range(_TRANSACTION_CONFLICT_RETRIES):
+        """Run a transaction; None on success, else the cancellation reasons (one per item) when
+        a condition failed or the cancellation cannot be cured by trying again. A transaction
+        cancelled only for throttling or a conflict with another transaction is retried with
+        backoff, up to _TRANSACTION_ATTEMPTS in all, then StorageThrottledError; so is a request
+        throttled as a whole once botocore's own retries are spent."""
+        delays = aws.backoff_delays(_TRANSACTION_ATTEMPTS, base=0.05, cap=2.0)
+        while True:
             try:
                 self.client.transact_write_items(TransactItems=items)
             except ClientError as exc:
-                if _error_code(exc) != "TransactionCanceledException":
+                if aws.is_throttling(exc):
+                    # The whole request was throttled: botocore has already backed off and retried.
+                    raise StorageThrottledError(aws.THROTTLED_MESSAGE) from exc
+                if aws.error_code(exc) != "TransactionCanceledException":
                     raise
                 reasons: list[dict[str, Any]] = [dict(r) for r in exc.response.get("CancellationReasons", [])]
-                if any(reason.get("Code") == "TransactionConflict" for reason in reasons):
-                    time.sleep(0.02 * 2**attempt)
-                    continue
-                return reasons
+                codes = {reason.get("Code") for reason in reasons}
+                if _CONDITION_FAILED in codes or not codes & _RETRYABLE_CANCELLATIONS:
+                    return reasons
+                delay = next(delays, None)
+                if delay is None:
+                    raise StorageThrottledError(aws.THROTTLED_MESSAGE) from exc
+                self.sleep(delay)
+                continue
             return None
-        raise RuntimeError("transaction kept conflicting with concurrent writers")
 
 
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
+class TransactionRefusedError(Exception):
+    """A transaction was cancelled for a reason other than a failed condition, throttling or a
+    conflict (a validation or size error): a bug or a misconfiguration, not the caller's doing."""
+
+    def __init__(self, reasons: Sequence[dict[str, Any]]) -> None:
+        super().__init__(f"transaction cancelled: {[reason.get('Code') for reason in reasons]}")
+        self.reasons = list(reasons)
 
 
 def _link_to_item(link: Link) -> dict[str, Any]:

@@ -51,43 +51,65 @@ class LoopsStore(aws.DynamoDBTable):
                 ExpressionAttributeNames={"#token": "token"},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
         return claimed
 
-    def heartbeat(self, loop: LoopInvocation) -> bool:
-        """Record that ``loop`` is alive: one conditional write that succeeds only while its token
-        exists and still names this loop id. False means the loop must stop."""
+    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool:
+        """Record that invocation ``loop.seq`` of ``loop`` is alive; False means it must stop.
+
+        One conditional write that is also the fence: it claims the token when the row still
+        names this loop id and the previous sequence number (the invocation's first heartbeat),
+        or refreshes it when the row already names this sequence number *and* this holder (every
+        later heartbeat, and a first one whose answer was lost and is tried again). A duplicated
+        or retried delivery of an event that already ran has another holder nonce, so it fails
+        here; so does an invocation of a loop id the restarter replaced, or of a deleted token."""
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={"queue_url": {"S": loop.queue_url}, "token": {"S": loop.token}},
-                UpdateExpression="SET last_used = :now",
-                ConditionExpression="attribute_exists(#token) AND loop_id = :loop_id",
-                ExpressionAttributeNames={"#token": "token"},
+                UpdateExpression="SET last_used = :now, seq = :seq, holder = :holder",
+                ConditionExpression=(
+                    "loop_id = :loop_id AND (seq = :previous OR (seq = :seq AND holder = :holder))"
+                ),
                 ExpressionAttributeValues={
                     ":now": {"N": str(clock.epoch_seconds())},
                     ":loop_id": {"S": loop.loop_id},
+                    ":seq": {"N": str(loop.seq)},
+                    ":previous": {"N": str(loop.seq - 1)},
+                    ":holder": {"S": holder},
                 },
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True
 
     def take_over(self, token: LoopToken, stale_before: int) -> LoopToken | None:
         """Give ``token`` a new loop id if it still has the loop id and the stale heartbeat that
-        were read: one conditional write, so of two racing restarters only one wins. The new row,
-        or None when another writer got there first or the loop came back to life."""
+        were read: one conditional write, so of two racing restarters only one wins. The sequence
+        starts again at 0, so the new loop's first invocation claims it and the old loop, if it
+        was only slow, fails its next heartbeat on the loop id. The new row, or None when another
+        writer got there first or the loop came back to life."""
         now = clock.epoch_seconds()
-        revived = token.model_copy(update={"loop_id": uuid.uuid4().hex, "last_used": now, "started_at": now})
+        revived = token.model_copy(
+            update={
+                "loop_id": uuid.uuid4().hex,
+                "last_used": now,
+                "started_at": now,
+                "seq": 0,
+                "holder": None,
+            }
+        )
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={"queue_url": {"S": token.queue_url}, "token": {"S": token.token}},
-                UpdateExpression="SET loop_id = :new_id, last_used = :now, started_at = :now",
+                UpdateExpression=(
+                    "SET loop_id = :new_id, last_used = :now, started_at = :now, seq = :zero REMOVE holder"
+                ),
                 ConditionExpression=(
                     "loop_id = :old_id AND (attribute_not_exists(last_used) OR last_used < :stale_before)"
                 ),
@@ -96,13 +118,51 @@ class LoopsStore(aws.DynamoDBTable):
                     ":old_id": {"S": token.loop_id},
                     ":now": {"N": str(now)},
                     ":stale_before": {"N": str(stale_before)},
+                    ":zero": {"N": "0"},
                 },
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
         return revived
+
+    def mark_unstarted(self, token: LoopToken) -> bool:
+        """Make ``token`` look dead at once, after starting its loop failed: its heartbeat is
+        removed, so the restarter's next run revives it instead of waiting for the heartbeat that
+        the claim or take-over wrote to go stale. Only while no invocation has claimed it yet (the
+        invoke may have got through after all). Whether the row was changed."""
+        return self._forget_heartbeat(
+            token.queue_url,
+            token.token,
+            "loop_id = :loop_id AND seq = :seq AND attribute_not_exists(holder)",
+            {":loop_id": {"S": token.loop_id}, ":seq": {"N": "0"}},
+        )
+
+    def release(self, loop: LoopInvocation, holder: str) -> bool:
+        """Make ``loop``'s token look dead at once, after this invocation (which holds it) could
+        not start its successor: the restarter's next run revives it. Whether the row changed."""
+        return self._forget_heartbeat(
+            loop.queue_url,
+            loop.token,
+            "loop_id = :loop_id AND seq = :seq AND holder = :holder",
+            {":loop_id": {"S": loop.loop_id}, ":seq": {"N": str(loop.seq)}, ":holder": {"S": holder}},
+        )
+
+    def _forget_heartbeat(self, queue_url: str, token: str, condition: str, values: dict[str, Any]) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={"queue_url": {"S": queue_url}, "token": {"S": token}},
+                UpdateExpression="REMOVE last_used",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def delete(self, queue_url: str, token: str) -> None:
         """Remove a token row; its loop stops at its next heartbeat."""
@@ -156,9 +216,12 @@ def _to_item(token: LoopToken) -> dict[str, Any]:
         "token": {"S": token.token},
         "loop_id": {"S": token.loop_id},
         "started_at": {"N": str(token.started_at)},
+        "seq": {"N": str(token.seq)},
     }
     if token.last_used is not None:
         item["last_used"] = {"N": str(token.last_used)}
+    if token.holder is not None:
+        item["holder"] = {"S": token.holder}
     return item
 
 
@@ -169,4 +232,6 @@ def _from_item(item: dict[str, Any]) -> LoopToken:
         loop_id=item["loop_id"]["S"],
         started_at=int(item.get("started_at", {}).get("N", "0")),
         last_used=int(item["last_used"]["N"]) if "last_used" in item else None,
+        seq=int(item.get("seq", {}).get("N", "0")),
+        holder=item.get("holder", {}).get("S"),
     )

@@ -81,6 +81,23 @@ class BulkQueue:
             failed += len(response.get("Failed", []))
         return failed
 
+    def extend_visibility(self, queue_url: str, receipt_handles: Sequence[str], timeout_seconds: int) -> int:
+        """Give messages still being worked on ``timeout_seconds`` more before SQS delivers them
+        again (ChangeMessageVisibilityBatch, 10 per call; the new timeout counts from now). The
+        number that failed: deleted meanwhile, or received again by someone else."""
+        failed = 0
+        for start in range(0, len(receipt_handles), SEND_BATCH_ENTRIES):
+            handles = receipt_handles[start : start + SEND_BATCH_ENTRIES]
+            response = self.client.change_message_visibility_batch(
+                QueueUrl=queue_url,
+                Entries=[
+                    {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": timeout_seconds}
+                    for index, handle in enumerate(handles)
+                ],
+            )
+            failed += len(response.get("Failed", []))
+        return failed
+
 
 def batches_within_limits(bodies: Sequence[str]) -> Iterator[list[str]]:
     """``bodies`` grouped into SendMessageBatch calls: at most 10 entries, at most 256 KiB."""

@@ -1,12 +1,13 @@
 """SQS as the scaler sees it: a queue's URL from its name, and how deep its backlog is."""
 
+import json
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import boto3
 
 from shortener.dal import aws
-from shortener.models.scaling import QueueDepth
+from shortener.models.scaling import DeadLetterTarget, QueueDepth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -50,6 +51,23 @@ class QueueMetrics:
             visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
             in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
             delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+        )
+
+    def dead_letter_target(self, queue_url: str, region: str | None = None) -> DeadLetterTarget | None:
+        """Where SQS moves a queue's failed messages, and after how many receives, from the
+        queue's own redrive policy; None when it has none."""
+        client = self.client_for(region)
+        attributes = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"]).get(
+            "Attributes", {}
+        )
+        if "RedrivePolicy" not in attributes:
+            return None
+        policy = json.loads(attributes["RedrivePolicy"])
+        # arn:aws:sqs:<region>:<account>:<name>
+        _, _, _, dlq_region, account, name = str(policy["deadLetterTargetArn"]).split(":", 5)
+        dlq_url = self.queue_url(name, account, dlq_region)
+        return DeadLetterTarget(
+            queue_url=dlq_url, max_receive_count=int(policy["maxReceiveCount"]), region=dlq_region
         )
 
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Protocol
@@ -17,6 +17,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.logic.chunks import ChunkOutcomes, expiry
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
@@ -25,6 +26,7 @@ from shortener.models.exceptions import (
     InvalidUrlError,
     PayloadTooLargeError,
     ShortenerError,
+    StorageThrottledError,
     UnsupportedMediaTypeError,
 )
 from shortener.models.jobs import (
@@ -205,11 +207,6 @@ def submit_job(
     return job
 
 
-def expiry(start: datetime, retention_days: int) -> int:
-    """The TTL (epoch seconds) of job items created at ``start``."""
-    return int((start + timedelta(days=retention_days)).timestamp())
-
-
 def is_job_id(text: str) -> bool:
     """Whether ``text`` could be a job id (a malformed one is a 404 with no database call)."""
     return JOB_ID_PATTERN.fullmatch(text) is not None
@@ -227,21 +224,10 @@ class ChunkLinks(Protocol):
     def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
 
 
-class ChunkRecords(Protocol):
+class ChunkRecords(ChunkOutcomes, Protocol):
     """What chunk processing needs of the jobs table (``shortener.dal.jobs.JobsStore``)."""
 
     def fix_chunk_ids(self, job_id: str, chunk: int, proposed: ChunkIds, expires_at: int) -> ChunkIds: ...
-    def record_outcomes(
-        self,
-        job_id: str,
-        chunk: int,
-        *,
-        first_row: int,
-        outcomes: Sequence[RowOutcome],
-        now: int,
-        expires_at: int,
-    ) -> None: ...
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +288,11 @@ class ChunkProcessor:
             if chunk_ids.done:
                 # Recorded before; counting may not have happened if that delivery died just then.
                 counted = self._jobs.count_chunk(
-                    message.job_id, message.chunk, succeeded=chunk_ids.succeeded, failed=chunk_ids.failed
+                    message.job_id,
+                    message.chunk,
+                    succeeded=chunk_ids.succeeded,
+                    failed=chunk_ids.failed,
+                    now=now,
                 )
                 return ChunkResult(succeeded=chunk_ids.succeeded, failed=chunk_ids.failed, counted=counted)
             codes = self._write_generated(generated, chunk_ids)
@@ -312,10 +302,9 @@ class ChunkProcessor:
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
-        succeeded = sum(1 for outcome in final if outcome.succeeded)
-        failed = len(final) - succeeded
-        # Outcomes first: a chunk is counted only once its results can be read.
-        self._jobs.record_outcomes(
+        # Outcomes first: a chunk is counted only once its results can be read. What stands may
+        # be a dead-letter settlement that got there first (this delivery came too late).
+        recorded = self._jobs.record_outcomes(
             message.job_id,
             message.chunk,
             first_row=message.first_row,
@@ -323,8 +312,10 @@ class ChunkProcessor:
             now=int(now.timestamp()),
             expires_at=expires_at,
         )
-        counted = self._jobs.count_chunk(message.job_id, message.chunk, succeeded=succeeded, failed=failed)
-        return ChunkResult(succeeded=succeeded, failed=failed, counted=counted)
+        counted = self._jobs.count_chunk(
+            message.job_id, message.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
+        )
+        return ChunkResult(succeeded=recorded.succeeded, failed=recorded.failed, counted=counted)
 
     def _fix_ids(self, message: ChunkMessage, count: int, now: datetime, expires_at: int) -> ChunkIds:
         proposed = ChunkIds(ids=self._allocate(count), created_at=now)
@@ -402,6 +393,9 @@ class ChunkProcessor:
                 raise InvalidUrlError("The URL is empty.")
             request = ShortenRequest(url=url, code=code or None)
             result = self._link_service.shorten(request, policy, base_url="")
+        except StorageThrottledError:
+            # Not the row's outcome: the message fails and comes back after its visibility timeout.
+            raise
         except ShortenerError as exc:
             return _row_error(message, index, url, exc)
         except ValidationError as exc:

@@ -1,16 +1,20 @@
 """Healing loops: a loop whose heartbeat went stale (it crashed, timed out, or its re-invoke was
 lost) is taken over with a new loop id and a fresh loop is started in its place."""
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from shortener import clock
-from shortener.logic.scaling import LoopScaler, Starter
+from shortener.logic.dead_letters import DeadLetterSettler
+from shortener.logic.scaling import LoopScaler, Starter, UnstartedTokens, start_loop
 from shortener.models.loops import LoopToken
 from shortener.models.scaling import LoopTarget, RestarterReport
 
+log = logging.getLogger(__name__)
 
-class StaleTokenStore(Protocol):
+
+class StaleTokenStore(UnstartedTokens, Protocol):
     def scan(self, page_size: int | None = None) -> Iterator[LoopToken]: ...
 
     def take_over(self, token: LoopToken, stale_before: int) -> LoopToken | None: ...
@@ -29,8 +33,11 @@ def revive_stale_loops(
     page_size: int | None = None,
 ) -> RestarterReport:
     """Scan every token (consistent, paginated) and revive each stale one: one conditional write
-    gives it a new loop id, so of two racing restarters only one starts a loop, and the old loop,
-    if it was only slow, stops when its next heartbeat finds the changed id."""
+    gives it a new loop id (and sequence 0), so of two racing restarters only one starts a loop,
+    and the old loop, if it was only slow, stops when its next heartbeat finds the changed id.
+
+    A token whose take-over or start fails is reported in ``failed`` and the scan goes on; a failed
+    start leaves the token without a heartbeat, so the next run revives it."""
     stale_before = clock.epoch_seconds() - stale_after_seconds
     report = RestarterReport()
     for token in store.scan(page_size):
@@ -40,11 +47,18 @@ def revive_stale_loops(
         if function_name is None:
             report.skipped.append(token.token)
             continue
-        revived = store.take_over(token, stale_before)
+        try:
+            revived = store.take_over(token, stale_before)
+        except Exception:
+            log.exception("Taking over a stale loop failed", extra={"token": token.token})
+            report.failed.append(token.token)
+            continue
         if revived is None:
             continue  # another restarter took it over, or the loop came back to life
-        starter.start(function_name, revived.invocation())
-        report.revived.append(token.token)
+        if start_loop(store, starter, function_name, revived):
+            report.revived.append(token.token)
+        else:
+            report.failed.append(token.token)
     return report
 
 
@@ -53,15 +67,43 @@ def heal_and_reconcile(
     store: StaleTokenStore,
     targets: Sequence[LoopTarget],
     stale_after_seconds: int,
+    *,
     page_size: int | None = None,
+    dead_letters: DeadLetterSettler | None = None,
 ) -> RestarterReport:
-    """One restarter run: reconcile every configured queue, then revive stale loops.
+    """One restarter run: reconcile every configured queue, revive stale loops, then settle the
+    dead letters of every configured queue. Each step (and each queue) runs whatever happened to
+    the others; what raised is named in ``errors``.
 
     Reconcile goes first so that a token it removes (an empty queue going back to its minimum) is
     not revived only to stop again; the tokens it creates carry a fresh heartbeat, so the scan that
     follows leaves them alone. Reconcile also re-creates missing pinned slots, which is what keeps
     the minimum number of loops running."""
-    reconciled = scaler.reconcile_all(targets)
+    errors: list[str] = []
+    reconciled = []
+    for target in targets:
+        try:
+            reconciled.append(scaler.reconcile(target))
+        except Exception:
+            log.exception("Reconciling a queue failed", extra={"queue": target.queue_name})
+            errors.append(f"reconcile {target.queue_name}")
     functions = {target.queue_url: target.function_name for target in targets}
-    report = revive_stale_loops(store, scaler.starter, functions, stale_after_seconds, page_size)
-    return report.model_copy(update={"reconciled": reconciled})
+    try:
+        report = revive_stale_loops(store, scaler.starter, functions, stale_after_seconds, page_size)
+    except Exception:
+        # The scan itself failed (a token's own failure never ends it).
+        log.exception("Scanning for stale loops failed")
+        errors.append("revive")
+        report = RestarterReport()
+    settled = []
+    if dead_letters is not None:
+        for target in targets:
+            try:
+                settled.append(dead_letters.settle(target))
+            except Exception:
+                log.exception("Settling dead letters failed", extra={"queue": target.queue_name})
+                errors.append(f"dead letters {target.queue_name}")
+    failed = report.failed + [token for outcome in reconciled for token in outcome.failed]
+    return report.model_copy(
+        update={"reconciled": reconciled, "dead_letters": settled, "failed": failed, "errors": errors}
+    )

@@ -1,15 +1,26 @@
 """One loop: a poller invocation that drains its queue and then re-invokes itself.
 
-Each iteration: heartbeat (stop when the token is gone or names another loop id), long-poll
-receive, process the batch with partial failures, delete what succeeded. The loop polls while
-enough of the invocation remains, then starts its successor asynchronously. An exception anywhere
-in an iteration is logged and counted, never the end of the loop.
+Each iteration: heartbeat (stop when the token is gone, names another loop id, or was claimed by
+another invocation), long-poll receive, process the batch with partial failures, delete what
+succeeded. While a batch is processed, a keeper thread refreshes the heartbeat and extends the
+visibility timeout of its messages, so a slow batch is neither taken for a dead loop nor delivered
+again. The loop polls while enough of the invocation remains, then starts its successor (the next
+sequence number) asynchronously. An exception anywhere in an iteration is logged and counted, never
+the end of the loop.
+
+Fencing (see shortener.models.loops): the first heartbeat of an invocation claims its sequence
+number on the token with a nonce of its own; Lambda may deliver an asynchronous event twice, and
+the second delivery finds the number claimed by another holder and stops there, before receiving
+anything. So exactly one invocation runs per token.
 """
 
 import logging
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -26,7 +37,8 @@ _REINVOKE_ATTEMPTS = 4
 class Heartbeats(Protocol):
     """``shortener.dal.loops.LoopsStore``."""
 
-    def heartbeat(self, loop: LoopInvocation) -> bool: ...
+    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool: ...
+    def release(self, loop: LoopInvocation, holder: str) -> bool: ...
 
 
 class QueueReader(Protocol):
@@ -36,6 +48,9 @@ class QueueReader(Protocol):
         self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
     ) -> list[dict[str, Any]]: ...
     def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int: ...
+    def extend_visibility(
+        self, queue_url: str, receipt_handles: Sequence[str], timeout_seconds: int
+    ) -> int: ...
 
 
 class LoopStarting(Protocol):
@@ -64,6 +79,9 @@ class LoopOptions:
     reinvoke_margin_seconds: float = 30
     receive_wait_seconds: int = 20
     heartbeat_interval_seconds: float = 30
+    # The queue's visibility timeout: a batch still being processed gets this much more time,
+    # well before the last extension runs out.
+    visibility_timeout_seconds: int = 120
     metrics_flush_seconds: float = 60
     # After an error, wait this long before the next iteration, so a persistent fault does not spin.
     error_pause_seconds: float = 1
@@ -73,12 +91,14 @@ class LoopOptions:
 class LoopReport:
     """What one invocation of the loop did."""
 
-    stopped: bool = False  # the token was deleted or taken over: no successor was started
+    stopped: bool = False  # the token was deleted, taken over or claimed by another delivery
     reinvoked: bool = False
+    claimed: bool = False  # the first heartbeat claimed this invocation's sequence number
     polls: int = 0
     messages: int = 0
     failed_messages: int = 0
     errors: int = 0
+    visibility_extensions: int = 0
     _pending_metrics: bool = field(default=False, repr=False)
 
 
@@ -113,19 +133,22 @@ class PollLoop:
         self, loop: LoopInvocation, function_name: str, remaining_seconds: Callable[[], float]
     ) -> LoopReport:
         """Poll while more than the re-invoke margin remains, then start the successor; stop
-        without one when the heartbeat says this loop is no longer wanted."""
+        without one when the heartbeat says this invocation is not (or no longer) the loop's."""
         report = LoopReport()
+        # This invocation's own mark on the token: a second delivery of the same event draws
+        # another, so the two can never both hold the sequence number.
+        holder = uuid.uuid4().hex
         margin = self._options.reinvoke_margin_seconds
         last_flush = self._monotonic()
         while remaining_seconds() > margin:
             try:
-                if not self._heartbeats.heartbeat(loop):
+                if not self._heartbeats.heartbeat(loop, holder):
                     return self._stop(loop, report)
-                heartbeat_at = self._monotonic()
+                report.claimed = True
                 wait = int(max(0, min(self._options.receive_wait_seconds, remaining_seconds() - margin)))
                 messages = self._queue.receive(loop.queue_url, max_messages=_MAX_MESSAGES, wait_seconds=wait)
                 report.polls += 1
-                if messages and not self._process(loop, messages, report, heartbeat_at):
+                if messages and not self._process(loop, holder, messages, report):
                     return self._stop(loop, report)
             except Exception:
                 # Nothing in one iteration may end the loop: the messages come back after their
@@ -138,32 +161,42 @@ class PollLoop:
                 self._flush(report)
                 last_flush = self._monotonic()
         self._flush(report)
-        self._reinvoke(loop, function_name)
+        self._reinvoke(loop, holder, function_name)
         report.reinvoked = True
         return report
 
     def _process(
-        self, loop: LoopInvocation, messages: list[dict[str, Any]], report: LoopReport, heartbeat_at: float
+        self, loop: LoopInvocation, holder: str, messages: list[dict[str, Any]], report: LoopReport
     ) -> bool:
         """Process one received batch; delete what succeeded. False when a heartbeat refreshed
-        during long work said this loop must stop (the batch is still finished first)."""
-        alive = True
-        last_beat = heartbeat_at
+        during the work said this loop must stop (the batch is still finished first: its work
+        is idempotent, and abandoning it would only delay its rows)."""
+        records = to_lambda_records(messages, loop.queue_url)
+        keeper = BatchKeeper(
+            beat=lambda: self._heartbeats.heartbeat(loop, holder),
+            extend=lambda handles: self._queue.extend_visibility(
+                loop.queue_url, handles, self._options.visibility_timeout_seconds
+            ),
+            receipt_handles=[record["receiptHandle"] for record in records],
+            interval=min(
+                self._options.heartbeat_interval_seconds, self._options.visibility_timeout_seconds / 3
+            ),
+            log=self._log,
+        )
 
         def handle(record: SQSRecord) -> ChunkResult:
-            nonlocal alive, last_beat
-            if self._monotonic() - last_beat >= self._options.heartbeat_interval_seconds:
-                last_beat = self._monotonic()
-                try:
-                    alive = self._heartbeats.heartbeat(loop) and alive
-                except Exception:
-                    # A failed refresh is not the message's fault; the next iteration beats again.
-                    self._log.exception("Heartbeat refresh failed", extra={"token": loop.token})
+            receives = record.attributes.approximate_receive_count
+            if receives and int(receives) > 1:
+                # A loop died with it, it failed before, or a batch outlived its visibility timeout.
+                self._log.warning(
+                    "Message delivered again", extra={"message_id": record.message_id, "receives": receives}
+                )
             try:
                 result = self._processor.process(ChunkMessage.model_validate_json(record.body))
             except Exception:
-                # BatchProcessor keeps the failure for the batch response; the log says why.
-                receives = record.attributes.approximate_receive_count
+                # Let it come back after its visibility timeout; BatchProcessor keeps the failure
+                # for the batch response, and the log says why.
+                keeper.release(record.receipt_handle)
                 self._log.exception(
                     "Message failed; it will be redelivered",
                     extra={"message_id": record.message_id, "receives": receives},
@@ -172,10 +205,10 @@ class PollLoop:
             self._record(report, result)
             return result
 
-        records = to_lambda_records(messages, loop.queue_url)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-        with processor(records=records, handler=handle):
+        with keeper, processor(records=records, handler=handle):
             processor.process()
+        report.visibility_extensions += keeper.extensions
         failed_ids = {failure["itemIdentifier"] for failure in processor.response()["batchItemFailures"]}
         succeeded = [record["receiptHandle"] for record in records if record["messageId"] not in failed_ids]
         report.messages += len(records)
@@ -187,7 +220,7 @@ class PollLoop:
             if undeleted:
                 # They are redelivered and recognised as done; only costs a little work.
                 self._log.warning("Some processed messages could not be deleted", extra={"count": undeleted})
-        return alive
+        return keeper.alive
 
     def _record(self, report: LoopReport, result: ChunkResult) -> None:
         if result.counted:
@@ -198,23 +231,37 @@ class PollLoop:
             self._count(report, "ChunksAlreadyDone", 1)
 
     def _stop(self, loop: LoopInvocation, report: LoopReport) -> LoopReport:
-        self._log.info("Token deleted or taken over; this loop stops", extra={"token": loop.token})
+        # One message for every cause (operators search for it): the token was deleted or taken
+        # over, or, when nothing was claimed, this is a repeated delivery of an event that ran.
+        self._log.info(
+            "Token deleted, taken over or held by another invocation; this loop stops",
+            extra={"token": loop.token, "seq": loop.seq, "claimed": report.claimed},
+        )
         self._count(report, "LoopsStopped", 1)
         self._flush(report)
         report.stopped = True
         return report
 
-    def _reinvoke(self, loop: LoopInvocation, function_name: str) -> None:
+    def _reinvoke(self, loop: LoopInvocation, holder: str, function_name: str) -> None:
+        successor = loop.successor()
         for attempt in range(_REINVOKE_ATTEMPTS):
             try:
-                self._starter.start(function_name, loop)
+                self._starter.start(function_name, successor)
                 return
             except Exception:
-                if attempt == _REINVOKE_ATTEMPTS - 1:
-                    # Failing the invocation makes Lambda retry it; the restarter is the backstop.
-                    raise
-                self._log.exception("Re-invoking the loop failed; retrying", extra={"token": loop.token})
-                self._sleep(0.2 * 2**attempt)
+                if attempt < _REINVOKE_ATTEMPTS - 1:
+                    self._log.exception("Re-invoking the loop failed; retrying", extra={"token": loop.token})
+                    self._sleep(0.2 * 2**attempt)
+                    continue
+                # Leave the token for the restarter's next run rather than a stale threshold
+                # from now, then fail the invocation: its failure is what reaches the
+                # operations topic (the poller's on-failure destination; retries would only
+                # meet the fence).
+                try:
+                    self._heartbeats.release(loop, holder)
+                except Exception:
+                    self._log.exception("Releasing the token failed", extra={"token": loop.token})
+                raise
 
     def _count(self, report: LoopReport, name: str, value: float) -> None:
         if value:
@@ -226,6 +273,69 @@ class PollLoop:
         if report._pending_metrics:
             self._metrics.flush_metrics()
             report._pending_metrics = False
+
+
+class BatchKeeper:
+    """Holds on to a batch while it is processed: every ``interval`` seconds, from a thread of its
+    own (one slow message must not stop it), it refreshes the loop's heartbeat and extends the
+    visibility timeout of the messages not given up yet. A message that failed is released, so
+    it comes back after its visibility timeout; one that succeeded is kept until it is deleted."""
+
+    def __init__(
+        self,
+        *,
+        beat: Callable[[], bool],
+        extend: Callable[[list[str]], int],
+        receipt_handles: Sequence[str],
+        interval: float,
+        log: logging.Logger | Any,
+    ) -> None:
+        self._beat = beat
+        self._extend = extend
+        self._held = dict.fromkeys(receipt_handles)
+        self._interval = max(0.01, interval)
+        self._log = log
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="batch-keeper", daemon=True)
+        self.alive = True
+        self.extensions = 0
+
+    def release(self, receipt_handle: str) -> None:
+        """Stop extending one message's visibility."""
+        with self._lock:
+            self._held.pop(receipt_handle, None)
+
+    def __enter__(self) -> "BatchKeeper":
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _keep(self) -> None:
+        while not self._done.wait(self._interval):
+            try:
+                self.alive = self._beat() and self.alive
+            except Exception:
+                # A failed refresh is not the batch's fault; the next one, or the next iteration, beats.
+                self._log.exception("Heartbeat refresh failed")
+            with self._lock:
+                held = list(self._held)
+            if not held:
+                continue
+            try:
+                failed = self._extend(held)
+            except Exception:
+                self._log.exception("Extending the visibility of a batch failed")
+                continue
+            self.extensions += 1
+            if failed:
+                # Deleted meanwhile, or already received again: nothing more to hold.
+                self._log.warning("Some messages' visibility could not be extended", extra={"count": failed})
 
 
 def to_lambda_records(messages: Sequence[dict[str, Any]], queue_url: str) -> list[dict[str, Any]]:

@@ -8,10 +8,11 @@ conditional write: at most MAX_LOOPS rows can ever exist. Slots below MIN_LOOPS 
 down never deletes them and reconcile re-creates them, so the minimum always runs whatever
 interleaving of scalers and restarters happens."""
 
+import logging
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from shortener.models.alarms import AlarmNotification
@@ -22,8 +23,14 @@ _SLOT_PREFIX = "slot-"
 # Claims lost to a concurrent writer before a scale-up gives up (each retry re-reads the tokens).
 _CLAIM_ATTEMPTS = 3
 
+log = logging.getLogger(__name__)
 
-class TokenStore(Protocol):
+
+class UnstartedTokens(Protocol):
+    def mark_unstarted(self, token: LoopToken) -> bool: ...
+
+
+class TokenStore(UnstartedTokens, Protocol):
     def claim(self, queue_url: str, token: str) -> LoopToken | None: ...
 
     def delete(self, queue_url: str, token: str) -> None: ...
@@ -33,6 +40,41 @@ class TokenStore(Protocol):
 
 class Starter(Protocol):
     def start(self, function_name: str, loop: LoopInvocation) -> None: ...
+
+
+def start_loop(store: UnstartedTokens, starter: Starter, function_name: str, token: LoopToken) -> bool:
+    """Start the first invocation of ``token``'s loop (just claimed, or just taken over). When the
+    invoke fails, the token's fresh heartbeat is removed, so the restarter's next run revives it
+    instead of waiting a whole stale threshold; the failure is logged and False returned, so one
+    token never stops the caller's work on the others."""
+    try:
+        starter.start(function_name, token.invocation())
+    except Exception:
+        log.exception("Starting a loop failed; the restarter revives it", extra={"token": token.token})
+        try:
+            store.mark_unstarted(token)
+        except Exception:
+            # Then it is revived once its heartbeat is stale, as before.
+            log.exception("Marking a loop unstarted failed", extra={"token": token.token})
+        return False
+    return True
+
+
+@dataclass
+class _Starts:
+    """Slots claimed by one scaling step: those whose loop started, and those whose start failed."""
+
+    started: list[LoopToken] = field(default_factory=list)
+    failed: list[LoopToken] = field(default_factory=list)
+
+    @property
+    def claimed(self) -> list[LoopToken]:
+        return [*self.started, *self.failed]
+
+    def __iadd__(self, other: "_Starts") -> "_Starts":
+        self.started += other.started
+        self.failed += other.failed
+        return self
 
 
 class QueueGauge(Protocol):
@@ -169,16 +211,17 @@ class LoopScaler:
                 return self._outcome(
                     target, "alarm", "unchanged", f"{reason}; at the maximum", before=before, after=tokens
                 )
-            started = self._start_loops(target, tokens, 1)
-            if started:
+            starts = self._start_loops(target, tokens, 1)
+            if starts.claimed:
                 return self._outcome(
                     target,
                     "alarm",
                     "added",
                     reason,
                     before=before,
-                    after=[*tokens, *started],
-                    started=started,
+                    after=[*tokens, *starts.claimed],
+                    started=starts.started,
+                    failed=starts.failed,
                 )
             tokens = self.store.list_for_queue(target.queue_url)  # lost a race for the slot: look again
         return self._outcome(
@@ -229,13 +272,12 @@ class LoopScaler:
             for victim in sorted(extras, key=_removal_order)[:surplus]:
                 self.store.delete(target.queue_url, victim.token)
                 stopped.append(victim.token)
-        started = self._claim_and_start(target, [token for token in pinned if token not in present])
+        starts = self._claim_and_start(target, [token for token in pinned if token not in present])
         if surplus < 0:
-            after_pins = [*tokens, *started]
-            started += self._start_loops(target, after_pins, -surplus)
+            starts += self._start_loops(target, [*tokens, *starts.claimed], -surplus)
 
         remaining = [token for token in tokens if token.token not in stopped]
-        action: ScalingAction = "reconciled" if started or stopped else "unchanged"
+        action: ScalingAction = "reconciled" if starts.claimed or stopped else "unchanged"
         reason = f"backlog of {depth.total} messages wants {goal} loops"
         return self._outcome(
             target,
@@ -243,9 +285,10 @@ class LoopScaler:
             action,
             reason,
             before=len(tokens),
-            after=[*remaining, *started],
-            started=started,
+            after=[*remaining, *starts.claimed],
+            started=starts.started,
             stopped=stopped,
+            failed=starts.failed,
         )
 
     def targets(self, region: str | None = None) -> list[LoopTarget]:
@@ -260,28 +303,26 @@ class LoopScaler:
             for queue_name, function_name in self.functions.items()
         ]
 
-    def reconcile_all(self, targets: Sequence[LoopTarget]) -> list[ScalingOutcome]:
-        """Reconcile every configured queue."""
-        return [self.reconcile(target) for target in targets]
-
     # ---- helpers ------------------------------------------------------------------------------
 
-    def _start_loops(self, target: LoopTarget, tokens: Sequence[LoopToken], count: int) -> list[LoopToken]:
+    def _start_loops(self, target: LoopTarget, tokens: Sequence[LoopToken], count: int) -> _Starts:
         """Claim up to ``count`` free slots below the maximum (lowest first) and start their loops."""
         taken = {token.token for token in tokens}
         room = max(0, self.bounds.max_loops - len(tokens))
         free = [slot_token(slot) for slot in range(self.bounds.max_loops) if slot_token(slot) not in taken]
         return self._claim_and_start(target, free[: min(count, room)])
 
-    def _claim_and_start(self, target: LoopTarget, slots: Sequence[str]) -> list[LoopToken]:
-        started = []
+    def _claim_and_start(self, target: LoopTarget, slots: Sequence[str]) -> _Starts:
+        starts = _Starts()
         for slot in slots:
             claimed = self.store.claim(target.queue_url, slot)
             if claimed is None:
                 continue  # a concurrent scaler or restarter claimed it and starts its loop
-            self.starter.start(target.function_name, claimed.invocation())
-            started.append(claimed)
-        return started
+            if start_loop(self.store, self.starter, target.function_name, claimed):
+                starts.started.append(claimed)
+            else:
+                starts.failed.append(claimed)
+        return starts
 
     def _outcome(
         self,
@@ -294,6 +335,7 @@ class LoopScaler:
         after: Sequence[LoopToken],
         started: Sequence[LoopToken] = (),
         stopped: Sequence[str] = (),
+        failed: Sequence[LoopToken] = (),
     ) -> ScalingOutcome:
         return ScalingOutcome(
             queue_name=target.queue_name,
@@ -304,6 +346,7 @@ class LoopScaler:
             loops_after=len(after),
             started=[token.token for token in started],
             stopped=list(stopped),
+            failed=[token.token for token in failed],
         )
 
     @staticmethod

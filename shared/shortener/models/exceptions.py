@@ -67,6 +67,14 @@ class UnsupportedMediaTypeError(ShortenerError):
     error = "unsupported_media_type"
 
 
+class StorageThrottledError(ShortenerError):
+    """DynamoDB kept throttling after the retries with backoff: not the caller's fault and not a
+    refusal (never a "code taken"); the same request can be sent again shortly."""
+
+    status_code = 503
+    error = "throttled"
+
+
 class CodesExhaustedError(Exception):
     """No free code could be found within the retry budget (an operational fault, not a caller's)."""
 

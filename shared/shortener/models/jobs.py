@@ -28,6 +28,8 @@ class Job(BaseModel):
     succeeded: int = 0
     failed: int = 0
     created_at: datetime
+    # When the job last made progress (a chunk counted); None until the first one.
+    updated_at: datetime | None = None
 
     @property
     def processed(self) -> int:
@@ -50,6 +52,9 @@ class JobStatusView(BaseModel):
     failed: int
     processed: int
     created_at: datetime
+    # When the job last made progress: a chunk of rows counted (its creation until the first).
+    # A job that is not done and has not moved for minutes is stuck; see its results and the DLQ.
+    updated_at: datetime
     results_url: str
 
 
@@ -103,6 +108,17 @@ class ChunkIds(BaseModel):
     done: bool = False
     succeeded: int = 0
     failed: int = 0
+
+
+class RecordedChunk(BaseModel):
+    """The outcome counts a chunk item holds once recorded: those just written, or those of the
+    delivery (or the dead-letter settlement) that recorded the chunk first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    succeeded: int
+    failed: int
+    dead_letter: bool = False
 
 
 class ChunkResult(BaseModel):

@@ -1,0 +1,142 @@
+"""Settling dead letters over fakes: an idle run costs one depth read, each chunk's rows are failed
+with the reason and counted before its message is deleted, and one bad message holds up no other."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from shortener.logic.dead_letters import DeadLetterSettler, dead_letter_error
+from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
+from shortener.models.scaling import DeadLetterTarget, LoopTarget, QueueDepth
+
+TARGET = LoopTarget(queue_name="bulk", queue_url="https://sqs/1/bulk", function_name="poller")
+DLQ = DeadLetterTarget(queue_url="https://sqs/1/bulk-dlq", max_receive_count=5)
+
+
+class Jobs:
+    """Chunk records and counts in memory, with the once-only semantics of JobsStore."""
+
+    def __init__(self, failing_jobs: frozenset[str] = frozenset()) -> None:
+        self.chunks: dict[tuple[str, int], list[RowOutcome]] = {}
+        self.counted: dict[tuple[str, int], tuple[int, int]] = {}
+        self.failing_jobs = failing_jobs
+
+    def record_outcomes(
+        self,
+        job_id: str,
+        chunk: int,
+        *,
+        first_row: int,
+        outcomes: Sequence[RowOutcome],
+        now: int,
+        expires_at: int,
+        dead_letter: bool = False,
+    ) -> RecordedChunk:
+        assert dead_letter
+        if job_id in self.failing_jobs:
+            raise ConnectionError("DynamoDB is unreachable")
+        self.chunks.setdefault((job_id, chunk), list(outcomes))
+        return RecordedChunk(succeeded=0, failed=len(outcomes), dead_letter=True)
+
+    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool:
+        if (job_id, chunk) in self.counted:
+            return False
+        self.counted[(job_id, chunk)] = (succeeded, failed)
+        return True
+
+
+class DeadLetters:
+    """A dead-letter queue in memory that counts the requests made to it."""
+
+    def __init__(self, bodies: Sequence[str] = ()) -> None:
+        self.messages = {f"r{n}": body for n, body in enumerate(bodies)}
+        self.requests: list[str] = []
+
+    def depth(self, queue_url: str, region: str | None = None) -> QueueDepth:
+        self.requests.append("GetQueueAttributes")
+        return QueueDepth(visible=len(self.messages))
+
+    def dead_letter_target(self, queue_url: str, region: str | None = None) -> DeadLetterTarget | None:
+        self.requests.append("GetQueueAttributes(RedrivePolicy)")
+        return DLQ
+
+    def receive(
+        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+    ) -> list[dict[str, Any]]:
+        self.requests.append("ReceiveMessage")
+        handles = list(self.messages)[:max_messages] if "ReceiveMessage" not in self.requests[:-1] else []
+        return [
+            {"MessageId": handle, "ReceiptHandle": handle, "Body": self.messages[handle]}
+            for handle in handles
+        ]
+
+    def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int:
+        self.requests.append("DeleteMessageBatch")
+        for handle in receipt_handles:
+            del self.messages[handle]
+        return 0
+
+
+def chunk(job_id: str, number: int, rows: int = 3) -> str:
+    message = ChunkMessage(
+        job_id=job_id,
+        chunk=number,
+        first_row=1 + number * rows,
+        rows=[(f"https://x.example/{n}", "") for n in range(rows)],
+    )
+    return message.model_dump_json()
+
+
+def test_an_empty_dead_letter_queue_costs_one_depth_read_per_run() -> None:
+    # Given an empty dead-letter queue whose redrive policy was read before
+    queue = DeadLetters()
+    settler = DeadLetterSettler(Jobs(), queue, queue)
+    settler.settle(TARGET)
+    queue.requests.clear()
+    # When the restarter settles it again
+    report = settler.settle(TARGET)
+    # Then it only read the depth
+    assert queue.requests == ["GetQueueAttributes"]
+    assert report.settled == 0
+
+
+def test_each_row_of_a_dead_letter_is_failed_with_the_reason_then_the_message_deleted() -> None:
+    # Given two dead-lettered chunks of one job
+    jobs, queue = Jobs(), DeadLetters([chunk("j1", 0), chunk("j1", 1)])
+    # When they are settled
+    report = DeadLetterSettler(jobs, queue, queue).settle(TARGET)
+    # Then every row has the dead-letter error, in order, each chunk counted once, then deleted
+    assert [outcome.row for outcome in jobs.chunks[("j1", 1)]] == [4, 5, 6]
+    assert {outcome.error for rows in jobs.chunks.values() for outcome in rows} == {dead_letter_error(5)}
+    assert jobs.counted == {("j1", 0): (0, 3), ("j1", 1): (0, 3)}
+    assert queue.messages == {}
+    assert queue.requests.index("DeleteMessageBatch") > queue.requests.index("ReceiveMessage")
+    assert (report.settled, report.rows_failed) == (2, 6)
+
+
+def test_a_message_that_cannot_be_recorded_stays_and_the_others_are_settled() -> None:
+    # Given a dead letter whose job's table cannot be written, between two others, and one that
+    # is not a bulk chunk at all
+    jobs = Jobs(failing_jobs=frozenset({"bad"}))
+    queue = DeadLetters([chunk("j1", 0), chunk("bad", 0), '{"not": "a chunk"}', chunk("j2", 0)])
+    # When they are settled
+    report = DeadLetterSettler(jobs, queue, queue).settle(TARGET)
+    # Then only the failing one is left for a later run, the foreign one is removed, and the
+    # others are recorded
+    assert list(queue.messages) == ["r1"]
+    assert set(jobs.counted) == {("j1", 0), ("j2", 0)}
+    assert (report.settled, report.unreadable, report.errors) == (2, 1, 1)
+
+
+def test_a_queue_without_a_redrive_policy_has_nothing_to_settle() -> None:
+    # Given a loop queue with no dead-letter queue
+    class NoRedrive(DeadLetters):
+        def dead_letter_target(self, queue_url: str, region: str | None = None) -> DeadLetterTarget | None:
+            return None
+
+    queue = NoRedrive([chunk("j1", 0)])
+    # When the restarter settles it
+    report = DeadLetterSettler(Jobs(), queue, queue).settle(TARGET)
+    # Then nothing is read or changed
+    assert queue.requests == []
+    assert report.settled == 0
