@@ -26,7 +26,6 @@ import re
 import statistics
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -62,7 +61,7 @@ def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
     server), so that its CPU time, steadier than wall time on a busy machine, counts both."""
     from local_stack.moto_server import EmbeddedAws
 
-    server = EmbeddedAws(0, admin_api=True)  # reset through /moto-api/reset between runs
+    server = EmbeddedAws(0)
     server.start()
     plain: list[tuple[float, float]] = []
     journaled: list[tuple[float, float]] = []
@@ -116,7 +115,7 @@ def measure_snapshot_in_process(links: int) -> dict[str, float]:
     from local_stack.intrinsics import ACCOUNT_ID
     from local_stack.moto_server import EmbeddedAws
 
-    server = EmbeddedAws(0, admin_api=True)  # reset through /moto-api/reset between runs
+    server = EmbeddedAws(0)
     server.start()
     try:
         resources = fresh_resources(server)
@@ -147,7 +146,7 @@ def fresh_resources(server: Any) -> Any:
     from local_stack.resources import create_resources, name_resources
     from local_stack.template import expand_sam, load_template
 
-    urllib.request.urlopen(urllib.request.Request(f"{server.url}/moto-api/reset", method="POST"))
+    server.reset()
     expanded = expand_sam(load_template(), "bench", "us-east-1")
     resolver = Resolver(
         parameters=parameter_values(expanded["Parameters"], {}),

@@ -114,6 +114,14 @@ class EmbeddedAws(ThreadedMotoServer):
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
 
+    def reset(self) -> None:
+        """Empty every backend, as moto's /moto-api/reset does, in-process (that path is refused
+        over HTTP unless admin_api)."""
+        from moto.moto_api._internal.models import moto_api_backend
+
+        with self._serialising_lock:
+            moto_api_backend.reset()
+
     def exclusive(self) -> threading.Lock:
         """The lock that serialised requests hold: holding it holds them off (for a snapshot)."""
         return self._serialising_lock

@@ -20,9 +20,8 @@ def api(tables: dict[str, str]) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[EmbeddedAws]:
-    """The local stack's embedded AWS on a free loopback port, shared by a module's tests; moto's
-    admin paths on, since build() resets it through /moto-api/reset."""
-    server = EmbeddedAws(0, admin_api=True)
+    """The local stack's embedded AWS on a free loopback port, shared by a module's tests."""
+    server = EmbeddedAws(0)
     server.start()
     yield server
     server.stop()

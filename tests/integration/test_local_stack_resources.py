@@ -1,7 +1,6 @@
 """The template's resources created on the embedded AWS."""
 
 import json
-import urllib.request
 from typing import Any
 
 from local_stack.aws import aws_client
@@ -15,7 +14,7 @@ SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
 
 def build(aws: EmbeddedAws, params: dict[str, str] | None = None, create: bool = True) -> Resources:
     """The template's resources on a freshly reset embedded AWS."""
-    urllib.request.urlopen(urllib.request.Request(f"{aws.url}/moto-api/reset", method="POST"))
+    aws.reset()
     expanded = expand_sam(load_template(), "test", "us-east-1")
     resolver = Resolver(
         parameters=parameter_values(expanded["Parameters"], params or {}),

@@ -1,7 +1,6 @@
 """The local API Gateway's API keys and usage plans over moto's API Gateway: lookups, admission
 of a request's API key, and the keys kept across a restart in the data dir."""
 
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,7 +105,7 @@ def test_a_disabled_api_key_is_refused(apigateway: Any) -> None:
 
 @pytest.fixture(scope="module")
 def embedded_aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0, admin_api=True)
+    server = EmbeddedAws(0)
     server.start()
     yield server
     server.stop()
@@ -114,7 +113,7 @@ def embedded_aws() -> Iterator[EmbeddedAws]:
 
 def created(aws: EmbeddedAws, params: dict[str, str]) -> Resources:
     """The template's resources with ``params``, made on a freshly reset embedded AWS."""
-    urllib.request.urlopen(urllib.request.Request(f"{aws.url}/moto-api/reset", method="POST"))
+    aws.reset()
     expanded, resolver = expanded_template(params)
     resources = name_resources(expanded, resolver, aws.url, "us-east-1")
     create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
