@@ -570,13 +570,13 @@ def test_a_row_throttled_beyond_the_retries_fails_its_message_not_the_row(
     )
     injected = cancel_for_throttling(aws_clients.dynamodb(), times=8, items=3)
     # When a loop processes it
-    first = drain(bulk_env, queue_url, seconds=0.5)
+    first = drain(bulk_env, queue_url, until=lambda: injected() == 8)
     # Then the message failed (it comes back), and no row was given a wrong outcome
     assert (first.failed_messages, injected()) == (1, 8)
     assert status(api, job_id)["status"] == "queued"
     assert results(api, job_id) == []
     # And once the throttling has passed, the redelivery gives every row its code
-    drain(bulk_env, queue_url, seconds=2.5)
+    drain(bulk_env, queue_url)
     lines = results(api, job_id)
     assert lines[0]["code"] == custom
     assert all(line["code"] and not line["error"] for line in lines)
@@ -638,7 +638,7 @@ def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_
     fine = upload(api, csv_text([["https://example.com/fine", "fine-code"]], ("url", "code")))
     # When the loops have received the poisoned messages until SQS moved them to the DLQ, and the
     # scheduled restarter runs
-    drain(bulk_env, queue_url, seconds=3.5, links_client=refusing_link_writes())
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 2, links_client=refusing_link_writes())
     assert status(api, poisoned)["status"] == "queued"
     assert dead_letters_waiting() == 2
     report = run_restarter(restarter_for(queue_url, monkeypatch))
@@ -663,7 +663,7 @@ def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
     # the message is deleted)
     queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
-    drain(bulk_env, queue_url, seconds=2.5, links_client=refusing_link_writes())
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
     # (a dead letter received and not deleted is visible again at once)
     sqs = boto3.client("sqs")
     sqs.set_queue_attributes(QueueUrl=dead_letter_queue_url(), Attributes={"VisibilityTimeout": "0"})
