@@ -98,7 +98,8 @@ def _job(job_id: str) -> Job:
 
 
 def _from_chunk(text: str) -> int:
-    if not text.isdigit() or len(text) > 7:
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 7:
         raise InvalidRequestError("from_chunk must be a whole number (take it from the Link header).")
     return int(text)
 

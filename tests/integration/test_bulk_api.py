@@ -144,6 +144,24 @@ def test_bad_uploads_are_a_clear_4xx_and_write_nothing(
     assert queued_messages(queue_url) == []
 
 
+def test_a_multipart_body_of_many_tiny_parts_is_refused_before_it_is_parsed(
+    api: ModuleType, tables: dict[str, str], queue_url: str
+) -> None:
+    # Given a multipart body of 40,000 tiny parts (about 2 MB, under the size limit)
+    parts = b"".join(
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="f{n}"\r\n\r\nx\r\n'.encode()
+        for n in range(40_000)
+    )
+    body = parts + f"--{BOUNDARY}--\r\n".encode()
+    # When it is uploaded
+    answer = upload(api, body, f"multipart/form-data; boundary={BOUNDARY}")
+    # Then it is a 400 that says why, and nothing was written
+    assert answer["statusCode"] == 400
+    assert "parts" in json.loads(answer["body"])["message"]
+    assert job_items(tables) == []
+    assert queued_messages(queue_url) == []
+
+
 def test_upload_above_the_size_limit_is_413(
     api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,7 +197,8 @@ def test_the_index_page_offers_a_csv_upload(api: ModuleType) -> None:
     assert 'type="file"' in page
 
 
-def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
+@pytest.mark.parametrize("from_chunk", ["-1", "\u00b2", "1e3", "99999999"])
+def test_a_malformed_results_page_cursor_is_400(api: ModuleType, from_chunk: str) -> None:
     accepted = json.loads(upload(api, b"url\nhttps://example.com/a\n")["body"])
     job_id = accepted["job_id"]
     event = api_event(
@@ -188,7 +207,7 @@ def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
         resource="/jobs/{job_id}/results",
         path_parameters={"job_id": job_id},
     )
-    event["queryStringParameters"] = {"from_chunk": "-1"}
+    event["queryStringParameters"] = {"from_chunk": from_chunk}
     answer = call(api, event)
     assert answer["statusCode"] == 400
     assert json.loads(answer["body"])["error"] == "invalid_request"

@@ -17,6 +17,8 @@ class FakeApi(BaseHTTPRequestHandler):
     """POST / and a bulk job that is done on its second status check."""
 
     status_checks = 0
+    # Where the first results page says the next one is ({host} is the fake API's address).
+    next_page = "http://{host}/jobs/j1/results?from_chunk=1"
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -47,7 +49,7 @@ class FakeApi(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             if first:
                 host = self.headers["Host"]
-                self.send_header("Link", f'<http://{host}/jobs/j1/results?from_chunk=1>; rel="next"')
+                self.send_header("Link", f'<{FakeApi.next_page.format(host=host)}>; rel="next"')
             self.end_headers()
             self.wfile.write(body)
 
@@ -66,6 +68,7 @@ class FakeApi(BaseHTTPRequestHandler):
 @pytest.fixture
 def api_url() -> Iterator[str]:
     FakeApi.status_checks = 0
+    FakeApi.next_page = "http://{host}/jobs/j1/results?from_chunk=1"
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -106,6 +109,25 @@ def test_bulk_waits_and_writes_every_page_of_the_results(
         "2,https://b/,abd,http://sho.rt/abd,",
     ]
     assert "2/2 rows, 0 failed (done)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("link", ["file:///etc/passwd", "ftp://{host}/results"])
+def test_only_http_result_pages_are_followed(
+    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    # Given an API whose first results page links to a next page that is not http(s)
+    FakeApi.next_page = link
+    upload = tmp_path / "links.csv"
+    upload.write_text("url\nhttps://a/\n")
+    output = tmp_path / "results.csv"
+    # When the CLI fetches the results
+    code = main(
+        ["--api-url", api_url, "bulk", str(upload), "--output", str(output), "--poll-interval", "0.01"]
+    )
+    # Then it refuses to follow the link and says so
+    assert code == EXIT_REFUSED
+    assert "was not followed" in capsys.readouterr().err
+    assert not output.exists()
 
 
 def test_the_progress_bar() -> None:
