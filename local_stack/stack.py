@@ -17,6 +17,7 @@ from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
+from local_stack.stack_id import stack_uuid
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class LocalStack:
             stack_name=options.stack_name,
             conditions=expanded.get("Conditions", {}),
             mappings=expanded.get("Mappings", {}),
+            stack_uuid=stack_uuid(options.data_dir, persist=options.persist),
         )
         resources = name_resources(
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent

@@ -12,7 +12,7 @@ from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.template import create_table_arguments
-from shortener import settings
+from shortener import services, settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
 
@@ -24,7 +24,12 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 # freezegun's fake datetime class in their annotations.
 freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"])
 
-TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
+TABLES = {
+    "LINKS_TABLE": "LinksTable",
+    "JOBS_TABLE": "JobsTable",
+    "TOKENS_TABLE": "TokensTable",
+    "BLOCKLIST_TABLE": "BlocklistTable",
+}
 
 
 def _clear_container_caches() -> None:
@@ -37,6 +42,8 @@ def _clear_container_caches() -> None:
     ):
         getter.cache_clear()
     code_generator.cache_clear()
+    services.api_links.cache_clear()
+    services.api_link_manager.cache_clear()
 
 
 @pytest.fixture

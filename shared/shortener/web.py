@@ -119,3 +119,42 @@ def caller_from_event(event: Mapping[str, Any]) -> Caller:
         return Caller.model_validate(context)
     except ValidationError:
         return Caller.anonymous()
+
+
+def wants_fresh(headers: Mapping[str, str] | None) -> bool:
+    """Whether the request asks not to be served from a cache (Cache-Control max-age=0 or
+    no-cache: what API Gateway sends on when it refreshes one entry of its cache)."""
+    directives = {part.strip().lower() for part in header(headers, "cache-control").split(",")}
+    return bool(directives & {"max-age=0", "no-cache", "no-store"})
+
+
+def execute_api_host(api_id: str, region: str) -> str:
+    """The API's default host name."""
+    return f"{api_id}.execute-api.{region}.amazonaws.com"
+
+
+def own_hosts(event: Mapping[str, Any], region: str) -> list[str]:
+    """The hosts this request shows the API to have: the Host it was sent to, the domain API
+    Gateway says it came in on, and the API's execute-api host (links to any are refused)."""
+    context = event.get("requestContext") or {}
+    hosts = [request_host(event.get("headers")), context.get("domainName")]
+    if context.get("apiId"):
+        hosts.append(execute_api_host(str(context["apiId"]), region))
+    return [str(host) for host in hosts if host]
+
+
+def stage_base_url(event: Mapping[str, Any], region: str, endpoint: str = "") -> str:
+    """The URL of the API's stage on its execute-api endpoint (``endpoint`` when given, as the
+    local stack gives it), ending with "/"."""
+    if endpoint:
+        return endpoint.rstrip("/") + "/"
+    context = event.get("requestContext") or {}
+    return f"https://{execute_api_host(str(context.get('apiId', '')), region)}/{context.get('stage', '')}/"
+
+
+def whole_number(text: str, name: str, hint: str = "") -> int:
+    """A query parameter that must be a whole number, or InvalidRequestError naming it."""
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 7:
+        raise InvalidRequestError(f"{name} must be a whole number{hint}.")
+    return int(text)

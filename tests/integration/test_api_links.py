@@ -28,7 +28,7 @@ def test_post_creates_a_link_that_redirects(api: ModuleType) -> None:
     )
     assert followed["statusCode"] == 301
     assert response_header(followed, "Location") == "https://example.com/b"
-    assert response_header(followed, "Cache-Control") == "public, max-age=86400"
+    assert response_header(followed, "Cache-Control") == "private, max-age=90"
 
 
 def test_same_url_gets_same_code_back_with_200(api: ModuleType) -> None:

@@ -104,7 +104,7 @@ def drain(
         LinksStore(settings.LINKS_TABLE, client=links_client),
         JobsStore(settings.JOBS_TABLE, client=links_client),
         link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
         settings.url_policy(),
         strategy=settings.CODE_STRATEGY,
         find_if_exists=settings.FIND_IF_EXISTS,

@@ -79,9 +79,12 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     return normalised
 
 
-def url_key(normalised_url: str) -> str:
-    """A fixed-size key for a normalised URL (find-if-exists claims)."""
-    return hashlib.sha256(normalised_url.encode()).hexdigest()
+def url_key(normalised_url: str, owner: str | None = None) -> str:
+    """A fixed-size key for a normalised URL (find-if-exists claims). Claims are per owner: one
+    owner's link is never handed to another, who could not manage it (links made before owners
+    existed keep their owner-less keys)."""
+    text = normalised_url if owner is None else f"{owner}\n{normalised_url}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _did_you_mean(candidate: str) -> str:

@@ -28,6 +28,8 @@ class Job(BaseModel):
     succeeded: int = 0
     failed: int = 0
     created_at: datetime
+    # The uploader's owner id; None for jobs from before owners existed (admins only).
+    owner: str | None = None
 
     @property
     def processed(self) -> int:
@@ -51,6 +53,14 @@ class JobStatusView(BaseModel):
     processed: int
     created_at: datetime
     results_url: str
+    owner: str | None = None
+
+
+class JobList(BaseModel):
+    """A page of ``GET /jobs``: newest first; ``next_cursor`` fetches the next page."""
+
+    jobs: list[JobStatusView]
+    next_cursor: str | None = None
 
 
 class JobAccepted(BaseModel):
@@ -71,8 +81,12 @@ class ChunkMessage(BaseModel):
     chunk: int = Field(ge=0)
     first_row: int = Field(ge=1)
     rows: list[tuple[str, str]] = Field(min_length=1)
-    # The host the upload arrived on: links back to the shortener itself are refused.
+    # The host the upload arrived on (and the shortener's other hosts): links back to the
+    # shortener itself are refused.
     own_host: str | None = None
+    own_hosts: list[str] = []
+    # The uploader's owner id: every link of the job is theirs.
+    owner: str | None = None
 
     def bulk_rows(self) -> list[BulkRow]:
         return [BulkRow(url=url, code=code) for url, code in self.rows]
