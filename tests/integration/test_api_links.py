@@ -234,3 +234,58 @@ def test_bad_input_writes_nothing(api: ModuleType, tables: dict[str, str]) -> No
         )
     # Then nothing at all was written: no link, no claim, not even the id counter
     assert boto3.client("dynamodb").scan(TableName=tables["LINKS_TABLE"])["Count"] == 0
+
+
+def test_head_answers_like_get_without_a_body(api: ModuleType) -> None:
+    code = json.loads(post_json(api, {"url": "https://example.com/head"})["body"])["code"]
+    found = get_code(api, code)
+    head = call(api, api_event("HEAD", f"/{code}", resource="/{code}", path_parameters={"code": code}))
+    assert head["statusCode"] == found["statusCode"] == 301
+    assert response_header(head, "Location") == "https://example.com/head"
+    assert head["body"] == ""
+    missing = call(api, api_event("HEAD", "/nope", resource="/{code}", path_parameters={"code": "nope"}))
+    assert (missing["statusCode"], missing["body"]) == (404, "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "status", "says"),
+    [
+        ('{"url": "https://example.com/"}', "application/x-www-form-urlencoded", 415, "application/json"),
+        ("[" * 200_000 + "]" * 200_000, "application/json", 400, "nested too deeply"),
+        ('{"url": "example.com/x"}', "application/json", 400, "Did you mean https://example.com/x?"),
+    ],
+)
+def test_hostile_or_mistaken_bodies_get_a_4xx_that_says_why(
+    api: ModuleType, raw: str, content_type: str, status: int, says: str
+) -> None:
+    answer = call(api, api_event("POST", "/", body=raw, headers={"Content-Type": content_type}))
+    assert answer["statusCode"] == status
+    assert says in json.loads(answer["body"])["message"]
+
+
+def test_the_apis_own_execute_api_host_is_refused_whatever_host_the_request_used(api: ModuleType) -> None:
+    # Given a request that came in on the custom domain of API 'a1b2c3' in us-east-1
+    event = api_event(
+        "POST",
+        "/",
+        body=json.dumps({"url": "https://A1B2C3.execute-api.us-east-1.amazonaws.com./prod/abcd"}),
+        headers={"Content-Type": "application/json"},
+    )
+    event["requestContext"]["apiId"] = "a1b2c3"
+    # Then a link to the API's own execute-api host is refused
+    answer = call(api, event)
+    assert answer["statusCode"] == 400
+    assert json.loads(answer["body"])["error"] == "invalid_url"
+
+
+def test_short_urls_are_http_or_https_whatever_the_forwarded_scheme(api: ModuleType) -> None:
+    answer = call(
+        api,
+        api_event(
+            "POST",
+            "/",
+            body=json.dumps({"url": "https://example.com/scheme"}),
+            headers={"Content-Type": "application/json", "X-Forwarded-Proto": "javascript"},
+        ),
+    )
+    assert json.loads(answer["body"])["short_url"].startswith("https://sho.rt/")

@@ -227,3 +227,55 @@ def test_when_the_queue_is_unavailable_the_upload_is_503_and_no_job_remains(
     assert answer["statusCode"] == 503
     assert json.loads(answer["body"])["error"] == "queue_unavailable"
     assert job_items(tables) == []
+
+
+def test_a_members_jobs_are_theirs_alone(api: ModuleType) -> None:
+    from tests.support.api import ApiCaller
+
+    # Given a job uploaded by alice
+    alice, bob, admin = ApiCaller(api, "alice"), ApiCaller(api, "bob"), ApiCaller(api, "ops", role="admin")
+    answer = alice.request(
+        "POST", "/bulk", body=b"url\nhttps://example.com/a\n", headers={"Content-Type": "text/csv"}
+    )
+    job_id = json.loads(answer["body"])["job_id"]
+
+    def job(caller: ApiCaller, suffix: str = "") -> dict[str, Any]:
+        return caller.request(
+            "GET",
+            f"/jobs/{job_id}{suffix}",
+            resource="/jobs/{job_id}" + suffix,
+            path_parameters={"job_id": job_id},
+        )
+
+    # Then bob gets the 404 of an unknown job for its status and its results
+    assert [job(bob)["statusCode"], job(bob, "/results")["statusCode"]] == [404, 404]
+    assert json.loads(job(bob)["body"])["error"] == "job_not_found"
+    # And alice and an admin see it, with its owner
+    assert json.loads(job(alice)["body"])["owner"] == "alice"
+    assert job(admin)["statusCode"] == 200
+
+
+def test_the_callers_jobs_are_listed_newest_first(api: ModuleType) -> None:
+    from freezegun import freeze_time
+
+    from tests.support.api import ApiCaller
+
+    alice, bob = ApiCaller(api, "alice"), ApiCaller(api, "bob")
+    uploaded = []
+    for n in range(3):
+        with freeze_time(f"2026-05-01T10:00:0{n}Z"):
+            answer = alice.request(
+                "POST",
+                "/bulk",
+                body=f"url\nhttps://example.com/{n}\n".encode(),
+                headers={"Content-Type": "text/csv"},
+            )
+        uploaded.append(json.loads(answer["body"])["job_id"])
+    bob.request("POST", "/bulk", body=b"url\nhttps://example.com/b\n", headers={"Content-Type": "text/csv"})
+    first = json.loads(alice.request("GET", "/jobs", query={"limit": "2"})["body"])
+    second = json.loads(alice.request("GET", "/jobs", query={"cursor": first["next_cursor"]})["body"])
+    assert [job["job_id"] for job in first["jobs"] + second["jobs"]] == uploaded[::-1]
+    assert second["next_cursor"] is None
+    assert all(job["status"] == "queued" for job in first["jobs"])
+    # Without a key there is no listing: every keyless caller is the same anonymous owner
+    assert ApiCaller(api, None).request("GET", "/jobs")["statusCode"] == 403
