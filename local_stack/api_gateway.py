@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from local_stack.api_cache import StageCache
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
 
@@ -203,13 +204,22 @@ class ApiGateway(ThreadingHTTPServer):
     block_on_close = False
 
     def __init__(
-        self, routes: list[Route], binary_types: list[str], runtime: LambdaRuntime, api_id: str, port: int
+        self,
+        routes: list[Route],
+        binary_types: list[str],
+        runtime: LambdaRuntime | None,
+        api_id: str,
+        port: int,
+        *,
+        cache: StageCache | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes = routes
         self.binary_types = binary_types
+        # Set before the first request (the stack binds the port first, to tell the functions it).
         self.runtime = runtime
         self.api_id = api_id
+        self.cache = cache
 
     @property
     def url(self) -> str:
@@ -229,6 +239,22 @@ class ApiGateway(ThreadingHTTPServer):
             status, headers, body = _gateway_error(HTTPStatus.FORBIDDEN, "Missing Authentication Token")
             return status, [*headers, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")], body
         route, parameters = found
+        if self.cache is not None:
+            return self.cache.serve(
+                request.method,
+                route.resource,
+                target=request.target,
+                headers=request.headers,
+                path_parameters=parameters,
+                fetch=lambda: self._integrate(request, route, parameters),
+            )
+        return self._integrate(request, route, parameters)
+
+    def _integrate(
+        self, request: HttpRequest, route: Route, parameters: dict[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Invoke the route's function with the proxy event; its answer, or the gateway's error."""
+        assert self.runtime is not None
         event = proxy_event(request, route, parameters, self.binary_types, self.api_id)
         try:
             invocation = self.runtime.invoke(route.function, event)

@@ -64,6 +64,8 @@ class RuntimeSettings:
     time_scale: float = 1.0
     async_retries: int = 2
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    # The local API Gateway, which functions reach as their execute-api endpoint (stage cache).
+    execute_api_endpoint: str = ""
 
 
 class Worker:
@@ -327,6 +329,7 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         **FAKE_CREDENTIAL_ENV,
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
+        "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,
         # There is no X-Ray daemon on this machine.
         "POWERTOOLS_TRACE_DISABLED": "true",
     }

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from local_stack import persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
+from local_stack.api_cache import StageCache, stage_cache
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.faults import Faults
 from local_stack.intrinsics import Resolver, parameter_values
@@ -21,6 +22,8 @@ from local_stack.stack_id import stack_uuid
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 
 log = logging.getLogger(__name__)
+
+API_STAGE = "AWS::ApiGateway::Stage"
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,11 @@ class LocalStack:
             log.warning("%s is not running: %s", logical_id, reason)
 
         self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port)
+        # The API's port first: the functions are told it (the stage cache's invalidations).
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._api = ApiGateway(
+            routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
+        )
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -131,8 +139,10 @@ class LocalStack:
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()
                 },
+                execute_api_endpoint=self._api.url,
             ),
         )
+        self._api.runtime = self._runtime
         self._lambda_endpoint.runtime = self._runtime
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
 
@@ -140,8 +150,6 @@ class LocalStack:
         if options.persist:
             self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
 
-        routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port)
         self._runtime.warm_up(sorted({route.function for route in routes}))
         self._serve(self._api.serve_forever, "api-gateway")
 
@@ -159,7 +167,9 @@ class LocalStack:
     def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
         """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
         if self._api is not None:
-            self._api.shutdown()
+            # shutdown() waits for serve_forever, which never ran if starting failed before it.
+            if any(thread.name == "api-gateway" for thread in self._servers):
+                self._api.shutdown()
             self._api.server_close()
             self._api = None
         for part in self._background:
@@ -195,6 +205,21 @@ class LocalStack:
         thread = threading.Thread(target=serve_forever, name=name, daemon=True)
         thread.start()
         self._servers.append(thread)
+
+    @staticmethod
+    def _stage_cache(resources: Resources) -> StageCache | None:
+        """The cache the template's stage turns on (Stage=prod), if any."""
+        apis = resources.of_type(REST_API)
+        for stage in resources.of_type(API_STAGE).values():
+            api = next(iter(apis.values()), {})
+            cache = stage_cache(stage, api.get("Body", {}))
+            if cache is not None:
+                log.info(
+                    "API stage cache on: %s",
+                    ", ".join(f"{m.http_method} {m.resource}" for m in cache.methods),
+                )
+                return cache
+        return None
 
     @staticmethod
     def _api_definition(resources: Resources) -> tuple[list[Route], list[str], str]:

@@ -20,7 +20,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.exceptions import BotoCoreError
 from botocore.httpsession import URLLib3Session
 
-_TIMEOUT_SECONDS = 5
+# The request reaches the API's own function through API Gateway: a cold start may come first.
+_TIMEOUT_SECONDS = 10
 
 
 class StageCache:

@@ -1,0 +1,140 @@
+"""The local stage cache: what the template's stage turns on, entries per cache key for their TTL,
+and refreshes only by a SigV4-signed Cache-Control: max-age=0 request (as API Gateway does)."""
+
+from local_stack.api_cache import Answer, CachedMethod, StageCache, stage_cache
+from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.resources import name_resources
+from local_stack.stack import LocalStack
+from local_stack.template import expand_sam, load_template
+
+SIGNED = (
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/execute-api/aws4_request, "
+    "SignedHeaders=cache-control;host;x-amz-date, Signature=abc"
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Integration:
+    """Answers 301 until told otherwise; counts its calls."""
+
+    def __init__(self) -> None:
+        self.status = 301
+        self.calls = 0
+
+    def __call__(self) -> Answer:
+        self.calls += 1
+        return self.status, [("Location", "https://example.com/")], b""
+
+
+def cache_of_codes(clock: Clock) -> StageCache:
+    return StageCache([CachedMethod("GET", "/{code}", 300, ("method.request.path.code",))], monotonic=clock)
+
+
+def get(
+    cache: StageCache, code: str, integration: Integration, headers: list[tuple[str, str]] | None = None
+) -> int:
+    answer = cache.serve(
+        "GET",
+        "/{code}",
+        target=f"/{code}",
+        headers=headers or [],
+        path_parameters={"code": code},
+        fetch=integration,
+    )
+    return answer[0]
+
+
+def test_the_prod_stage_of_the_template_caches_redirects_by_code() -> None:
+    # Given the template expanded as the local stack expands it, with Stage=prod
+    expanded = expand_sam(load_template(), "test", "us-east-1")
+    resolver = Resolver(
+        parameters=parameter_values(expanded["Parameters"], {"Stage": "prod"}),
+        region="us-east-1",
+        stack_name="test",
+        conditions=expanded.get("Conditions", {}),
+    )
+    resources = name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+    # Then the stage caches GET /{code}, keyed by the code, for the template's TTL, and nothing else
+    cache = LocalStack._stage_cache(resources)
+    assert cache is not None
+    assert cache.methods == [CachedMethod("GET", "/{code}", 300.0, ("method.request.path.code",))]
+    # And with Stage=dev there is no cache
+    dev = Resolver(
+        parameters=parameter_values(expanded["Parameters"], {}),
+        region="us-east-1",
+        stack_name="test",
+        conditions=expanded.get("Conditions", {}),
+    )
+    assert LocalStack._stage_cache(name_resources(expanded, dev, "http://127.0.0.1:9", "us-east-1")) is None
+
+
+def test_a_stage_without_a_cache_cluster_caches_nothing() -> None:
+    stage = {"CacheClusterEnabled": False, "MethodSettings": [{"ResourcePath": "/*", "HttpMethod": "*"}]}
+    assert stage_cache(stage, {"paths": {"/{code}": {"get": {}}}}) is None
+
+
+def test_a_stage_wide_setting_caches_get_methods_only() -> None:
+    stage = {
+        "CacheClusterEnabled": True,
+        "MethodSettings": [{"ResourcePath": "/*", "HttpMethod": "*", "CachingEnabled": True}],
+    }
+    body = {"paths": {"/{code}": {"get": {}, "head": {}}, "/": {"post": {}}}}
+    cache = stage_cache(stage, body)
+    assert cache is not None
+    assert [(method.http_method, method.resource) for method in cache.methods] == [("GET", "/{code}")]
+
+
+def test_entries_are_per_code_and_live_for_the_ttl() -> None:
+    clock, integration = Clock(), Integration()
+    cache = cache_of_codes(clock)
+    assert [get(cache, "abcd", integration), get(cache, "abcd", integration)] == [301, 301]
+    assert integration.calls == 1
+    get(cache, "efgh", integration)
+    assert integration.calls == 2
+    # The integration's answer changes; the cache keeps answering the old one until its TTL ends
+    integration.status = 410
+    clock.now = 299
+    assert get(cache, "abcd", integration) == 301
+    clock.now = 301
+    assert get(cache, "abcd", integration) == 410
+
+
+def test_only_a_signed_request_refreshes_an_entry() -> None:
+    clock, integration = Clock(), Integration()
+    cache = cache_of_codes(clock)
+    get(cache, "abcd", integration)
+    integration.status = 410
+    # An unsigned max-age=0 is ignored: anyone could otherwise empty the cache
+    assert get(cache, "abcd", integration, [("Cache-Control", "max-age=0")]) == 301
+    # A request signed for another service is ignored too
+    other = SIGNED.replace("/execute-api/", "/s3/")
+    assert get(cache, "abcd", integration, [("Cache-Control", "max-age=0"), ("Authorization", other)]) == 301
+    # A SigV4-signed one refreshes the entry, and everyone gets the new answer from then on
+    assert get(cache, "abcd", integration, [("Cache-Control", "max-age=0"), ("Authorization", SIGNED)]) == 410
+    assert get(cache, "abcd", integration) == 410
+
+
+def test_gateway_errors_are_not_cached() -> None:
+    clock, integration = Clock(), Integration()
+    cache = cache_of_codes(clock)
+    integration.status = 502
+    get(cache, "abcd", integration)
+    integration.status = 301
+    assert get(cache, "abcd", integration) == 301
+
+
+def test_methods_the_stage_does_not_cache_go_to_the_integration() -> None:
+    clock, integration = Clock(), Integration()
+    cache = cache_of_codes(clock)
+    for _ in range(2):
+        cache.serve(
+            "HEAD", "/{code}", target="/abcd", headers=[], path_parameters={"code": "abcd"}, fetch=integration
+        )
+    assert integration.calls == 2
