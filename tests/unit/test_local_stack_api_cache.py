@@ -138,3 +138,23 @@ def test_methods_the_stage_does_not_cache_go_to_the_integration() -> None:
             "HEAD", "/{code}", target="/abcd", headers=[], path_parameters={"code": "abcd"}, fetch=integration
         )
     assert integration.calls == 2
+
+
+def test_a_domain_name_becomes_the_base_of_short_urls_and_an_own_host() -> None:
+    # Given the template with a custom domain (as the local stack resolves it)
+    expanded = expand_sam(load_template(), "test", "us-east-1")
+    resolver = Resolver(
+        parameters=parameter_values(expanded["Parameters"], {"DomainName": "sho.rt"}),
+        region="us-east-1",
+        stack_name="test",
+        conditions=expanded.get("Conditions", {}),
+        stack_uuid="5f1c0e9a-0000-4000-8000-000000000001",
+    )
+    resources = name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+    environment = resources.functions["ApiFunction"].environment
+    # Then short URLs start at the domain's root, the domain is refused as a target, and codes are
+    # keyed by the stack id's UUID
+    assert environment["PUBLIC_BASE_URL"] == "https://sho.rt"
+    assert environment["DOMAIN_NAME"] == "sho.rt"
+    assert environment["CODE_KEY"] == "5f1c0e9a-0000-4000-8000-000000000001"
+    assert resources.functions["PollerFunction"].environment["DOMAIN_NAME"] == "sho.rt"

@@ -93,3 +93,13 @@ def test_the_request_host_is_refused_too() -> None:
     policy = WEB.with_own_host("abc123.execute-api.us-east-1.amazonaws.com")
     with pytest.raises(InvalidUrlError):
         normalise_url("https://abc123.execute-api.us-east-1.amazonaws.com/prod/x", policy)
+
+
+def test_the_custom_domain_and_the_public_base_are_own_hosts() -> None:
+    from shortener.settings import ApiSettings
+
+    settings = ApiSettings(LINKS_TABLE="t", DOMAIN_NAME="Sho.RT.", PUBLIC_BASE_URL="https://kürz.example/")
+    policy = settings.url_policy()
+    for raw in ("https://sho.rt/abcd", "https://xn--krz-hoa.example/abcd"):
+        with pytest.raises(InvalidUrlError, match="this shortener itself"):
+            normalise_url(raw, policy)

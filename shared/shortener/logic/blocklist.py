@@ -51,7 +51,7 @@ class HostGuard:
 
     def check(self, url: str) -> None:
         """BlockedHostError when ``url``'s host or a domain above it is blocked."""
-        blocked = self.blocked(url for url in (url,))
+        blocked = self.blocked([url])
         if url in blocked:
             raise BlockedHostError(blocked[url])
 
