@@ -3,7 +3,7 @@ and refreshes only by a SigV4-signed Cache-Control: max-age=0 request (as API Ga
 
 from local_stack.api_cache import Answer, CachedMethod, StageCache, stage_cache
 from local_stack.intrinsics import Resolver, parameter_values
-from local_stack.resources import name_resources
+from local_stack.resources import Resources, name_resources
 from local_stack.stack import LocalStack
 from local_stack.template import expand_sam, load_template
 
@@ -51,28 +51,27 @@ def get(
     return answer[0]
 
 
-def test_the_prod_stage_of_the_template_caches_redirects_by_code() -> None:
-    # Given the template expanded as the local stack expands it, with Stage=prod
+def template_resources(params: dict[str, str], stack_uuid: str = "") -> Resources:
+    """The template's resources as the local stack names them (nothing created)."""
     expanded = expand_sam(load_template(), "test", "us-east-1")
     resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], {"Stage": "prod"}),
+        parameters=parameter_values(expanded["Parameters"], params),
         region="us-east-1",
         stack_name="test",
         conditions=expanded.get("Conditions", {}),
+        **({"stack_uuid": stack_uuid} if stack_uuid else {}),
     )
-    resources = name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
-    # Then the stage caches GET /{code}, keyed by the code, for the template's TTL, and nothing else
-    cache = LocalStack._stage_cache(resources)
+    return name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+
+
+def test_the_prod_stage_of_the_template_caches_redirects_by_code() -> None:
+    # Given the template with Stage=prod, Then the stage caches GET /{code}, keyed by the code, for
+    # the template's TTL, and nothing else
+    cache = LocalStack._stage_cache(template_resources({"Stage": "prod"}))
     assert cache is not None
     assert cache.methods == [CachedMethod("GET", "/{code}", 300.0, ("method.request.path.code",))]
     # And with Stage=dev there is no cache
-    dev = Resolver(
-        parameters=parameter_values(expanded["Parameters"], {}),
-        region="us-east-1",
-        stack_name="test",
-        conditions=expanded.get("Conditions", {}),
-    )
-    assert LocalStack._stage_cache(name_resources(expanded, dev, "http://127.0.0.1:9", "us-east-1")) is None
+    assert LocalStack._stage_cache(template_resources({})) is None
 
 
 def test_a_stage_without_a_cache_cluster_caches_nothing() -> None:
@@ -142,15 +141,7 @@ def test_methods_the_stage_does_not_cache_go_to_the_integration() -> None:
 
 def test_a_domain_name_becomes_the_base_of_short_urls_and_an_own_host() -> None:
     # Given the template with a custom domain (as the local stack resolves it)
-    expanded = expand_sam(load_template(), "test", "us-east-1")
-    resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], {"DomainName": "sho.rt"}),
-        region="us-east-1",
-        stack_name="test",
-        conditions=expanded.get("Conditions", {}),
-        stack_uuid="5f1c0e9a-0000-4000-8000-000000000001",
-    )
-    resources = name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+    resources = template_resources({"DomainName": "sho.rt"}, "5f1c0e9a-0000-4000-8000-000000000001")
     environment = resources.functions["ApiFunction"].environment
     # Then short URLs start at the domain's root, the domain is refused as a target, and codes are
     # keyed by the stack id's UUID
