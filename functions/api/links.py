@@ -64,7 +64,8 @@ def delete_link(code: str) -> Response[str]:
 
 @router.get("/blocklist")
 def show_blocklist() -> Response[str]:
-    entries = _guard(_admin()).entries()
+    _admin()
+    entries = _guard().entries()
     return Response(200, content_types.APPLICATION_JSON, Blocklist(hosts=entries).model_dump_json())
 
 
@@ -75,7 +76,7 @@ def block_host(host: str) -> Response[str]:
     raw = web.body_bytes(event.body, event.is_base64_encoded)
     fields = web.parse_fields(raw, web.header(event.headers, "content-type")) if raw.strip() else {}
     request = web.parse_request(BlockRequest, fields)
-    entry = _guard(caller).block(host, added_by=caller.owner_id, reason=request.reason)
+    entry = _guard().block(host, added_by=caller.owner_id, reason=request.reason)
     logger.info("Host blocked", extra={"host": entry.host, "by": caller.owner_id})
     return Response(200, content_types.APPLICATION_JSON, entry.model_dump_json())
 
@@ -83,7 +84,7 @@ def block_host(host: str) -> Response[str]:
 @router.delete("/blocklist/<host>")
 def unblock_host(host: str) -> Response[str]:
     caller = _admin()
-    if not _guard(caller).unblock(host):
+    if not _guard().unblock(host):
         raise LinkNotFoundError(f"{host[:80]} is not on the blocklist.")
     logger.info("Host unblocked", extra={"host": host, "by": caller.owner_id})
     return Response(204, content_types.APPLICATION_JSON, "")
@@ -100,7 +101,7 @@ def _admin() -> Caller:
     return caller
 
 
-def _guard(caller: Caller) -> HostGuard:
+def _guard() -> HostGuard:
     guard = api_links().guard
     if guard is None:
         raise ForbiddenError("This stack has no blocklist table.")
