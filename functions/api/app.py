@@ -21,9 +21,11 @@ from shortener.settings import api_settings
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import router as bulk_router
     from links import router as links_router
+    from links import stage_cache
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
     from functions.api.links import router as links_router
+    from functions.api.links import stage_cache
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
 # models) would add about 130 ms to every cold start for path parameters that are plain strings.
@@ -69,6 +71,11 @@ def shorten() -> Response[str]:
     metrics.add_metric(
         name="LinksCreated" if result.created else "LinksFound", unit=MetricUnit.Count, value=1
     )
+    # A custom code may have been followed before it existed (people check whether a code is free
+    # that way): the stage cache would keep answering 404 for its TTL.
+    refresh = stage_cache() if result.created and request.code else None
+    if refresh is not None and refresh(result.code) != settings.REDIRECT_STATUS:
+        logger.warning("The stage cache entry of a new code was not refreshed", extra={"code": result.code})
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
 
 

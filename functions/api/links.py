@@ -51,13 +51,13 @@ def change_link(code: str) -> Response[str]:
     )
     update = web.parse_request(LinkUpdate, fields)
     policy = settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION))
-    change = api_link_manager().update(_caller(), code, update, policy, _stage_cache())
+    change = api_link_manager().update(_caller(), code, update, policy, stage_cache())
     return _changed(change)
 
 
 @router.delete("/links/<code>")
 def delete_link(code: str) -> Response[str]:
-    change = api_link_manager().delete(_caller(), code, _stage_cache())
+    change = api_link_manager().delete(_caller(), code, stage_cache())
     metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
     return _changed(change)
 
@@ -108,8 +108,8 @@ def _guard() -> HostGuard:
     return guard
 
 
-def _stage_cache() -> StageCacheInvalidator | None:
-    """The prod stage's cache of GET /{code}, when the stage has one."""
+def stage_cache() -> StageCacheInvalidator | None:
+    """The prod stage's cache of GET /{code}, when the stage has one: refreshes one code's entry."""
     settings = api_settings()
     if not settings.API_CACHE_ENABLED:
         return None

@@ -85,3 +85,13 @@ def test_a_refresh_that_still_answers_the_old_redirect_is_reported(
     assert answer["statusCode"] == 200
     assert json.loads(answer["body"])["status"] == "disabled"
     assert "StageCacheInvalidationFailed" in capsys.readouterr().out
+
+
+def test_a_new_custom_code_is_refreshed_in_the_stage_cache(api: ModuleType, stage: str) -> None:
+    # A code followed before it existed would otherwise stay a cached 404 for the TTL.
+    RecordingStage.status = 301
+    ApiCaller(api, "alice").shorten("https://example.com/new", code="spring-sale")
+    assert [(method, path) for method, path, _ in RecordingStage.requests] == [("GET", "/prod/spring-sale")]
+    # Generated codes are new by construction: nothing to refresh
+    ApiCaller(api, "alice").shorten("https://example.com/generated")
+    assert len(RecordingStage.requests) == 1
