@@ -12,7 +12,7 @@ from shortener.logic.blocklist import HostGuard
 from shortener.logic.link_management import Change, StageCacheInvalidator
 from shortener.models.access import Caller
 from shortener.models.blocklist import Blocklist, BlockRequest
-from shortener.models.exceptions import ForbiddenError, LinkNotFoundError
+from shortener.models.exceptions import ForbiddenError, NotBlockedError
 from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
 from shortener.services import api_link_manager, api_links
@@ -85,7 +85,7 @@ def block_host(host: str) -> Response[str]:
 def unblock_host(host: str) -> Response[str]:
     caller = _admin()
     if not _guard().unblock(host):
-        raise LinkNotFoundError(f"{host[:80]} is not on the blocklist.")
+        raise NotBlockedError(f"{host[:80]} is not on the blocklist.")
     logger.info("Host unblocked", extra={"host": host, "by": caller.owner_id})
     return Response(204, content_types.APPLICATION_JSON, "")
 

@@ -85,6 +85,13 @@ class BlockedHostError(ShortenerError):
     error = "blocked_host"
 
 
+class NotBlockedError(ShortenerError):
+    """The host to unblock is not on the blocklist."""
+
+    status_code = 404
+    error = "not_blocked"
+
+
 class ForbiddenError(ShortenerError):
     """The route is for admins."""
 
