@@ -92,6 +92,8 @@ class LocalStack:
         self.info = self._wait_until_ready(60)
         self.api_url = str(self.info["api_url"])
         self.aws_endpoint = str(self.info["aws_endpoint"])
+        # The stack's admin API key: POST /bulk and GET /jobs/... need one.
+        self.key_header = {"X-Api-Key": str(self.info["api_key"])} if self.info.get("api_key") else {}
 
     def _wait_until_ready(self, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
@@ -135,7 +137,10 @@ class LocalStack:
 
     def upload(self, text: str) -> dict[str, Any]:
         request = urllib.request.Request(
-            self.api_url + "bulk", data=text.encode(), headers={"Content-Type": "text/csv"}, method="POST"
+            self.api_url + "bulk",
+            data=text.encode(),
+            headers={"Content-Type": "text/csv", **self.key_header},
+            method="POST",
         )
         with urllib.request.urlopen(request, timeout=120) as answer:
             return dict(json.loads(answer.read()))
@@ -143,7 +148,8 @@ class LocalStack:
     def wait_until_done(self, job_id: str, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            with urllib.request.urlopen(f"{self.api_url}jobs/{job_id}", timeout=30) as answer:
+            status = urllib.request.Request(f"{self.api_url}jobs/{job_id}", headers=self.key_header)
+            with urllib.request.urlopen(status, timeout=30) as answer:
                 job = dict(json.loads(answer.read()))
             if job["status"] == "done":
                 return job
@@ -320,7 +326,9 @@ def measure_throughput(stack: LocalStack, rows: int) -> dict[str, Any]:
     lines: list[dict[str, str]] = []
     page_url: str | None = f"{stack.api_url}jobs/{accepted['job_id']}/results"
     while page_url:  # large results come in pages linked with rel="next"
-        with urllib.request.urlopen(page_url, timeout=120) as answer:
+        with urllib.request.urlopen(
+            urllib.request.Request(page_url, headers=stack.key_header), timeout=120
+        ) as answer:
             lines += csv.DictReader(io.StringIO(answer.read().decode(), newline=""))
             link = answer.headers.get("Link") or ""
         page_url = link[1 : link.index(">")] if link.startswith("<") else None

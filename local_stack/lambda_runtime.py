@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.iam import function_credentials
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
 
@@ -71,7 +71,12 @@ class RuntimeSettings:
 class Worker:
     """One execution environment: a process that imported the handler and waits for events."""
 
-    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings) -> None:
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        settings: RuntimeSettings,
+        spawned: Callable[["Worker"], None] | None = None,
+    ) -> None:
         self.spec = spec
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [
@@ -91,6 +96,8 @@ class Worker:
             text=True,
             encoding="utf-8",
         )
+        if spawned is not None:
+            spawned(self)  # known to its pool from now on, so a stop during init can kill it
         ready = self._read(_INIT_TIMEOUT_SECONDS)
         if ready is None or "init_error" in ready:
             self.kill()
@@ -219,14 +226,26 @@ class FunctionPool:
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
-        worker = Worker(self.spec, self._settings)
+        try:
+            worker = Worker(self.spec, self._settings, spawned=self._spawned)
+        except WorkerInitError:
+            with self._lock:
+                self._all = {known for known in self._all if known.alive}
+            raise
         with self._lock:
-            self._all.add(worker)
             closed = self._closed
         if closed:
             worker.kill()
             raise WorkerInitError({"errorMessage": "The local stack is stopping"})
         return worker
+
+    def _spawned(self, worker: Worker) -> None:
+        """A worker's process exists (its init has begun): close() must be able to end it."""
+        with self._lock:
+            self._all.add(worker)
+            closed = self._closed
+        if closed:
+            worker.process.terminate()  # its init then fails, and the worker cleans up
 
     def _give_back(self, worker: Worker) -> None:
         with self._lock:
@@ -326,7 +345,8 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "PYTHONPATH": os.pathsep.join(python_path),
         "PYTHONUNBUFFERED": "1",
         "TZ": "UTC",
-        **FAKE_CREDENTIAL_ENV,
+        # The function's own key: the embedded AWS authorises its calls against its role.
+        **function_credentials(spec.name),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,

@@ -47,9 +47,10 @@ class Response:
 class ShortenerClient:
     """One deployment of the API, by its base URL."""
 
-    def __init__(self, api_url: str, timeout: float = _TIMEOUT_SECONDS) -> None:
+    def __init__(self, api_url: str, timeout: float = _TIMEOUT_SECONDS, api_key: str | None = None) -> None:
         self.api_url = api_url if api_url.endswith("/") else api_url + "/"
         self.timeout = timeout
+        self.api_key = api_key
 
     def shorten(self, url: str, code: str | None = None) -> dict[str, Any]:
         """POST /: the link {"code", "short_url", "url"} (new or existing)."""
@@ -117,6 +118,8 @@ class ShortenerClient:
         if content_type:
             request.add_header("Content-Type", content_type)
         request.add_header("Accept", "application/json")
+        if self.api_key:
+            request.add_header("X-Api-Key", self.api_key)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
                 headers = answer.headers

@@ -112,3 +112,22 @@ class CodeKeyChangedError(ShortenerError):
 
     status_code = 503
     error = "code_key_changed"
+
+
+class InvalidKeyRequestError(ShortenerError):
+    """A key cannot be made as asked (a bad name, owner or role)."""
+
+    status_code = 400
+    error = "invalid_key_request"
+
+
+class KeyNotFoundError(ShortenerError):
+    status_code = 404
+    error = "key_not_found"
+
+
+class UsagePlanError(ShortenerError):
+    """API Gateway refused a change to the usage plan's keys, or the authorizer cache flush."""
+
+    status_code = 502
+    error = "usage_plan_error"

@@ -1,0 +1,91 @@
+"""The functions' roles as the SAM transform builds them from template.yaml, judged by the local
+stack's IAM: each function may do what its code paths need, and no more."""
+
+from functools import cache
+
+import pytest
+
+from local_stack.iam import Principal, function_principals
+from local_stack.iam.policy import Decision, Request, evaluate
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.resources import Resources, template_resources
+
+STACK, REGION = "local", "us-east-1"
+TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{STACK}"
+QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{STACK}-BulkQueue"
+FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{STACK}"
+
+
+@cache
+def resources() -> Resources:
+    return template_resources(STACK, REGION, "http://127.0.0.1:1")
+
+
+def principal(function: str) -> Principal:
+    name = resources().physical_id(function)
+    [found] = [p for p in function_principals(resources()).by_access_key.values() if p.function_name == name]
+    return found
+
+
+def decide(function: str, action: str, resource: str) -> Decision:
+    return evaluate(principal(function).policies, Request(action, resource))
+
+
+def test_every_function_has_its_role_and_nothing_is_left_unread() -> None:
+    principals = function_principals(resources())
+    assert principals.warnings == []
+    assert {p.function_name for p in principals.by_access_key.values()} == {
+        spec.name for spec in resources().functions.values()
+    }
+
+
+def test_a_principal_is_named_as_aws_names_an_assumed_role() -> None:
+    assert principal("ApiFunction").arn == (
+        f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/{STACK}-ApiFunctionRole/{STACK}-ApiFunction"
+    )
+
+
+def test_the_api_may_withdraw_a_job_whose_rows_could_not_be_queued() -> None:
+    # submit_job deletes the job record when the queue refuses its rows
+    assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-JobsTable") is Decision.ALLOW
+
+
+def test_the_api_may_release_a_find_if_exists_claim_of_a_changed_link() -> None:
+    # link_changes: a link's new target, disabling or deleting removes its URL's claim in a transaction
+    assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable") is Decision.ALLOW
+
+
+def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() -> None:
+    # Given the ByOwner GSIs of the links and jobs tables, When the API queries, Then only those
+    for table in ("LinksTable", "JobsTable"):
+        assert decide("ApiFunction", "dynamodb:Query", f"{TABLE}-{table}/index/ByOwner") is Decision.ALLOW
+    assert decide("ApiFunction", "dynamodb:Query", f"{TABLE}-LinksTable") is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("function", "action", "resource"),
+    [
+        ("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-LinksTable"),
+        ("ApiFunction", "dynamodb:PutItem", f"{TABLE}-TokensTable"),
+        ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
+        ("PollerFunction", "sqs:SendMessage", QUEUE),
+        ("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE),
+        ("PollerFunction", "sqs:GetQueueAttributes", QUEUE),
+        ("PollerFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
+        ("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-ApiFunction"),
+        ("ScalerFunction", "dynamodb:Scan", f"{TABLE}-TokensTable"),
+        ("RestarterFunction", "dynamodb:GetItem", f"{TABLE}-LinksTable"),
+    ],
+)
+def test_what_no_code_path_needs_is_refused(function: str, action: str, resource: str) -> None:
+    assert decide(function, action, resource) is Decision.IMPLICIT_DENY
+
+
+def test_a_loop_may_re_invoke_itself() -> None:
+    assert decide("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-poller") is Decision.ALLOW
+
+
+def test_sams_managed_policies_are_attached() -> None:
+    # AWSLambdaBasicExecutionRole, and AWSXrayWriteOnlyAccess for Tracing: Active
+    assert decide("ScalerFunction", "logs:PutLogEvents", "*") is Decision.ALLOW
+    assert decide("ScalerFunction", "xray:PutTraceSegments", "*") is Decision.ALLOW
