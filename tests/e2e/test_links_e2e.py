@@ -1,10 +1,7 @@
-"""Link management end to end on the local stack: a takedown with the prod stage cache on, the
-blocklist for single links and bulk rows, and a function started under a changed code key.
-
-Until the local stack runs the API's Lambda authorizer (branch `access`), every HTTP caller is the
-anonymous owner, who may create links but not manage them: the management calls here go to the
-API function through the local Lambda Invoke endpoint, with the authorizer context API Gateway
-passes for an admin's key (``as_admin``). Redirects, shortening and uploads go over HTTP."""
+"""Link management end to end on the local stack, over HTTP with API keys: a takedown with the
+prod stage cache on, the blocklist for single links and bulk rows, a function started under a
+changed code key, and members who see and change only their own links and jobs. The stack's own
+key (the harness sends it) is an admin's; members' keys are made with `shortener keys create`."""
 
 import csv
 import io
@@ -14,39 +11,19 @@ from typing import Any
 
 import pytest
 
-from local_stack.api_gateway import HttpRequest, Route, proxy_event
 from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.test_access_e2e import create_key
 
 # A shuffle of A-Z a-z 0-9: a CodeAlphabet an operator might set after links exist.
 OTHER_ALPHABET = "ZqmBxKcLwTvNpHsJgRfDyEaQkMuVtPbWnYhXoijlrzdeGAFSCIOU0123456789"
 
 
-def as_admin(
-    stack: RunningStack, method: str, path: str, resource: str, parameters: dict[str, str], body: Any = None
-) -> tuple[int, Any]:
-    """``method path`` answered by the API function as API Gateway would pass it for an admin's
-    key (through the local Lambda Invoke endpoint); (status, JSON body or None)."""
-    port = int(stack.api_url.rstrip("/").rsplit(":", 1)[1])
-    request = HttpRequest(
-        method=method,
-        target=path,
-        headers=[("Host", f"127.0.0.1:{port}"), ("Content-Type", "application/json")],
-        body=json.dumps(body).encode() if body is not None else b"",
-        source_ip="127.0.0.1",
-        port=port,
-    )
-    function = stack.resources["ApiFunction"]
-    event = proxy_event(request, Route(resource, method, function), parameters, [], "local")
-    event["requestContext"]["authorizer"] = {
-        "principalId": "e2e-admin-key",
-        "owner_id": "e2e-admin",
-        "role": "admin",
-        "key_id": "e2e-admin-key",
-        "key_name": "e2e",
-    }
-    answer = stack.boto3_client("lambda").invoke(FunctionName=function, Payload=json.dumps(event).encode())
-    result = json.loads(answer["Payload"].read())
-    return int(result["statusCode"]), (json.loads(result["body"]) if result.get("body") else None)
+def send_json(stack: RunningStack, method: str, path: str, payload: Any, key: str | None = None) -> Any:
+    """``method path`` with a JSON body, as the stack's admin unless ``key`` is given."""
+    headers = {"Content-Type": "application/json"}
+    if key is None:
+        return stack.request(method, path, json.dumps(payload), headers)
+    return stack.request(method, path, json.dumps(payload), headers, api_key=key)
 
 
 def link_items(stack: RunningStack) -> list[dict[str, Any]]:
@@ -85,8 +62,8 @@ def test_a_deleted_link_is_410_at_once_with_the_stage_cache_on_and_its_code_neve
     )
     assert stack.request("GET", code).headers["Location"] == "https://example.com/e2e/takedown"
     # When the link is deleted through the API
-    status, deleted = as_admin(stack, "DELETE", f"/links/{code}", "/links/{code}", {"code": code})
-    assert (status, deleted["status"]) == (200, "deleted")
+    deleted = stack.request("DELETE", f"links/{code}")
+    assert (deleted.status, deleted.json()["status"]) == (200, "deleted")
     # Then the very next request gets 410 Gone (JSON for programs, a page for browsers), HEAD too
     gone = stack.request("GET", code, headers={"Accept": "application/json"})
     assert (gone.status, gone.json()["error"]) == (410, "gone")
@@ -105,10 +82,8 @@ def test_a_deleted_link_is_410_at_once_with_the_stage_cache_on_and_its_code_neve
 def test_a_blocked_host_is_refused_as_a_single_link_and_as_a_bulk_row(start_stack: StartStack) -> None:
     # Given a stack whose admin blocked evil.example
     stack = start_stack(time_scale=20)
-    status, entry = as_admin(
-        stack, "PUT", "/blocklist/Evil.Example.", "/blocklist/{host}", {"host": "Evil.Example."}
-    )
-    assert (status, entry["host"]) == (200, "evil.example")
+    entry = send_json(stack, "PUT", "blocklist/Evil.Example.", {"reason": "phishing"})
+    assert (entry.status, entry.json()["host"]) == (200, "evil.example")
     # When a link to a subdomain of it is asked for
     single = stack.post_json("/", {"url": "https://login.evil.example/account"})
     # Then it is refused, saying why
@@ -161,3 +136,49 @@ def test_a_function_started_with_a_changed_code_key_writes_nothing_and_says_why(
     assert attributes["ApproximateNumberOfMessages"] == "1"
     # And nothing was written
     assert link_items(stack) == before
+
+
+@pytest.mark.e2e_timeout(150)
+def test_a_member_sees_and_changes_only_their_own_links_and_jobs(start_stack: StartStack) -> None:
+    # Given two members, each with a key, and a link and a job of the first
+    stack = start_stack(time_scale=20)
+    _, alice = create_key(stack, "e2e-alice")
+    _, bob = create_key(stack, "e2e-bob")
+    made = send_json(stack, "POST", "", {"url": "https://example.com/e2e/alice", "code": "e2e-alice"}, alice)
+    assert made.status == 201, made.text
+    job = stack.request(
+        "POST",
+        "bulk",
+        "url\nhttps://example.com/e2e/alice/bulk\n",
+        {"Content-Type": "text/csv"},
+        api_key=alice,
+    )
+    assert job.status == 202, job.text
+    job_id = job.json()["job_id"]
+    # When the second member looks for them, changes and deletes the link
+    answers = {
+        "show": stack.request("GET", "links/e2e-alice", api_key=bob),
+        "change": send_json(stack, "PATCH", "links/e2e-alice", {"url": "https://example.com/e2e/bob"}, bob),
+        "delete": stack.request("DELETE", "links/e2e-alice", api_key=bob),
+        "job": stack.request("GET", f"jobs/{job_id}", api_key=bob),
+        "results": stack.request("GET", f"jobs/{job_id}/results", api_key=bob),
+    }
+    # Then each is a 404, as if they did not exist, and the lists hold none of them
+    assert {name: answer.status for name, answer in answers.items()} == dict.fromkeys(answers, 404)
+    assert stack.request("GET", "links", api_key=bob).json()["links"] == []
+    assert stack.request("GET", "jobs", api_key=bob).json()["jobs"] == []
+    # And the link still leads where its owner pointed it, who sees it and the job
+    assert stack.request("GET", "e2e-alice").headers["Location"] == "https://example.com/e2e/alice"
+    # (the bulk row may have become a link of hers by now: the lists are compared as sets)
+    assert "e2e-alice" in {
+        link["code"] for link in stack.request("GET", "links", api_key=alice).json()["links"]
+    }
+    assert [each["job_id"] for each in stack.request("GET", "jobs", api_key=alice).json()["jobs"]] == [job_id]
+    # And an admin (the stack's key) sees the member's link, listed by its owner
+    shown = stack.request("GET", "links/e2e-alice")
+    assert (shown.status, shown.json()["owner"]) == (200, "e2e-alice")
+    listed = stack.request("GET", "links?owner=e2e-alice").json()["links"]
+    assert "e2e-alice" in {link["code"] for link in listed}
+    # And a member may not manage the blocklist
+    refused = send_json(stack, "PUT", "blocklist/evil.example", {}, alice)
+    assert (refused.status, refused.json()["error"]) == (403, "forbidden")
