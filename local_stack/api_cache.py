@@ -15,7 +15,11 @@ As API Gateway does ("Cache settings for REST APIs" in its developer guide):
   unauthorizedCacheControlHeaderStrategy SUCCEED_WITH_RESPONSE_HEADER; AWS then adds a warning
   header, whose text is not reproduced here).
 Locally the signature's scope is checked (execute-api), not its cryptography: every function's
-credentials are the local stack's own."""
+credentials are the local stack's own. Who signed is checked when the stack enforces IAM: the
+signer's policies must allow execute-api:InvalidateCache on the method's ARN
+(`arn:aws:execute-api:<region>:<account>:<api id>/<stage name>/GET/<path>`, as "Invalidate an API
+Gateway cache entry" in the developer guide writes it; the stage is the template's StageName, which
+the policies name, although the local API serves it as `local`)."""
 
 import threading
 import time
@@ -24,7 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from local_stack.iam.calls import Access, Call
+from local_stack.iam.guard import AccessControl
+
 Answer = tuple[int, list[tuple[str, str]], bytes]
+# (access key of the signature, the method ARN of the request) -> may it invalidate the entry?
+MayInvalidate = Callable[[str, str], bool]
 _DEFAULT_TTL_SECONDS = 300
 
 
@@ -44,6 +53,11 @@ class StageCache:
     def __init__(self, methods: list[CachedMethod], monotonic: Callable[[], float] = time.monotonic) -> None:
         self._methods = {(method.http_method, method.resource): method for method in methods}
         self._monotonic = monotonic
+        # Set by the stack when it enforces IAM; None: any execute-api signature may invalidate.
+        self.may_invalidate: MayInvalidate | None = None
+        self.method_arn_prefix = ""
+        # The template's StageName (what IAM policies name), not the local API's stage "local".
+        self.stage_name = ""
         self._entries: dict[tuple[str, ...], tuple[float, Answer]] = {}
         self._lock = threading.Lock()
 
@@ -67,7 +81,7 @@ class StageCache:
         if method is None or method.ttl_seconds <= 0:
             return fetch()
         key = (http_method, resource, *_key_values(method, target, headers, path_parameters))
-        refresh = _asks_for_fresh(headers) and _signed_for_execute_api(headers)
+        refresh = _asks_for_fresh(headers) and self._signer_may_invalidate(http_method, target, headers)
         now = self._monotonic()
         if not refresh:
             with self._lock:
@@ -79,6 +93,32 @@ class StageCache:
             with self._lock:
                 self._entries[key] = (self._monotonic() + method.ttl_seconds, answer)
         return answer
+
+    def _signer_may_invalidate(self, http_method: str, target: str, headers: list[tuple[str, str]]) -> bool:
+        access_key = _execute_api_signer(headers)
+        if access_key is None:
+            return False
+        if self.may_invalidate is None:
+            return True
+        return self.may_invalidate(
+            access_key, f"{self.method_arn_prefix}{http_method}{urlsplit(target).path}"
+        )
+
+
+def invalidation_check(access_control: AccessControl, region: str) -> MayInvalidate:
+    """Whether a signature's key may invalidate a method's entry, by the stack's IAM: a function's
+    key when its policies allow execute-api:InvalidateCache on the method ARN; any other key is the
+    developer's own (unrestricted, as everywhere in the local stack)."""
+
+    def may_invalidate(access_key: str, method_arn: str) -> bool:
+        principal = access_control.principal(access_key)
+        if principal is None:
+            return True
+        access = Access("execute-api:InvalidateCache", method_arn)
+        call = Call("execute-api", "InvalidateCache", "REST", (access,), region)
+        return access_control.authorise(principal, call) is None
+
+    return may_invalidate
 
 
 def stage_cache(stage: dict[str, Any], api_body: dict[str, Any]) -> StageCache | None:
@@ -93,7 +133,11 @@ def stage_cache(stage: dict[str, Any], api_body: dict[str, Any]) -> StageCache |
         ttl = float(setting.get("CacheTtlInSeconds", _DEFAULT_TTL_SECONDS))
         for http_method, resource, key_parameters in _methods_of(api_body, setting):
             methods.append(CachedMethod(http_method, resource, ttl, key_parameters))
-    return StageCache(methods) if methods else None
+    if not methods:
+        return None
+    cache = StageCache(methods)
+    cache.stage_name = str(stage.get("StageName", ""))
+    return cache
 
 
 def _methods_of(api_body: dict[str, Any], setting: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -140,13 +184,15 @@ def _asks_for_fresh(headers: list[tuple[str, str]]) -> bool:
     return "max-age=0" in {part.strip().lower() for part in control.split(",")}
 
 
-def _signed_for_execute_api(headers: list[tuple[str, str]]) -> bool:
+def _execute_api_signer(headers: list[tuple[str, str]]) -> str | None:
+    """The access key of a SigV4 signature scoped to execute-api, or None."""
     authorization = next((value for name, value in headers if name.lower() == "authorization"), "")
     if not authorization.startswith("AWS4-HMAC-SHA256 "):
-        return False
+        return None
     credential = authorization.partition("Credential=")[2].split(",", 1)[0]
     # <access key>/<date>/<region>/<service>/aws4_request
-    return credential.split("/")[3:4] == ["execute-api"]
+    parts = credential.split("/")
+    return parts[0] if parts[3:4] == ["execute-api"] else None
 
 
 def _true(value: Any) -> bool:

@@ -12,13 +12,13 @@ from typing import Any, Protocol
 from local_stack import admin_key, persistence
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
-from local_stack.api_cache import StageCache, stage_cache
+from local_stack.api_cache import StageCache, invalidation_check, stage_cache
 from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.aws import aws_client
 from local_stack.cloudformation import check_template_rules
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
-from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
@@ -151,6 +151,12 @@ class LocalStack:
         self._api = ApiGateway(
             routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
         )
+        if self._api.cache is not None and options.iam:
+            # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+            self._api.cache.method_arn_prefix = (
+                f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}/{self._api.cache.stage_name}/"
+            )
+            self._api.cache.may_invalidate = invalidation_check(self.access, options.region)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(

@@ -1,8 +1,9 @@
 """The local stage cache: what the template's stage turns on, entries per cache key for their TTL,
 and refreshes only by a SigV4-signed Cache-Control: max-age=0 request (as API Gateway does)."""
 
-from local_stack.api_cache import Answer, CachedMethod, StageCache, stage_cache
-from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.api_cache import Answer, CachedMethod, StageCache, invalidation_check, stage_cache
+from local_stack.iam import AccessControl, function_principals
+from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.resources import Resources, name_resources
 from local_stack.stack import LocalStack
 from local_stack.template import expand_sam, load_template
@@ -149,3 +150,31 @@ def test_a_domain_name_becomes_the_base_of_short_urls_and_an_own_host() -> None:
     assert environment["DOMAIN_NAME"] == "sho.rt"
     assert environment["CODE_KEY"] == "5f1c0e9a-0000-4000-8000-000000000001"
     assert resources.functions["PollerFunction"].environment["DOMAIN_NAME"] == "sho.rt"
+
+
+def test_with_iam_only_a_role_allowed_execute_api_invalidate_cache_refreshes_an_entry() -> None:
+    # Given the prod template's roles enforced, and a cached redirect that changed behind the cache
+    resources = template_resources({"Stage": "prod"})
+    principals = function_principals(resources).by_access_key
+    access_control = AccessControl()
+    access_control.load(principals)
+    keys = {principal.function_name: key for key, principal in principals.items()}
+    clock, integration = Clock(), Integration()
+    cache = cache_of_codes(clock)
+    stage = LocalStack._stage_cache(resources)
+    assert stage is not None and stage.stage_name == "prod"
+    cache.method_arn_prefix = f"arn:aws:execute-api:us-east-1:{ACCOUNT_ID}:api1234567/{stage.stage_name}/"
+    cache.may_invalidate = invalidation_check(access_control, "us-east-1")
+    get(cache, "abcd", integration)
+    integration.status = 410
+
+    def refresh_signed_by(function: str) -> int:
+        signed = SIGNED.replace("AKIDEXAMPLE", keys[resources.physical_id(function)])
+        return get(cache, "abcd", integration, [("Cache-Control", "max-age=0"), ("Authorization", signed)])
+
+    # When the poller (no execute-api:InvalidateCache in its role) asks for a fresh answer
+    # Then the cached one is served
+    assert refresh_signed_by("PollerFunction") == 301
+    # While the API function's signed request refreshes the entry
+    assert refresh_signed_by("ApiFunction") == 410
+    assert get(cache, "abcd", integration) == 410
