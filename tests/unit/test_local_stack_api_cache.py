@@ -3,10 +3,10 @@ and refreshes only by a SigV4-signed Cache-Control: max-age=0 request (as API Ga
 
 from local_stack.api_cache import Answer, CachedMethod, StageCache, invalidation_check, stage_cache
 from local_stack.iam import AccessControl, function_principals
-from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
-from local_stack.resources import Resources, name_resources
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.resources import Resources
+from local_stack.resources import template_resources as named_template_resources
 from local_stack.stack import LocalStack
-from local_stack.template import expand_sam, load_template
 
 SIGNED = (
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/execute-api/aws4_request, "
@@ -52,17 +52,9 @@ def get(
     return answer[0]
 
 
-def template_resources(params: dict[str, str], stack_uuid: str = "") -> Resources:
+def template_resources(params: dict[str, str], stack_uuid: str | None = None) -> Resources:
     """The template's resources as the local stack names them (nothing created)."""
-    expanded = expand_sam(load_template(), "test", "us-east-1")
-    resolver = Resolver(
-        parameters=parameter_values(expanded["Parameters"], params),
-        region="us-east-1",
-        stack_name="test",
-        conditions=expanded.get("Conditions", {}),
-        **({"stack_uuid": stack_uuid} if stack_uuid else {}),
-    )
-    return name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+    return named_template_resources("test", "us-east-1", "http://127.0.0.1:9", params, stack_uuid)
 
 
 def test_the_prod_stage_of_the_template_caches_redirects_by_code() -> None:
