@@ -15,7 +15,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
-from shortener.models.exceptions import StorageThrottledError
 from shortener.dal.link_items import (
     CLAIM_PREFIX,
     COUNTER_KEY,
@@ -27,6 +26,7 @@ from shortener.dal.link_items import (
     link_from_item,
     link_to_item,
 )
+from shortener.models.exceptions import StorageThrottledError
 from shortener.models.links import Link
 
 # Ids per reservation item: small enough that the item one allocation reads stays small.
