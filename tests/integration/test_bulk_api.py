@@ -117,7 +117,7 @@ def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str)
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "error"),
     [
-        (b"link,code\nhttps://example.com/,x\n", "text/csv", 400, "invalid_csv"),
+        (b"name,code\nhttps://example.com/,x\n", "text/csv", 400, "invalid_csv"),
         (b"url\n", "text/csv", 400, "invalid_csv"),
         (b"url\n\n \n", "text/csv", 400, "invalid_csv"),
         (b"", "text/csv", 400, "invalid_csv"),

@@ -67,5 +67,12 @@ class UnsupportedMediaTypeError(ShortenerError):
     error = "unsupported_media_type"
 
 
+class ServiceUnavailableError(ShortenerError):
+    """A feature this deployment is not configured for."""
+
+    status_code = 503
+    error = "service_unavailable"
+
+
 class CodesExhaustedError(Exception):
     """No free code could be found within the retry budget (an operational fault, not a caller's)."""
