@@ -6,6 +6,7 @@ Fn::Join, Fn::If and friends. Physical names come from the caller, so nothing is
 
 import base64
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,13 @@ def parameter_values(declared: Mapping[str, Any], overrides: Mapping[str, str]) 
     return values
 
 
+def stack_id(region: str, stack_name: str) -> str:
+    """A stack's id as CloudFormation gives it (``.../stack/<name>/<uuid>``), with a uuid that
+    stays the same for the same name, so names derived from it survive a restart."""
+    local_uuid = uuid.uuid5(uuid.NAMESPACE_URL, f"local-stack/{region}/{stack_name}")
+    return f"arn:aws:cloudformation:{region}:{ACCOUNT_ID}:stack/{stack_name}/{local_uuid}"
+
+
 @dataclass
 class Resolver:
     """Resolves intrinsic functions against parameters and the resources' local physical names."""
@@ -69,7 +77,7 @@ class Resolver:
             "AWS::Region": self.region,
             "AWS::AccountId": ACCOUNT_ID,
             "AWS::StackName": self.stack_name,
-            "AWS::StackId": f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/{self.stack_name}/x",
+            "AWS::StackId": stack_id(self.region, self.stack_name),
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
             "AWS::NotificationARNs": [],

@@ -16,6 +16,7 @@ tests/integration/test_local_stack_moto_server.py checks that transactions still
 
 import contextvars
 import copy
+import io
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -46,11 +47,20 @@ class SerialisingMiddleware:
         try:
             if signed and signed.group(1) in CONCURRENT_SERVICES:
                 return list(self._app(environ, start_response))
+            # The body is read before the lock is taken: a file of many megabytes uploaded to S3
+            # must not hold every other request up while it arrives.
+            _buffer_body(environ)
             with self._lock:
                 # Drain the body inside the lock: moto may build it lazily.
                 return list(self._app(environ, start_response))
         finally:
             reset_model_data()
+
+
+def _buffer_body(environ: dict[str, Any]) -> None:
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    if length > 0:
+        environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
 
 
 class EmbeddedAws(ThreadedMotoServer):

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from local_stack import s3
 from local_stack.aws import aws_client
 from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver
 from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, table_arguments
@@ -26,10 +27,11 @@ RULE = "AWS::Events::Rule"
 FUNCTION = "AWS::Lambda::Function"
 LAYER = "AWS::Lambda::LayerVersion"
 REST_API = "AWS::ApiGateway::RestApi"
+BUCKET = "AWS::S3::Bucket"
 
 # The types the local stack creates or runs; the rest (roles, permissions, deployments) mean
 # nothing on one machine.
-EMULATED_TYPES = (TABLE, QUEUE, TOPIC, SUBSCRIPTION, ALARM, RULE, FUNCTION, REST_API)
+EMULATED_TYPES = (TABLE, QUEUE, TOPIC, SUBSCRIPTION, ALARM, RULE, FUNCTION, REST_API, BUCKET)
 # Properties named after what they create, per type: CloudFormation's explicit physical names.
 _NAME_PROPERTIES = {
     TABLE: "TableName",
@@ -39,6 +41,7 @@ _NAME_PROPERTIES = {
     RULE: "Name",
     FUNCTION: "FunctionName",
     REST_API: "Name",
+    BUCKET: "BucketName",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -206,6 +209,15 @@ def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[
         return f"arn:aws:lambda:{arn}:layer:{name}:1", {}
     if kind == REST_API:
         return "local", {"RootResourceId": "root"}
+    if kind == BUCKET:
+        # CloudFormation's default bucket names may have capitals, which S3 refuses.
+        name = name.lower()
+        host = endpoint.split("://", 1)[-1]
+        return name, {
+            "Arn": f"arn:aws:s3:::{name}",
+            "DomainName": f"{host}/{name}",
+            "RegionalDomainName": f"{host}/{name}",
+        }
     service = kind.split("::")[1].lower() if kind.count("::") >= 2 else "local"
     return name, {"Arn": f"arn:aws:{service}:{arn}:{name}"}
 
@@ -239,6 +251,7 @@ def create_resources(resources: Resources, sns_endpoint_for: Callable[[str], str
     _create_topics(resources, aws_client("sns", endpoint, region), sns_endpoint_for)
     _create_alarms(resources, aws_client("cloudwatch", endpoint, region))
     _create_rules(resources, aws_client("events", endpoint, region))
+    _create_buckets(resources, aws_client("s3", endpoint, region))
 
 
 def _create_tables(resources: Resources, dynamodb: Any) -> None:
@@ -316,6 +329,11 @@ def _create_alarms(resources: Resources, cloudwatch: Any) -> None:
         if "Threshold" in arguments:
             arguments["Threshold"] = float(arguments["Threshold"])
         cloudwatch.put_metric_alarm(AlarmName=resources.physical_id(logical_id), **arguments)
+
+
+def _create_buckets(resources: Resources, client: Any) -> None:
+    for logical_id, properties in resources.of_type(BUCKET).items():
+        s3.create_bucket(client, resources.physical_id(logical_id), properties, resources.region)
 
 
 def _create_rules(resources: Resources, events: Any) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import persistence
+from local_stack import persistence, s3
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.faults import Faults
@@ -70,6 +70,7 @@ class LocalStack:
         self._api: ApiGateway | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
+        self._undo_s3_notifications: Callable[[], None] | None = None
 
     @property
     def api_url(self) -> str:
@@ -133,6 +134,7 @@ class LocalStack:
         )
         self._lambda_endpoint.runtime = self._runtime
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
@@ -154,8 +156,19 @@ class LocalStack:
             part.start()
             self._background.append(part)
 
+    def _invoke_for_s3(self, function_arn: str, event: dict[str, Any]) -> bool:
+        """S3 invokes a notified function asynchronously."""
+        spec = self._runtime.function(function_arn) if self._runtime is not None else None
+        if spec is None or self._runtime is None:
+            return False
+        self._runtime.invoke_async(spec.name, event)
+        return True
+
     def stop(self, save: bool = True) -> persistence.SnapshotSummary | None:
         """Stop in reverse order: no new work, workers killed, then the snapshot, then AWS."""
+        if self._undo_s3_notifications is not None:
+            self._undo_s3_notifications()
+            self._undo_s3_notifications = None
         if self._api is not None:
             self._api.shutdown()
             self._api.server_close()

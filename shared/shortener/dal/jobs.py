@@ -207,8 +207,10 @@ class JobsStore(aws.DynamoDBTable):
         if file_format is not None:
             sets += ", split_format = :format"
             values[":format"] = {"S": file_format.model_dump_json()}
+        names = {"#total": "total"}
         if error is not None:
             sets += ", #error = :error"
+            names["#error"] = "error"
             values[":error"] = {"M": {"error": {"S": error.error}, "message": {"S": error.message}}}
         try:
             response = self.client.update_item(
@@ -219,7 +221,7 @@ class JobsStore(aws.DynamoDBTable):
                     + (" ADD " + usage_expression if usage_expression else "")
                 ),
                 ConditionExpression="split_owner = :owner AND split_done = :false",
-                ExpressionAttributeNames={"#total": "total", "#error": "error"},
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
