@@ -302,10 +302,12 @@ class _Run:
         return saved
 
     def _hand_over(self) -> SplitReport:
-        """Checkpoint what was sent, keep the lease for the successor a little while, and start
-        it. Rows read but not sent are read again by the successor, into the same messages."""
+        """Send the messages closed so far and checkpoint them, keep the lease for the successor
+        a little while, and start it. Rows read into a message not yet closed are read again by
+        the successor, into the same message. Each invocation queues at least one message, so a
+        split always moves on."""
         handover_lease = clock.epoch_seconds() + self.s._options.lease_grace_seconds
-        if not self._save(lease_until=handover_lease):
+        if not self._send() or not self._save(lease_until=handover_lease):
             return self._report("taken_over")
         self.s._successor.continue_split(self.request.model_copy(update={"owner": self.owner}))
         return self._report("continued")
