@@ -30,6 +30,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
+from local_stack.aws import FAKE_CREDENTIALS
+from local_stack.s3 import PresignedUrlGate
+
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
 _SIGNED_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 CONCURRENT_SERVICES = frozenset({"sqs"})
@@ -71,7 +74,12 @@ class EmbeddedAws(ThreadedMotoServer):
         install_item_level_transaction_rollback()
 
     def _server_entry(self) -> None:
-        app = SerialisingMiddleware(DomainDispatcherApplication(create_backend_app))
+        dispatcher = DomainDispatcherApplication(create_backend_app)
+        app = SerialisingMiddleware(
+            PresignedUrlGate(
+                dispatcher, {FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]}
+            )
+        )
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )

@@ -12,16 +12,25 @@ the shape of `sam local generate-event s3 put`). As on AWS, S3 invokes the funct
 asynchronously once the object is stored (https://docs.aws.amazon.com/lambda/latest/dg/with-s3.html)
 and a failed invocation is retried like any asynchronous one.
 
+Presigned URLs are checked as S3 checks them (``PresignedUrlGate``): an expired one, or one whose
+signature does not match the request (another Content-Length than the signed one), is refused.
+
 Not emulated: lifecycle rules are stored but never expire objects (like DynamoDB TTL), CORS is
 moto's (it allows any origin), and bucket policies are not created."""
 
 import copy
+import hmac
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, quote
 
 import moto.s3.notifications as moto_notifications
+from botocore.auth import S3SigV4QueryAuth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -141,3 +150,91 @@ def lambda_event(moto_event: dict[str, Any]) -> dict[str, Any]:
         s3.get("bucket", {}).setdefault("ownerIdentity", {"principalId": _REQUESTER})
         s3.get("object", {}).setdefault("sequencer", secrets.token_hex(9).upper())
     return event
+
+
+# ---- presigned URLs ---------------------------------------------------------------------------------
+
+_EXPIRED = ("AccessDenied", "Request has expired")
+_MISMATCH = (
+    "SignatureDoesNotMatch",
+    "The request signature we calculated does not match the signature you provided.",
+)
+
+
+def presigned_url_problem(
+    environ: dict[str, Any], secrets: Mapping[str, str], now: datetime | None = None
+) -> tuple[str, str] | None:
+    """Why S3 would refuse a presigned (SigV4 query string) request, or None: it expired
+    (X-Amz-Date + X-Amz-Expires), or its signature does not match the request as it arrived, for
+    instance another Content-Length than the one signed. Requests that are not presigned, and
+    those signed with keys not in ``secrets`` (moto takes any), are not checked.
+    https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html"""
+    query = environ.get("QUERY_STRING", "")
+    params = parse_qs(query, keep_blank_values=True)
+    if "X-Amz-Signature" not in params:
+        return None
+    try:
+        access_key, _, region, service, _ = params["X-Amz-Credential"][0].split("/")
+        amz_date = params["X-Amz-Date"][0]
+        expires = int(params["X-Amz-Expires"][0])
+        signed = params["X-Amz-SignedHeaders"][0].split(";")
+        start = datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except (KeyError, ValueError):
+        return ("AuthorizationQueryParametersError", "The presigned URL's parameters are malformed.")
+    if (now or datetime.now(UTC)) > start + timedelta(seconds=expires):
+        return _EXPIRED
+    secret = secrets.get(access_key)
+    if secret is None:
+        return None
+    headers = {name: _header(environ, name) for name in signed if name != "host"}
+    path = (
+        environ.get("RAW_URI") or environ.get("REQUEST_URI") or quote(environ.get("PATH_INFO", ""))
+    ).split("?")[0]
+    unsigned = "&".join(part for part in query.split("&") if not part.startswith("X-Amz-Signature="))
+    request = AWSRequest(
+        method=environ["REQUEST_METHOD"],
+        url=f"http://{environ.get('HTTP_HOST', '')}{path}?{unsigned}",
+        headers=headers,
+    )
+    request.context["timestamp"] = amz_date
+    signer = S3SigV4QueryAuth(Credentials(access_key, secret), service, region, expires)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    return None if hmac.compare_digest(expected, params["X-Amz-Signature"][0]) else _MISMATCH
+
+
+def _header(environ: dict[str, Any], name: str) -> str:
+    key = name.upper().replace("-", "_")
+    value = environ.get(key if key in ("CONTENT_LENGTH", "CONTENT_TYPE") else f"HTTP_{key}", "")
+    return str(value)
+
+
+class PresignedUrlGate:
+    """In front of the embedded AWS: refuses presigned requests that S3 would refuse (expired, or
+    not matching their signature), with S3's error document; and keeps the body of a form-encoded
+    PUT (curl --data-binary sends that content type), which moto's request parsing would take for
+    form fields and lose, while S3 stores it like any other body."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], secrets: Mapping[str, str]) -> None:
+        self._app = app
+        self._secrets = dict(secrets)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        problem = presigned_url_problem(environ, self._secrets)
+        if problem is not None:
+            code, message = problem
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                f"<Error><Code>{code}</Code><Message>{message}</Message></Error>"
+            ).encode()
+            start_response(
+                "403 Forbidden", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        unsigned = "HTTP_AUTHORIZATION" not in environ
+        if (
+            unsigned
+            and environ.get("REQUEST_METHOD") == "PUT"
+            and environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded")
+        ):
+            environ["CONTENT_TYPE"] = "application/octet-stream"
+        return self._app(environ, start_response)

@@ -1,13 +1,19 @@
 """The shortener's HTTP API, spoken with the standard library (no dependencies)."""
 
+import http.client
 import json
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote, urljoin
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import quote, urljoin, urlsplit
 
 _TIMEOUT_SECONDS = 60.0
+# Blocks of a file sent or received at a time: progress moves, memory stays small.
+_BLOCK_BYTES = 1024 * 1024
 
 
 class ApiError(Exception):
@@ -73,6 +79,70 @@ class ShortenerClient:
             page = self._call("GET", next_url)
             csv += page.body.split(b"\n", 1)[1] if b"\n" in page.body else b""
         return csv
+
+    def start_upload(self, file_name: str, size: int) -> dict[str, Any]:
+        """POST /bulk/uploads: the job {"job_id", "status_url", "upload": {"method", "url", "headers"}}."""
+        payload = json.dumps({"file_name": file_name, "size": size}).encode()
+        return self._call("POST", "bulk/uploads", payload, "application/json").json()  # type: ignore[no-any-return]
+
+    def put_file(self, upload: dict[str, Any], path: Path, progress: Callable[[int], None]) -> None:
+        """Send ``path`` with the presigned request ``upload`` (straight to S3), a block at a time;
+        ``progress`` hears the bytes sent so far."""
+        target = urlsplit(upload["url"])
+        connection_type = (
+            http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = connection_type(target.netloc, timeout=self.timeout)
+        try:
+            connection.putrequest(
+                upload.get("method", "PUT"), target.path + ("?" + target.query if target.query else "")
+            )
+            for name, value in upload.get("headers", {}).items():
+                connection.putheader(name, value)
+            connection.putheader("Content-Type", "text/csv")
+            connection.endheaders()
+            sent = 0
+            with path.open("rb") as source:
+                while block := source.read(_BLOCK_BYTES):
+                    connection.send(block)
+                    sent += len(block)
+                    progress(sent)
+            answer = connection.getresponse()
+            body = answer.read()
+        except OSError as exc:
+            raise UnreachableError(f"cannot upload to {target.netloc}: {exc}") from exc
+        finally:
+            connection.close()
+        if answer.status >= 300:
+            raise ApiError(answer.status, "upload_refused", f"The storage refused the upload: {body[:300]!r}")
+
+    def save_results(self, job_id: str, out: BinaryIO, *, deadline: float) -> int:
+        """Write a job's whole results CSV to ``out`` as it arrives: inline pages, or the results
+        file the API redirects to (asked for again while it is being written, until ``deadline``).
+        The bytes written."""
+        url: str | None = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/results")
+        written = 0
+        first = True
+        while url is not None:
+            try:
+                # urllib follows the 303 to the presigned link of the file.
+                request = urllib.request.Request(url, headers={"Accept": "text/csv"})  # noqa: S310
+                with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
+                    if not first:
+                        answer.readline()  # each page repeats the header line
+                    while block := answer.read(_BLOCK_BYTES):
+                        out.write(block)
+                        written += len(block)
+                    url = Response(answer.status, "", b"", answer.headers.get("Link", "")).next_url
+                    first = False
+            except urllib.error.HTTPError as exc:
+                error = _api_error(exc.code, exc.read())
+                if error.error != "results_not_ready" or time.monotonic() >= deadline:
+                    raise error from exc
+                time.sleep(float(exc.headers.get("Retry-After") or 5))
+            except (urllib.error.URLError, OSError) as exc:
+                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+        return written
 
     def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
         """One request to ``path`` (relative to the API URL, or absolute)."""
