@@ -12,6 +12,7 @@ from shortener.dal.loops import LoopsStore, LoopStarter
 from shortener.dal.queue_metrics import QueueMetrics
 from shortener.logic.healing import heal_and_reconcile
 from shortener.logic.scaling import LoopBounds, LoopScaler
+from shortener.models.scaling import LoopTarget
 from shortener.observability import logger, metrics, tracer
 from shortener.settings import restarter_settings
 
@@ -33,14 +34,18 @@ def scaler() -> LoopScaler:
     )
 
 
+@lru_cache(maxsize=1)
+def targets() -> list[LoopTarget]:
+    # Queue URLs never change for a container: resolved once, not on every idle run.
+    return scaler().targets()
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The scheduled event carries nothing the restarter needs: every run does the same work.
-    report = heal_and_reconcile(
-        scaler(), tokens(), scaler().targets(), restarter_settings().STALE_HEARTBEAT_SECONDS
-    )
+    report = heal_and_reconcile(scaler(), tokens(), targets(), restarter_settings().STALE_HEARTBEAT_SECONDS)
     changed = report.revived or any(outcome.started or outcome.stopped for outcome in report.reconciled)
     # Every minute: a line only when something was done, so the log shows the healing.
     if changed:

@@ -86,6 +86,8 @@ class RunningStack:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # Extra environment of the stack process (e.g. MOTO_RECORDER_FILEPATH).
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def api_url(self) -> str:
@@ -156,7 +158,7 @@ class RunningStack:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -212,6 +214,7 @@ def _factory(directory: Path, started: list[RunningStack]) -> StartStack:
         faults: list[str] | None = None,
         data_dir: Path | None = None,
         timeout: float = START_TIMEOUT,
+        env: dict[str, str] | None = None,
     ) -> RunningStack:
         """Start a local stack on free ports; it is stopped when the test (or module) ends."""
         number = len(started)
@@ -230,7 +233,7 @@ def _factory(directory: Path, started: list[RunningStack]) -> StartStack:
             args += ["--param", f"{key}={value}"]
         for fault in faults or []:
             args += ["--fault", fault]
-        running = RunningStack([*args, *extra_args], state, directory / f"stack-{number}.log")
+        running = RunningStack([*args, *extra_args], state, directory / f"stack-{number}.log", env=env or {})
         started.append(running)
         return running.start(timeout)
 

@@ -208,3 +208,20 @@ def test_when_the_queue_is_unavailable_the_upload_is_503_and_no_job_remains(
     assert answer["statusCode"] == 503
     assert json.loads(answer["body"])["error"] == "queue_unavailable"
     assert job_items(tables) == []
+
+
+def test_the_page_uploads_large_files_straight_to_storage_and_links_the_whole_results_file(
+    api: ModuleType,
+) -> None:
+    # The page speaks the API's own words: the direct upload route and its answer's fields, the
+    # job's phases, and the results file link (never a first page of the results).
+    page = call(api, api_event("GET", "/"))["body"]
+    for contract in (
+        '"bulk/uploads"',
+        "upload.url",
+        "upload.onprogress",
+        "results_file_url",
+        "results_ready",
+    ):
+        assert contract in page
+    assert "SMALL_BODY_BYTES = 4000000" in page
