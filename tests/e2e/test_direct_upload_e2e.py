@@ -5,7 +5,6 @@ while idle, and the loops back to none once the backlog is gone."""
 
 import csv
 import io
-import json
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from local_stack import request_log
 from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
 
@@ -25,11 +25,11 @@ IDLE_TIME_SCALE = 60
 IDLE_SIMULATED_MINUTES = 10
 # The restarter's work each run: its reconcile and its scan for stale loops.
 SCHEDULE_OPERATIONS = {
-    "DynamoDB_20120810.Scan",
-    "DynamoDB_20120810.Query",
-    "AmazonSQS.GetQueueUrl",
-    "AmazonSQS.GetQueueAttributes",
-    "AmazonSQS.ReceiveMessage",  # settling the dead-letter queue (branch loops), never the bulk queue
+    "dynamodb.Scan",
+    "dynamodb.Query",
+    "sqs.GetQueueUrl",
+    "sqs.GetQueueAttributes",
+    "sqs.ReceiveMessage",  # settling the dead-letter queue (branch loops), never the bulk queue
 }
 _REPORT = re.compile(r"shortener-local-files REPORT .* Max Memory Used: (\d+) MB")
 
@@ -106,34 +106,6 @@ def test_a_200000_row_file_uploaded_directly_gives_every_row_exactly_one_outcome
     )
 
 
-def recorded_requests(stack: RunningStack, recording: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in recording.read_text().splitlines() if line.strip()]
-
-
-def operation(entry: dict[str, Any]) -> str:
-    headers = {key.lower(): value for key, value in entry.get("headers", {}).items()}
-    if "x-amz-target" in headers:
-        return str(headers["x-amz-target"])
-    body = entry.get("body") or ""
-    action = re.search(r"Action=([A-Za-z]+)", str(body))
-    return f"AmazonSQS.{action[1]}" if action else f"{entry.get('method')} {entry.get('url')}"
-
-
-def made_by_a_function(entry: dict[str, Any]) -> bool:
-    """Requests the functions make (boto3 in Lambda names its execution environment), not the
-    local stack's own emulation of CloudWatch."""
-    headers = {key.lower(): value for key, value in entry.get("headers", {}).items()}
-    return "exec-env/AWS_Lambda" in str(headers.get("user-agent", ""))
-
-
-def recorder(stack: RunningStack, action: str) -> None:
-    request = urllib.request.Request(
-        f"{stack.aws_endpoint}/moto-api/recorder/{action}", method="POST", data=b""
-    )
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-
-
 def loop_count(stack: RunningStack) -> int:
     table = stack.resources["TokensTable"]
     return int(
@@ -151,17 +123,18 @@ def test_with_no_loop_idle_costs_only_the_schedule_and_new_work_starts_its_own_l
     time.sleep(2)  # the schedule's first run at start
     assert loop_count(stack) == 0
     # When it stays idle for ten simulated minutes
-    recorder(stack, "reset-recording")
-    recorder(stack, "start-recording")
+    request_log.recorder(stack.aws_endpoint, "reset-recording")
+    request_log.recorder(stack.aws_endpoint, "start-recording")
     time.sleep(IDLE_SIMULATED_MINUTES * 60 / IDLE_TIME_SCALE)
-    recorder(stack, "stop-recording")
-    # Then no loop ran and the only AWS requests were the restarter's schedule
-    requests = [entry for entry in recorded_requests(stack, recording) if made_by_a_function(entry)]
-    operations = {operation(entry) for entry in requests}
+    request_log.recorder(stack.aws_endpoint, "stop-recording")
+    # Then no loop ran and the only AWS requests were the restarter's schedule (the local stack's
+    # own CloudWatch emulation is not a request of the system)
+    requests = [request for request in request_log.read_recording(recording) if request.by_function]
+    operations = {request.name for request in requests}
     assert operations <= SCHEDULE_OPERATIONS, operations
+    bulk_queue = stack.resources["BulkQueue"].rsplit("/", 1)[-1].encode()
     assert not any(
-        operation(entry) == "AmazonSQS.ReceiveMessage" and "BulkQueue" in str(entry.get("body"))
-        for entry in requests
+        request.operation == "ReceiveMessage" and bulk_queue in request.body for request in requests
     )
     assert loop_count(stack) == 0
     per_hour = len(requests) * 60 // IDLE_SIMULATED_MINUTES
