@@ -9,7 +9,9 @@ simulated idle time (the schedule runs --time-scale times faster), counts the re
 functions made (the local stack's own CloudWatch emulation is not counted: on AWS those metrics
 cost nothing) and works out the requests per idle hour from the requests per restarter run. Then,
 --jobs times, uploads a job of --rows rows with no loop running and prints when its first row was
-done, when the job was done, and when the loops were back to none.
+done, when the job was done, and when the loops were back to none. The first job meets a cold
+poller (a new execution environment: on a loaded two-core machine its imports take seconds); the
+next ones a warm one.
 """
 
 import argparse
@@ -36,6 +38,13 @@ def main() -> None:
         "--jobs", type=int, default=3, help="jobs uploaded after the idle time, one at a time"
     )
     parser.add_argument("--rows", type=int, default=1000, help="rows per job")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=25,
+        help="seconds between a job's loops going back to none and the next job: a loop whose token "
+        "is gone still ends its last long poll (20 s), and could take the next job's first message",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as folder:
         stack = LocalStack(Path(folder), options.time_scale, {"MinLoops": "0"})
@@ -46,6 +55,8 @@ def main() -> None:
             print()
             print("Jobs arriving with no loop running (first row done, job done, loops back to none):")
             for number in range(options.jobs):
+                if number:
+                    time.sleep(options.gap)
                 timings = run_job(stack, options.rows, f"idle-{number}")
                 print(
                     f"  job {number + 1}: {options.rows:,} rows, first row done {timings['first_row']:.1f} s "
