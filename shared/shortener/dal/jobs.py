@@ -82,17 +82,12 @@ class JobsStore(aws.DynamoDBTable):
         expression, values = _usage_update(usage)
         if not expression:
             return
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
-                UpdateExpression="ADD " + expression,
-                ConditionExpression="attribute_exists(job_id)",
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
+        self._update_if(
+            job_id,
+            UpdateExpression="ADD " + expression,
+            ConditionExpression="attribute_exists(job_id)",
+            ExpressionAttributeValues=values,
+        )
 
     # ---- splitting an uploaded file -----------------------------------------------------------
 
@@ -103,10 +98,9 @@ class JobsStore(aws.DynamoDBTable):
         write that succeeds only if the split is not done, is still at that position, is held by
         nobody (or ``owner``, or a lease that ran out), and the file is the one first read (its
         ETag is pinned by the first claim). A duplicated S3 event or invocation gets False."""
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
+        return (
+            self._update_if(
+                job_id,
                 UpdateExpression="SET split_owner = :owner, split_lease = :lease, #upload.etag = :etag",
                 ConditionExpression=(
                     "split_done = :false AND split_offset = :offset "
@@ -123,11 +117,8 @@ class JobsStore(aws.DynamoDBTable):
                     ":now": {"N": str(now)},
                 },
             )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            return False
-        return True
+            is not None
+        )
 
     def checkpoint_split(
         self,
@@ -146,10 +137,9 @@ class JobsStore(aws.DynamoDBTable):
         invocation took it over (this one must stop; what it queued beyond is queued again, and
         processed once, by the next)."""
         usage_expression, usage_values = _usage_update(usage)
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
+        return (
+            self._update_if(
+                job_id,
                 UpdateExpression=(
                     "SET split_offset = :offset, split_lines = :lines, #total = :rows, chunks = :chunks, "
                     "split_format = :format, split_lease = :lease"
@@ -169,11 +159,8 @@ class JobsStore(aws.DynamoDBTable):
                     **usage_values,
                 },
             )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            return False
-        return True
+            is not None
+        )
 
     def finish_split(
         self,
@@ -212,48 +199,36 @@ class JobsStore(aws.DynamoDBTable):
             sets += ", #error = :error"
             names["#error"] = "error"
             values[":error"] = {"M": {"error": {"S": error.error}, "message": {"S": error.message}}}
-        try:
-            response = self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
-                UpdateExpression=(
-                    f"SET {sets} REMOVE split_owner, split_lease"
-                    + (" ADD " + usage_expression if usage_expression else "")
-                ),
-                ConditionExpression="split_owner = :owner AND split_done = :false",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            return None
-        return _job_from_item(response["Attributes"])
+        response = self._update_if(
+            job_id,
+            UpdateExpression=(
+                f"SET {sets} REMOVE split_owner, split_lease"
+                + (" ADD " + usage_expression if usage_expression else "")
+            ),
+            ConditionExpression="split_owner = :owner AND split_done = :false",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        return _job_from_item(response["Attributes"]) if response is not None else None
 
     def release_split(self, job_id: str, owner: str) -> None:
         """Give up ``owner``'s lease on a split (it failed), so a retry may take it over at once."""
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
-                UpdateExpression="REMOVE split_owner, split_lease",
-                ConditionExpression="split_owner = :owner",
-                ExpressionAttributeValues={":owner": {"S": owner}},
-            )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
+        self._update_if(
+            job_id,
+            UpdateExpression="REMOVE split_owner, split_lease",
+            ConditionExpression="split_owner = :owner",
+            ExpressionAttributeValues={":owner": {"S": owner}},
+        )
 
     # ---- the results file ---------------------------------------------------------------------
 
     def claim_results(self, job_id: str, owner: str, *, now: int, lease_until: int) -> bool:
         """Take the right to write a job's results file: False when it is written, or another
         writer holds a lease that has not run out."""
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
+        return (
+            self._update_if(
+                job_id,
                 UpdateExpression="SET results_owner = :owner, results_lease = :lease",
                 ConditionExpression=(
                     "attribute_exists(job_id) AND attribute_not_exists(results) AND "
@@ -266,19 +241,15 @@ class JobsStore(aws.DynamoDBTable):
                     ":now": {"N": str(now)},
                 },
             )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            return False
-        return True
+            is not None
+        )
 
     def record_results(self, job_id: str, results: ResultsFile, usage: JobUsage) -> bool:
         """Record the job's written results file, once (False if it was recorded before)."""
         usage_expression, usage_values = _usage_update(usage)
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=_job_key(job_id),
+        return (
+            self._update_if(
+                job_id,
                 UpdateExpression=(
                     "SET results = :results REMOVE results_owner, results_lease"
                     + (" ADD " + usage_expression if usage_expression else "")
@@ -296,11 +267,18 @@ class JobsStore(aws.DynamoDBTable):
                     **usage_values,
                 },
             )
+            is not None
+        )
+
+    def _update_if(self, job_id: str, **arguments: Any) -> dict[str, Any] | None:
+        """One conditional UpdateItem of a job's record: its answer, or None when its condition
+        did not hold (another writer got there first, or the job is gone)."""
+        try:
+            return dict(self.client.update_item(TableName=self.table_name, Key=_job_key(job_id), **arguments))
         except ClientError as exc:
             if _error_code(exc) != "ConditionalCheckFailedException":
                 raise
-            return False
-        return True
+            return None
 
     # ---- chunks -----------------------------------------------------------------------------
 
@@ -373,31 +351,25 @@ class JobsStore(aws.DynamoDBTable):
         count (so the one count that completes it knows), or None when the chunk was already
         counted (a redelivery) or the job no longer exists."""
         usage_expression, usage_values = _usage_update(usage or JobUsage())
-        try:
-            response = self.client.update_item(
-                TableName=self.table_name,
-                Key={"job_id": {"S": job_id}, "sk": {"S": JOB_SK}},
-                UpdateExpression=(
-                    "SET updated_at = :now ADD succeeded :succeeded, failed :failed, counted :chunk"
-                    + (", " + usage_expression if usage_expression else "")
-                ),
-                ConditionExpression="attribute_exists(job_id) AND NOT contains(counted, :number)",
-                ExpressionAttributeValues={
-                    ":now": {"S": now.isoformat()},
-                    ":succeeded": {"N": str(succeeded)},
-                    ":failed": {"N": str(failed)},
-                    ":chunk": {"NS": [str(chunk)]},
-                    ":number": {"N": str(chunk)},
-                    **usage_values,
-                },
-                # No read units: the item comes back with the write's answer.
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            return None
-        return _job_from_item(response["Attributes"])
+        response = self._update_if(
+            job_id,
+            UpdateExpression=(
+                "SET updated_at = :now ADD succeeded :succeeded, failed :failed, counted :chunk"
+                + (", " + usage_expression if usage_expression else "")
+            ),
+            ConditionExpression="attribute_exists(job_id) AND NOT contains(counted, :number)",
+            ExpressionAttributeValues={
+                ":now": {"S": now.isoformat()},
+                ":succeeded": {"N": str(succeeded)},
+                ":failed": {"N": str(failed)},
+                ":chunk": {"NS": [str(chunk)]},
+                ":number": {"N": str(chunk)},
+                **usage_values,
+            },
+            # No read units: the item comes back with the write's answer.
+            ReturnValues="ALL_NEW",
+        )
+        return _job_from_item(response["Attributes"]) if response is not None else None
 
     def iter_chunk_outcomes(self, job_id: str, from_chunk: int = 0) -> Iterator[tuple[int, list[RowOutcome]]]:
         """(chunk, its row outcomes) for every completed chunk of a job from ``from_chunk`` on, in
