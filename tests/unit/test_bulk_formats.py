@@ -168,11 +168,14 @@ def test_a_split_whose_lease_ran_out_is_stalled_and_a_held_one_is_not() -> None:
 
 
 def test_a_complete_job_without_results_is_stalled_once_nobody_claimed_them_in_time() -> None:
-    done = _upload_job(split_done=True, succeeded=10, split=None)
+    done = _upload_job(split_done=True, succeeded=10, split=None, bucket="b")
     assert stalled_work(done.model_copy(update={"updated_at": NOW - timedelta(seconds=5)}), NOW) is None
     assert stalled_work(done.model_copy(update={"updated_at": NOW - timedelta(minutes=5)}), NOW) == "results"
     held = done.model_copy(update={"results_lease_until": int(NOW.timestamp()) + 60})
     assert stalled_work(held, NOW) is None
+    # A job from before results files (no bucket) has nothing to write.
+    old = done.model_copy(update={"bucket": "", "updated_at": NOW - timedelta(minutes=5)})
+    assert stalled_work(old, NOW) is None
 
 
 def test_the_cost_line_prices_what_was_counted() -> None:

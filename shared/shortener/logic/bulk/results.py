@@ -187,7 +187,8 @@ class ResultsWriter:
         unknown or not complete, or another writer holds the lease."""
         with self._metering() as meter:
             job = self._jobs.get_job(job_id)
-            if job is None or not job.complete:
+            # A job with no bucket (from before results files existed) keeps its inline results.
+            if job is None or not job.complete or not job.bucket:
                 return None
             if job.results is not None:
                 return job.results

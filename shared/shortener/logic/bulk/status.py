@@ -50,7 +50,7 @@ def stalled_work(job: Job, now: datetime) -> StalledWork | None:
     if not job.split_done:
         lease = job.split.lease_until if job.split else None
         return "split" if job.file_arrived and (lease is None or lease < epoch) else None
-    if not job.complete or job.results is not None:
+    if not job.complete or job.results is not None or not job.bucket:
         return None
     if job.results_lease_until is not None:
         return "results" if job.results_lease_until < epoch else None
