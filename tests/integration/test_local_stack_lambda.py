@@ -44,6 +44,14 @@ HANDLERS = textwrap.dedent(
     def sleep(event, context):
         time.sleep(event["seconds"])
         return "slept"
+
+    def meet(event, context):
+        # A barrier: arrive, then wait (up to a deadline) until every party has arrived.
+        open(os.path.join(event["dir"], str(os.getpid())), "w").close()
+        deadline = time.time() + event["seconds"]
+        while len(os.listdir(event["dir"])) < event["parties"] and time.time() < deadline:
+            time.sleep(0.05)
+        return {"pid": os.getpid(), "met": len(os.listdir(event["dir"]))}
     """
 )
 
@@ -73,6 +81,7 @@ def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
         "echo": spec(code_dir, "echo", "app.echo"),
         "fail": spec(code_dir, "fail", "app.fail"),
         "sleep": spec(code_dir, "sleep", "app.sleep", timeout=1),
+        "meet": spec(code_dir, "meet", "app.meet", timeout=30),
     }
     settings = RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4)
     running = LambdaRuntime(functions, settings)
@@ -110,13 +119,19 @@ def test_a_timeout_kills_the_environment(runtime: LambdaRuntime) -> None:
     assert runtime.invoke("sleep", {"seconds": 0}).result == "slept"  # a fresh environment
 
 
-def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime) -> None:
-    runtime.invoke("sleep", {"seconds": 0})  # one warm worker; the other starts cold
-    started = time.monotonic()
+def test_concurrent_invocations_run_in_parallel(runtime: LambdaRuntime, tmp_path: Path) -> None:
+    # Given one warm worker (the others start cold)
+    runtime.invoke("meet", {"dir": str(tmp_path), "parties": 1, "seconds": 0})
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    event = {"dir": str(barrier), "parties": 3, "seconds": 25}
+    # When three invocations that wait for each other are made at once
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda _: runtime.invoke("sleep", {"seconds": 0.8}).result, range(3)))
-    assert results == ["slept"] * 3
-    assert time.monotonic() - started < 0.8 * 3
+        met = list(pool.map(lambda _: runtime.invoke("meet", event).result, range(3)))
+    # Then each saw all three running: three workers at the same time, however long the cold
+    # starts took on a busy machine (run one after another, the first would have waited alone)
+    assert [answer["met"] for answer in met] == [3, 3, 3]
+    assert len({answer["pid"] for answer in met}) == 3
 
 
 @pytest.fixture
