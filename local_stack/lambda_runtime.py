@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -70,7 +70,12 @@ class RuntimeSettings:
 class Worker:
     """One execution environment: a process that imported the handler and waits for events."""
 
-    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings) -> None:
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        settings: RuntimeSettings,
+        on_spawn: "Callable[[Worker], None] | None" = None,
+    ) -> None:
         self.spec = spec
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [
@@ -90,6 +95,9 @@ class Worker:
             text=True,
             encoding="utf-8",
         )
+        if on_spawn is not None:
+            # Known to its pool before its (possibly long) init, so stopping the stack kills it too.
+            on_spawn(self)
         ready = self._read(_INIT_TIMEOUT_SECONDS)
         if ready is None or "init_error" in ready:
             self.kill()
@@ -236,14 +244,20 @@ class FunctionPool:
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
-        worker = Worker(self.spec, self._settings)
+        worker = Worker(self.spec, self._settings, on_spawn=self._spawned)
         with self._lock:
-            self._all.add(worker)
             closed = self._closed
         if closed:
             worker.kill()
             raise WorkerInitError({"errorMessage": "The local stack is stopping"})
         return worker
+
+    def _spawned(self, worker: Worker) -> None:
+        with self._lock:
+            self._all.add(worker)
+            closed = self._closed
+        if closed:
+            worker.kill()
 
     def _give_back(self, worker: Worker) -> None:
         with self._lock:

@@ -158,7 +158,12 @@ def test_a_loop_that_died_without_a_retry_is_revived_by_the_restarter(
         "take-over by the restarter",
     )
     assert time.time() - died_at >= RUN.stale_heartbeat_seconds - 1
-    assert '"revived":["' + token["token"] + '"]' in running.log().replace(" ", "")
+    # (the restarter logs once it has also started the new loop: a moment after its take-over)
+    wait_for(
+        lambda: '"revived":["' + token["token"] + '"]' in running.log().replace(" ", ""),
+        30,
+        "the restarter's report of the revival",
+    )
     # And the fresh loop it started beats
     wait_for(
         lambda: any(int(t["last_used"]) > int(revived["last_used"]) for t in probe.tokens()),
