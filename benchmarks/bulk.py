@@ -99,6 +99,8 @@ class LocalStack:
         self.info = self._wait_until_ready(60)
         self.api_url = str(self.info["api_url"])
         self.aws_endpoint = str(self.info["aws_endpoint"])
+        # The stack's admin API key: POST /bulk and GET /jobs/... need one.
+        self.key_header = {"X-Api-Key": str(self.info["api_key"])} if self.info.get("api_key") else {}
 
     def _wait_until_ready(self, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
@@ -132,14 +134,17 @@ class LocalStack:
             path.write_text(text, encoding="utf-8")
             return self.upload_file(path)
         request = urllib.request.Request(
-            self.api_url + "bulk", data=text.encode(), headers={"Content-Type": "text/csv"}, method="POST"
+            self.api_url + "bulk",
+            data=text.encode(),
+            headers={"Content-Type": "text/csv", **self.key_header},
+            method="POST",
         )
         with urllib.request.urlopen(request, timeout=120) as answer:
             return dict(json.loads(answer.read()))
 
     def upload_file(self, path: Path) -> dict[str, Any]:
         """POST /bulk/uploads, then the file with its presigned PUT."""
-        client = ShortenerClient(self.api_url, timeout=600)
+        client = ShortenerClient(self.api_url, timeout=600, api_key=self.info.get("api_key"))
         job = client.start_upload(path.name, path.stat().st_size)
         client.put_file(job["upload"], path, lambda _: None)
         return job
@@ -154,7 +159,8 @@ class LocalStack:
     def wait_until_done(self, job_id: str, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            with urllib.request.urlopen(f"{self.api_url}jobs/{job_id}", timeout=30) as answer:
+            status = urllib.request.Request(f"{self.api_url}jobs/{job_id}", headers=self.key_header)
+            with urllib.request.urlopen(status, timeout=30) as answer:
                 job = dict(json.loads(answer.read()))
             if job["status"] == "done":
                 return job
@@ -243,7 +249,7 @@ def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) ->
     # Every line of the results (pages, or the file the API redirects to), counted as it streams.
     results_path = stack.log_path.parent / "results.csv"
     with results_path.open("wb") as out:
-        ShortenerClient(stack.api_url, timeout=600).save_results(
+        ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
             accepted["job_id"], out, deadline=time.monotonic() + 600
         )
     with results_path.open("rb") as written:

@@ -121,7 +121,8 @@ def run_job(stack: LocalStack, rows: int, tag: str) -> dict[str, float]:
 
 
 def job_status(stack: LocalStack, job_id: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{stack.api_url}jobs/{job_id}", timeout=30) as answer:
+    request = urllib.request.Request(f"{stack.api_url}jobs/{job_id}", headers=stack.key_header)
+    with urllib.request.urlopen(request, timeout=30) as answer:
         return dict(json.loads(answer.read()))
 
 

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from local_stack.admin_key import ADMIN_KEY_FILE
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
 from local_stack.stack import LocalStack, StackOptions
@@ -57,6 +58,11 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     parser.add_argument(
         "--max-concurrency", type=int, default=defaults.max_concurrency, help="workers per function at most"
     )
+    parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="do not authorise the functions' AWS calls against their roles (for debugging)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
     if args.time_scale <= 0:
@@ -82,6 +88,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         params=params,
         faults=faults,
         max_concurrency=args.max_concurrency,
+        iam=not args.no_iam,
     )
 
 
@@ -105,7 +112,20 @@ def banner(stack: LocalStack) -> str:
         f"  API          {stack.api_url}",
         f"  AWS          {stack.aws_endpoint}   (AWS_ENDPOINT_URL for boto3 / aws --endpoint-url; any keys)",
         f"  Lambda       {stack.lambda_endpoint}   (Invoke API)",
+        "  IAM          "
+        + (
+            "enforced: each function's AWS calls are checked against its role (--no-iam: off)"
+            if stack.access.enforcing
+            else "off: functions may call anything"
+        ),
     ]
+    if stack.api_key:
+        kept = (
+            f"kept in {_shown(options.data_dir / ADMIN_KEY_FILE)}"
+            if options.persist
+            else "new on every start"
+        )
+        lines.append(f"  API key      {stack.api_key}   (admin; send it as X-Api-Key; {kept})")
     if options.persist:
         state = (
             f"restored {restored.items} items, {restored.messages} messages"
@@ -123,7 +143,9 @@ def banner(stack: LocalStack) -> str:
     lines += [
         "",
         "Try:",
-        f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json' -d '{{\"url\": \"https://example.com/\"}}'",
+        f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json'"
+        + (f" -H 'X-Api-Key: {stack.api_key}'" if stack.api_key else "")
+        + ' -d \'{"url": "https://example.com/"}\'',
         "  .venv/bin/shortener shorten https://example.com/",
         "  .venv/bin/shortener bulk links.csv --wait --output results.csv",
         f"  open {stack.api_url} in a browser",

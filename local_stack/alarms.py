@@ -1,7 +1,12 @@
 """CloudWatch alarms, locally: moto stores alarms but never evaluates them. Here each alarm on an
 SQS queue metric samples the queue every Period (divided by the time scale), applies its threshold,
 comparison, evaluation periods and missing-data rule, records each state change in moto
-(SetAlarmState) and publishes CloudWatch's notification to the alarm's topics, only on transitions."""
+(SetAlarmState) and publishes CloudWatch's notification to the alarm's topics, only on transitions.
+
+An action on a topic encrypted with a KMS key whose policy does not let CloudWatch use it fails, as
+on AWS: nothing is published, and the alarm's history records the failure with CloudWatch's words
+(AWS knowledge center "cloudwatch-configure-alarm-sns"). State updates and actions are readable
+with DescribeAlarmHistory (local_stack.alarm_history)."""
 
 import json
 import logging
@@ -11,13 +16,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from local_stack import alarm_history
+from local_stack.alarm_history import ACTION, HISTORY, STATE_UPDATE, HistoryItem
 from local_stack.aws import aws_client
 from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.kms import PUBLISH_ACTIONS, KeyRing
 from local_stack.resources import ALARM, Resources
 
 log = logging.getLogger(__name__)
 
 INSUFFICIENT_DATA, OK, ALARM_STATE = "INSUFFICIENT_DATA", "OK", "ALARM"
+CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
+# What CloudWatch records when the topic's key policy does not let it publish.
+KMS_ACTION_ERROR = "CloudWatch Alarms does not have authorization to access the SNS topic encryption key."
 # The queue attribute behind each AWS/SQS metric that can be read at any moment.
 SQS_METRICS = {
     "ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
@@ -236,12 +247,22 @@ def alarm_specs(resources: Resources) -> list[AlarmSpec]:
 
 
 class AlarmEvaluator:
-    """Samples each alarm's queue once per (scaled) period and acts on transitions."""
+    """Samples each alarm's queue once per (scaled) period and acts on transitions. With ``keys``,
+    an action on an encrypted topic succeeds only if the key's policy lets CloudWatch use it."""
 
-    def __init__(self, specs: list[AlarmSpec], aws_endpoint: str, region: str, time_scale: float) -> None:
+    def __init__(
+        self,
+        specs: list[AlarmSpec],
+        aws_endpoint: str,
+        region: str,
+        time_scale: float,
+        keys: KeyRing | None = None,
+    ) -> None:
+        alarm_history.install()
         self._evaluations = [AlarmEvaluation(spec) for spec in specs]
         self._region = region
         self._time_scale = time_scale
+        self._keys = keys
         self._sqs = aws_client("sqs", aws_endpoint, region)
         self._sns = aws_client("sns", aws_endpoint, region)
         self._cloudwatch = aws_client("cloudwatch", aws_endpoint, region)
@@ -297,10 +318,69 @@ class AlarmEvaluator:
             StateReason=transition.reason[:1023],
             StateReasonData=json.dumps(transition.reason_data),
         )
+        self._remember(
+            spec,
+            when,
+            STATE_UPDATE,
+            f"Alarm updated from {transition.old} to {transition.new}",
+            {
+                "version": "1.0",
+                "oldState": {"stateValue": transition.old},
+                "newState": {
+                    "stateValue": transition.new,
+                    "stateReason": transition.reason,
+                    "stateReasonData": transition.reason_data,
+                },
+            },
+        )
         message = json.dumps(notification(spec, transition, self._region, when))
         subject = f'{transition.new}: "{spec.name}" in {REGION_NAMES.get(self._region, self._region)}'
         for topic_arn in spec.actions_for(transition.new):
+            error = self._action_error(topic_arn)
+            timestamp = int(when.timestamp() * 1000)
+            if error is not None:
+                log.warning("alarm %s: action on %s failed: %s", spec.name, topic_arn, error)
+                summary = f'Failed to execute action {topic_arn}. Received error: "{error}"'
+                self._remember(
+                    spec,
+                    when,
+                    ACTION,
+                    summary,
+                    {
+                        "actionState": "Failed",
+                        "stateUpdateTimestamp": timestamp,
+                        "error": error,
+                    },
+                )
+                continue
             self._sns.publish(TopicArn=topic_arn, Subject=subject[:100], Message=message)
+            self._remember(
+                spec,
+                when,
+                ACTION,
+                f"Successfully executed action {topic_arn}",
+                {
+                    "actionState": "Succeeded",
+                    "stateUpdateTimestamp": timestamp,
+                    "notificationResource": topic_arn,
+                    "publishedMessage": message,
+                },
+            )
+
+    def _action_error(self, topic_arn: str) -> str | None:
+        """Why CloudWatch cannot publish to the topic, or None when it can."""
+        if self._keys is None:
+            return None
+        attributes = self._sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]
+        key = attributes.get("KmsMasterKeyId")
+        if key and not self._keys.service_may_use(key, CLOUDWATCH_PRINCIPAL, PUBLISH_ACTIONS, via="sns"):
+            return KMS_ACTION_ERROR
+        return None
+
+    def _remember(
+        self, spec: AlarmSpec, when: datetime, item_type: str, summary: str, data: dict[str, Any]
+    ) -> None:
+        HISTORY.record(self._region, HistoryItem(spec.name, when, item_type, summary, data))
 
 
 def _timestamp(when: datetime) -> str:

@@ -10,20 +10,24 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
+from local_stack.resources import LOCAL_STAGE
+
+if TYPE_CHECKING:
+    from local_stack.api_access import ApiAccess
 
 log = logging.getLogger(__name__)
 
-STAGE = "local"
+STAGE = LOCAL_STAGE
 _FUNCTION_IN_URI = re.compile(r"/functions/arn:[^/]*:function:(?P<name>[^/:]+)(:[^/]*)?/invocations")
 _ANY_METHOD = "x-amazon-apigateway-any-method"
 _HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
@@ -33,11 +37,14 @@ _LITERAL, _PARAMETER, _GREEDY = 0, 1, 2
 
 @dataclass(frozen=True)
 class Route:
-    """One method of one resource path, and the function it integrates."""
+    """One method of one resource path, the function it integrates, and what guards it: a Lambda
+    authorizer (by its security definition name) and whether an API key is required."""
 
     resource: str
     method: str
     function: str
+    authorizer: str | None = None
+    api_key_required: bool = False
 
     @property
     def segments(self) -> list[str]:
@@ -69,8 +76,18 @@ class Route:
         )
 
 
+def security_schemes(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body's security definitions: ``securityDefinitions`` in Swagger 2.0, and
+    ``components.securitySchemes`` in OpenAPI 3 (what SAM writes when ``OpenApiVersion`` is set)."""
+    openapi3 = (body.get("components") or {}).get("securitySchemes")
+    return dict(body.get("securityDefinitions") or openapi3 or {})
+
+
 def routes_from_swagger(body: dict[str, Any]) -> list[Route]:
-    """The routes of a RestApi's (SAM-generated, resolved) OpenAPI body."""
+    """The routes of a RestApi's (SAM-generated, resolved) OpenAPI body, with their security: a
+    security definition carrying ``x-amazon-apigateway-authorizer`` is the method's authorizer; the
+    plain ``apiKey`` definition named x-api-key means the method requires an API key."""
+    definitions = security_schemes(body)
     routes = []
     for resource, methods in body.get("paths", {}).items():
         for method, operation in methods.items():
@@ -79,7 +96,19 @@ def routes_from_swagger(body: dict[str, Any]) -> list[Route]:
             uri = operation.get("x-amazon-apigateway-integration", {}).get("uri", "")
             if found := _FUNCTION_IN_URI.search(str(uri)):
                 verb = "ANY" if method == _ANY_METHOD else method.upper()
-                routes.append(Route(resource, verb, found["name"]))
+                names = [
+                    name for entry in operation.get("security", body.get("security", [])) for name in entry
+                ]
+                authorizer = next(
+                    (n for n in names if "x-amazon-apigateway-authorizer" in definitions.get(n, {})), None
+                )
+                api_key = any(
+                    definitions.get(n, {}).get("type") == "apiKey"
+                    and str(definitions[n].get("name", "")).lower() == "x-api-key"
+                    and "x-amazon-apigateway-authorizer" not in definitions[n]
+                    for n in names
+                )
+                routes.append(Route(resource, verb, found["name"], authorizer, api_key))
     return routes
 
 
@@ -203,13 +232,22 @@ class ApiGateway(ThreadingHTTPServer):
     block_on_close = False
 
     def __init__(
-        self, routes: list[Route], binary_types: list[str], runtime: LambdaRuntime, api_id: str, port: int
+        self,
+        routes: list[Route],
+        binary_types: list[str],
+        runtime: LambdaRuntime,
+        api_id: str,
+        port: int,
+        *,
+        access: "ApiAccess | None" = None,
     ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes = routes
         self.binary_types = binary_types
         self.runtime = runtime
         self.api_id = api_id
+        # WAF, authorizers, usage plans and gateway responses (local_stack/api_access.py).
+        self.access = access
 
     @property
     def url(self) -> str:
@@ -222,7 +260,9 @@ class ApiGateway(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
     def answer(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
-        """Route, invoke, answer."""
+        """Screen, route, admit, invoke, answer."""
+        if self.access is not None and (blocked := self.access.screen(request)) is not None:
+            return blocked
         path = urlsplit(request.target).path or "/"
         found = find_route(self.routes, request.method, unquote(path))
         if found is None:
@@ -230,6 +270,12 @@ class ApiGateway(ThreadingHTTPServer):
             return status, [*headers, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")], body
         route, parameters = found
         event = proxy_event(request, route, parameters, self.binary_types, self.api_id)
+        if self.access is not None and (refused := self.access.admit(route, event)) is not None:
+            return refused
+        return self._integrate(route, event)
+
+    def _integrate(self, route: Route, event: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Invoke the route's function with the proxy event and turn its answer into HTTP."""
         try:
             invocation = self.runtime.invoke(route.function, event)
         except FunctionThrottledError:

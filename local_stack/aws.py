@@ -7,7 +7,6 @@ from botocore.config import Config
 
 # moto accepts any credentials; these keep boto3 from looking for real ones.
 FAKE_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-FAKE_CREDENTIAL_ENV = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 
 
 def aws_client(service: str, endpoint_url: str, region: str) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from local_stack import sns
+from local_stack.iam import AccessControl, Signature, invoke_call
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.lambda_runtime import (
     ASYNC_PAYLOAD_LIMIT_BYTES,
@@ -31,11 +32,13 @@ class LambdaEndpoint(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, region: str, port: int = 0) -> None:
+    def __init__(self, region: str, port: int = 0, access: AccessControl | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         # Set once the runtime exists: the runtime's workers need this endpoint's URL first.
         self.runtime: LambdaRuntime | None = None
         self.region = region
+        # The functions' own calls to Invoke are authorised against their roles.
+        self.access = access or AccessControl()
 
     @property
     def url(self) -> str:
@@ -72,9 +75,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _invoke(self, function: str, body: bytes) -> None:
         runtime = self.server.runtime
         assert runtime is not None
+        arn = (
+            function
+            if function.startswith("arn:")
+            else f"arn:aws:lambda:{self.server.region}:{ACCOUNT_ID}:function:{function}"
+        )
+        if self._refused(arn):
+            return
         spec = runtime.function(function)
         if spec is None:
-            arn = f"arn:aws:lambda:{self.server.region}:{ACCOUNT_ID}:function:{function}"
             self._error(HTTPStatus.NOT_FOUND, "ResourceNotFoundException", f"Function not found: {arn}")
             return
         try:
@@ -103,6 +112,18 @@ class _Handler(BaseHTTPRequestHandler):
             if invocation.error is not None:
                 headers["X-Amz-Function-Error"] = "Unhandled"
             self._answer(HTTPStatus.OK, invocation.payload, headers)
+
+    def _refused(self, function_arn: str) -> bool:
+        """Answer AWS's AccessDeniedException when the calling function may not invoke this one."""
+        signature = Signature.parse(self.headers.get("Authorization"))
+        principal = self.server.access.principal(signature.access_key) if signature else None
+        refusal = self.server.access.authorise(principal, invoke_call(function_arn)) if principal else None
+        if refusal is None:
+            return False
+        answer = refusal.answer()
+        headers = {key: value for key, value in answer.headers if key != "Content-Type"}
+        self._answer(HTTPStatus(answer.status), answer.body, headers)
+        return True
 
     def _deliver_sns(self, function: str, body: bytes) -> None:
         notification = json.loads(body)

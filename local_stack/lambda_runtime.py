@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from local_stack.aws import FAKE_CREDENTIAL_ENV
+from local_stack.iam import function_credentials
 from local_stack.resources import FunctionSpec
 from local_stack.template import PROJECT_ROOT
 
@@ -74,7 +74,7 @@ class Worker:
         self,
         spec: FunctionSpec,
         settings: RuntimeSettings,
-        on_spawn: "Callable[[Worker], None] | None" = None,
+        spawned: Callable[["Worker"], None] | None = None,
     ) -> None:
         self.spec = spec
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -95,9 +95,8 @@ class Worker:
             text=True,
             encoding="utf-8",
         )
-        if on_spawn is not None:
-            # Known to its pool before its (possibly long) init, so stopping the stack kills it too.
-            on_spawn(self)
+        if spawned is not None:
+            spawned(self)  # known to its pool from now on, so a stop during init can kill it
         ready = self._read(_INIT_TIMEOUT_SECONDS)
         if ready is None or "init_error" in ready:
             self.kill()
@@ -244,7 +243,12 @@ class FunctionPool:
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
-        worker = Worker(self.spec, self._settings, on_spawn=self._spawned)
+        try:
+            worker = Worker(self.spec, self._settings, spawned=self._spawned)
+        except WorkerInitError:
+            with self._lock:
+                self._all = {known for known in self._all if known.alive}
+            raise
         with self._lock:
             closed = self._closed
         if closed:
@@ -253,11 +257,12 @@ class FunctionPool:
         return worker
 
     def _spawned(self, worker: Worker) -> None:
+        """A worker's process exists (its init has begun): close() must be able to end it."""
         with self._lock:
             self._all.add(worker)
             closed = self._closed
         if closed:
-            worker.kill()
+            worker.process.terminate()  # its init then fails, and the worker cleans up
 
     def _give_back(self, worker: Worker) -> None:
         with self._lock:
@@ -357,7 +362,8 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "PYTHONPATH": os.pathsep.join(python_path),
         "PYTHONUNBUFFERED": "1",
         "TZ": "UTC",
-        **FAKE_CREDENTIAL_ENV,
+        # The function's own key: the embedded AWS authorises its calls against its role.
+        **function_credentials(spec.name),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         # There is no X-Ray daemon on this machine.

@@ -66,20 +66,54 @@ def _buffer_body(environ: dict[str, Any]) -> None:
         environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
 
 
-class EmbeddedAws(ThreadedMotoServer):
-    """moto's ThreadedMotoServer on loopback, with the serialising middleware in front."""
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-    def __init__(self, port: int) -> None:
+
+# A control-plane call moto does not implement, answered by the local stack instead:
+# (HTTP method, path pattern, handler returning (status, JSON body)).
+ControlRoute = tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[int, bytes]]]
+
+
+class ControlRoutes:
+    """Answers the calls in ``routes`` itself (e.g. API Gateway's FlushStageAuthorizersCache, which
+    changes the local API Gateway's state, not moto's); everything else goes to moto."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], routes: list[ControlRoute]) -> None:
+        self._app = app
+        self._routes = routes
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        for method, pattern, handler in self._routes:
+            found = pattern.fullmatch(environ.get("PATH_INFO", ""))
+            if found and environ.get("REQUEST_METHOD") == method:
+                status, body = handler(found)
+                start_response(f"{status} Local", [("Content-Type", "application/json")])
+                return [body]
+        return self._app(environ, start_response)
+
+
+class EmbeddedAws(ThreadedMotoServer):
+    """moto's ThreadedMotoServer on loopback, with the serialising middleware in front, and
+    ``front`` (the IAM access control) in front of that."""
+
+    def __init__(self, port: int, front: Callable[[WsgiApp], WsgiApp] | None = None) -> None:
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
+        self._front = front
         install_item_level_transaction_rollback()
+        self.control_routes: list[ControlRoute] = []
+        # Access key -> secret of the keys whose presigned URLs are checked (PresignedUrlGate): the
+        # developer's, and the functions' once the stack has read them from the template.
+        self.signing_secrets: dict[str, str] = {
+            FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]
+        }
 
     def _server_entry(self) -> None:
         dispatcher = DomainDispatcherApplication(create_backend_app)
-        app = SerialisingMiddleware(
-            PresignedUrlGate(
-                dispatcher, {FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]}
-            )
+        app: WsgiApp = ControlRoutes(
+            SerialisingMiddleware(PresignedUrlGate(dispatcher, self.signing_secrets)), self.control_routes
         )
+        if self._front is not None:
+            app = self._front(app)
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )

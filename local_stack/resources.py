@@ -3,8 +3,11 @@
 Names follow CloudFormation's habit of `<stack>-<LogicalId>` when the template gives none, so they
 are stable across restarts (the data dir's snapshot finds its tables again)."""
 
+import base64
+import hashlib
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -13,8 +16,8 @@ from typing import Any
 
 from local_stack import s3
 from local_stack.aws import aws_client
-from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver
-from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, table_arguments
+from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
+from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, expand_sam, load_template, table_arguments
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +30,37 @@ RULE = "AWS::Events::Rule"
 FUNCTION = "AWS::Lambda::Function"
 LAYER = "AWS::Lambda::LayerVersion"
 REST_API = "AWS::ApiGateway::RestApi"
+ROLE = "AWS::IAM::Role"
+IAM_POLICY = "AWS::IAM::Policy"
+MANAGED_POLICY = "AWS::IAM::ManagedPolicy"
+KMS_KEY = "AWS::KMS::Key"
+KMS_ALIAS = "AWS::KMS::Alias"
+API_STAGE = "AWS::ApiGateway::Stage"
+USAGE_PLAN = "AWS::ApiGateway::UsagePlan"
+API_KEY = "AWS::ApiGateway::ApiKey"
+USAGE_PLAN_KEY = "AWS::ApiGateway::UsagePlanKey"
+WEB_ACL = "AWS::WAFv2::WebACL"
+WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
 BUCKET = "AWS::S3::Bucket"
+# The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
+LOCAL_STAGE = "local"
 
 # The types the local stack creates or runs; the rest (roles, permissions, deployments) mean
 # nothing on one machine.
-EMULATED_TYPES = (TABLE, QUEUE, TOPIC, SUBSCRIPTION, ALARM, RULE, FUNCTION, REST_API, BUCKET)
+EMULATED_TYPES = (
+    TABLE,
+    QUEUE,
+    TOPIC,
+    SUBSCRIPTION,
+    ALARM,
+    RULE,
+    FUNCTION,
+    REST_API,
+    USAGE_PLAN,
+    API_KEY,
+    WEB_ACL,
+    BUCKET,
+)
 # Properties named after what they create, per type: CloudFormation's explicit physical names.
 _NAME_PROPERTIES = {
     TABLE: "TableName",
@@ -41,6 +70,12 @@ _NAME_PROPERTIES = {
     RULE: "Name",
     FUNCTION: "FunctionName",
     REST_API: "Name",
+    ROLE: "RoleName",
+    MANAGED_POLICY: "ManagedPolicyName",
+    KMS_ALIAS: "AliasName",
+    USAGE_PLAN: "UsagePlanName",
+    API_KEY: "Name",
+    WEB_ACL: "Name",
     BUCKET: "BucketName",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
@@ -131,6 +166,19 @@ class Resources:
                 skipped[logical_id] = f"no handler file {spec.handler_file}"
         return specs, skipped
 
+    def outputs(self) -> dict[str, str]:
+        """The template's Outputs, resolved to local values (those that cannot be are left out)."""
+        resolved = {}
+        for name, output in (self.template.get("Outputs") or {}).items():
+            condition = output.get("Condition")
+            if condition is not None and not self.resolver.condition(condition):
+                continue
+            try:
+                resolved[name] = _env_text(self.resolver.resolve(output.get("Value")))
+            except IntrinsicError as exc:
+                log.debug("Output %s has no local value: %s", name, exc)
+        return resolved
+
     def function_by_name(self, name_or_arn: str) -> FunctionSpec | None:
         """The function a Lambda API call names: by name, full ARN or partial ARN."""
         name = name_or_arn.split(":function:", 1)[-1].split(":", 1)[0]
@@ -188,38 +236,93 @@ def name_resources(
     return Resources(template, resolver, aws_endpoint, region, base_dir)
 
 
-def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:  # noqa: PLR0911
+def template_resources(
+    stack_name: str, region: str, aws_endpoint: str, params: dict[str, str] | None = None
+) -> Resources:
+    """template.yaml's resources, SAM-expanded and named, nothing created: for tests and benchmarks
+    that judge the template itself."""
+    expanded = expand_sam(load_template(), stack_name, region)
+    resolver = Resolver(
+        parameters=parameter_values(expanded.get("Parameters", {}), params or {}),
+        region=region,
+        stack_name=stack_name,
+        conditions=expanded.get("Conditions", {}),
+        mappings=expanded.get("Mappings", {}),
+    )
+    return name_resources(expanded, resolver, aws_endpoint, region)
+
+
+def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:
     """(Ref value, GetAtt attributes) of a resource called ``name``, as CloudFormation gives them."""
-    if kind == TABLE:
-        table_arn = f"arn:aws:dynamodb:{arn}:table/{name}"
-        return name, {"Arn": table_arn, "StreamArn": f"{table_arn}/stream/local"}
-    if kind == QUEUE:
-        url = f"{endpoint}/{ACCOUNT_ID}/{name}"
-        return url, {"Arn": f"arn:aws:sqs:{arn}:{name}", "QueueName": name, "QueueUrl": url}
-    if kind == TOPIC:
-        topic_arn = f"arn:aws:sns:{arn}:{name}"
-        return topic_arn, {"TopicArn": topic_arn, "TopicName": name}
-    if kind == ALARM:
-        return name, {"Arn": f"arn:aws:cloudwatch:{arn}:alarm:{name}"}
-    if kind == RULE:
-        return name, {"Arn": f"arn:aws:events:{arn}:rule/{name}"}
-    if kind == FUNCTION:
-        return name, {"Arn": f"arn:aws:lambda:{arn}:function:{name}"}
-    if kind == LAYER:
-        return f"arn:aws:lambda:{arn}:layer:{name}:1", {}
-    if kind == REST_API:
-        return "local", {"RootResourceId": "root"}
-    if kind == BUCKET:
-        # CloudFormation's default bucket names may have capitals, which S3 refuses.
-        name = name.lower()
-        host = endpoint.split("://", 1)[-1]
-        return name, {
-            "Arn": f"arn:aws:s3:::{name}",
-            "DomainName": f"{host}/{name}",
-            "RegionalDomainName": f"{host}/{name}",
-        }
+    known = _IDENTITIES.get(kind)
+    if known is not None:
+        return known(name, arn, endpoint)
     service = kind.split("::")[1].lower() if kind.count("::") >= 2 else "local"
     return name, {"Arn": f"arn:aws:{service}:{arn}:{name}"}
+
+
+def _table_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    table_arn = f"arn:aws:dynamodb:{arn}:table/{name}"
+    return name, {"Arn": table_arn, "StreamArn": f"{table_arn}/stream/local"}
+
+
+def _queue_identity(name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    url = f"{endpoint}/{ACCOUNT_ID}/{name}"
+    return url, {"Arn": f"arn:aws:sqs:{arn}:{name}", "QueueName": name, "QueueUrl": url}
+
+
+def _topic_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    topic_arn = f"arn:aws:sns:{arn}:{name}"
+    return topic_arn, {"TopicArn": topic_arn, "TopicName": name}
+
+
+def _kms_key_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{arn}:{name}"))
+    return key_id, {"Arn": f"arn:aws:kms:{arn}:key/{key_id}", "KeyId": key_id}
+
+
+def _web_acl_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    acl_arn = f"arn:aws:wafv2:{arn}:regional/webacl/{name}/local"
+    return f"{name}|local|REGIONAL", {"Arn": acl_arn, "Id": "local"}
+
+
+def _bucket_identity(name: str, _: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    # CloudFormation's default bucket names may have capitals, which S3 refuses.
+    name = name.lower()
+    host = endpoint.split("://", 1)[-1]
+    return name, {
+        "Arn": f"arn:aws:s3:::{name}",
+        "DomainName": f"{host}/{name}",
+        "RegionalDomainName": f"{host}/{name}",
+    }
+
+
+_Identity = Callable[[str, str, str], tuple[str, dict[str, Any]]]
+_IDENTITIES: dict[str, _Identity] = {
+    TABLE: _table_identity,
+    QUEUE: _queue_identity,
+    TOPIC: _topic_identity,
+    ALARM: lambda name, arn, _: (name, {"Arn": f"arn:aws:cloudwatch:{arn}:alarm:{name}"}),
+    RULE: lambda name, arn, _: (name, {"Arn": f"arn:aws:events:{arn}:rule/{name}"}),
+    FUNCTION: lambda name, arn, _: (name, {"Arn": f"arn:aws:lambda:{arn}:function:{name}"}),
+    LAYER: lambda name, arn, _: (f"arn:aws:lambda:{arn}:layer:{name}:1", {}),
+    REST_API: lambda name, arn, _: ("local", {"RootResourceId": "root"}),
+    # IAM is global: no region in its ARNs.
+    ROLE: lambda name, arn, _: (
+        name,
+        {"Arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}", "RoleId": f"AROA{_key_id(name)}"},
+    ),
+    MANAGED_POLICY: lambda name, arn, _: (f"arn:aws:iam::{ACCOUNT_ID}:policy/{name}", {}),
+    KMS_KEY: _kms_key_identity,
+    API_STAGE: lambda name, arn, _: (LOCAL_STAGE, {}),
+    WEB_ACL: _web_acl_identity,
+    BUCKET: _bucket_identity,
+}
+
+
+def _key_id(name: str) -> str:
+    """16 characters of an IAM-style unique id, the same for the same name on every start."""
+    return base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:16]
 
 
 def _explicit_name(resolver: Resolver, kind: str, resource: dict[str, Any]) -> str | None:
@@ -252,6 +355,7 @@ def create_resources(resources: Resources, sns_endpoint_for: Callable[[str], str
     _create_alarms(resources, aws_client("cloudwatch", endpoint, region))
     _create_rules(resources, aws_client("events", endpoint, region))
     _create_buckets(resources, aws_client("s3", endpoint, region))
+    _create_usage_plans(resources, aws_client("apigateway", endpoint, region))
 
 
 def _create_tables(resources: Resources, dynamodb: Any) -> None:
@@ -353,3 +457,44 @@ def _create_rules(resources: Resources, events: Any) -> None:
         ]
         if targets:
             events.put_targets(Rule=name, Targets=targets)
+
+
+def _create_usage_plans(resources: Resources, apigateway: Any) -> None:
+    """Usage plans, API keys and the keys' plan memberships, in moto's API Gateway. moto makes up
+    their ids, which become their Ref (resolved after each is created: a UsagePlanKey names both)."""
+    for logical_id, properties in resources.of_type(USAGE_PLAN).items():
+        arguments: dict[str, Any] = {"name": resources.physical_id(logical_id)}
+        if "Description" in properties:
+            arguments["description"] = properties["Description"]
+        if properties.get("ApiStages"):
+            arguments["apiStages"] = [
+                {"apiId": str(stage["ApiId"]), "stage": str(stage["Stage"])}
+                for stage in properties["ApiStages"]
+            ]
+        throttle = properties.get("Throttle") or {}
+        if throttle:
+            arguments["throttle"] = {
+                key: (float if key == "rateLimit" else int)(float(throttle[prop]))
+                for key, prop in (("rateLimit", "RateLimit"), ("burstLimit", "BurstLimit"))
+                if prop in throttle
+            }
+        quota = properties.get("Quota") or {}
+        if quota:
+            arguments["quota"] = {"limit": int(quota["Limit"]), "period": str(quota.get("Period", "DAY"))}
+        resources.resolver.refs[logical_id] = apigateway.create_usage_plan(**arguments)["id"]
+    for logical_id, properties in resources.of_type(API_KEY).items():
+        arguments = {
+            "name": resources.physical_id(logical_id),
+            "enabled": str(properties.get("Enabled", False)).lower() == "true",
+        }
+        for key, prop in (("value", "Value"), ("description", "Description")):
+            if prop in properties:
+                arguments[key] = str(properties[prop])
+        resources.resolver.refs[logical_id] = apigateway.create_api_key(**arguments)["id"]
+    for logical_id in resources.of_type(USAGE_PLAN_KEY):
+        # Resolved now, not before: the plan's and the key's ids exist only from here on.
+        raw = resources.template["Resources"][logical_id].get("Properties", {})
+        properties = resources.resolver.resolve(raw)
+        apigateway.create_usage_plan_key(
+            usagePlanId=properties["UsagePlanId"], keyId=properties["KeyId"], keyType=properties["KeyType"]
+        )

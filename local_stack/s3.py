@@ -216,7 +216,8 @@ class PresignedUrlGate:
 
     def __init__(self, app: Callable[..., Iterable[bytes]], secrets: Mapping[str, str]) -> None:
         self._app = app
-        self._secrets = dict(secrets)
+        # Not a copy: the stack adds the functions' keys after the server has started.
+        self._secrets = secrets
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         problem = presigned_url_problem(environ, self._secrets)

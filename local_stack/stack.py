@@ -1,25 +1,38 @@
 """The local stack as one object: start everything in order, stop it in reverse."""
 
+import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import persistence, s3
+from local_stack import admin_key, persistence, s3
 from local_stack.alarms import AlarmEvaluator, alarm_specs
-from local_stack.api_gateway import ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.api_access import ApiAccess
+from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.aws import aws_client
+from local_stack.cloudformation import check_template_rules
 from local_stack.faults import Faults
+from local_stack.iam import AccessControl, function_principals
+from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.intrinsics import Resolver, parameter_values
+from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import REST_API, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
+from local_stack.usage_plans import KeyDirectory
 
 log = logging.getLogger(__name__)
+
+# Where a running stack says how to reach it (READY's content): `shortener` reads it to find the
+# local API, the embedded AWS and the admin key. Removed on a clean stop.
+DISCOVERY_FILE = "stack.json"
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,8 @@ class StackOptions:
     faults: Faults = field(default_factory=Faults)
     max_concurrency: int = 16
     async_retries: int = 2
+    # Authorise each function's AWS calls against its role in the template (--no-iam: off).
+    iam: bool = True
 
 
 class _BackgroundPart(Protocol):
@@ -64,6 +79,7 @@ class LocalStack:
         self.options = options
         self.resources: Resources | None = None
         self.report = StartReport()
+        self.access = AccessControl()
         self._moto: EmbeddedAws | None = None
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
@@ -71,6 +87,8 @@ class LocalStack:
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
         self._undo_s3_notifications: Callable[[], None] | None = None
+        self._keys: KeyDirectory | None = None
+        self.api_key: str | None = None
 
     @property
     def api_url(self) -> str:
@@ -97,12 +115,15 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        self._moto = EmbeddedAws(options.aws_port)
+        self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware)
         self._moto.start()
         template = load_template(options.template_path)
-        expanded = expand_sam(template, options.stack_name, options.region)
+        expanded = expand_sam(template, options.stack_name, options.region, options.params)
+        parameters = parameter_values(expanded.get("Parameters", {}), options.params)
+        # What CloudFormation refuses before creating anything, the local stack refuses at start.
+        check_template_rules(expanded, parameters, options.region)
         resolver = Resolver(
-            parameters=parameter_values(expanded.get("Parameters", {}), options.params),
+            parameters=parameters,
             region=options.region,
             stack_name=options.stack_name,
             conditions=expanded.get("Conditions", {}),
@@ -115,8 +136,16 @@ class LocalStack:
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
+        if options.iam:
+            principals = function_principals(resources)
+            self.access.load(principals.by_access_key)
+            # Presigned URLs the functions sign are checked against their keys' secret, as S3 does.
+            self._moto.signing_secrets.update(dict.fromkeys(principals.by_access_key, FUNCTION_SECRET_KEY))
+            for warning in principals.warnings:
+                self.report.warnings.append(f"IAM: {warning}")
+                log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port)
+        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -141,20 +170,54 @@ class LocalStack:
             self.report.restored = persistence.restore_snapshot(resources, options.data_dir)
 
         routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port)
-        self._runtime.warm_up(sorted({route.function for route in routes}))
+        access = self._api_access(resources)
+        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port, access=access)
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
         self._serve(self._api.serve_forever, "api-gateway")
 
         scheduler = Scheduler(
             schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
         )
         evaluator = AlarmEvaluator(
-            alarm_specs(resources), self.aws_endpoint, options.region, options.time_scale
+            alarm_specs(resources),
+            self.aws_endpoint,
+            options.region,
+            options.time_scale,
+            keys=KeyRing.from_resources(resources) if options.iam else None,
         )
         parts: list[_BackgroundPart] = [scheduler, evaluator]
         for part in parts:
             part.start()
             self._background.append(part)
+        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _api_access(self, resources: Resources) -> ApiAccess | None:
+        """The REST API's access control, API keys restored and the admin key made (or kept)."""
+        apis = resources.of_type(REST_API)
+        if not apis:
+            return None
+        assert self._moto is not None and self._runtime is not None
+        options = self.options
+        api_logical_id = next(iter(apis))
+        self._keys = KeyDirectory(
+            aws_client("apigateway", self.aws_endpoint, options.region), resources.physical_id(api_logical_id)
+        )
+        if options.persist:
+            self._keys.restore(options.data_dir)
+        access = ApiAccess.of_stack(resources, self._runtime, api_logical_id, self._keys)
+        # API Gateway's FlushStageAuthorizersCache, which moto does not implement.
+        self._moto.control_routes.append(
+            ("DELETE", re.compile(r"/restapis/[^/]+/stages/[^/]+/cache/authorizers"), _flushed(access))
+        )
+        manager = admin_key.key_manager(
+            resources.outputs(), options.stack_name, self.aws_endpoint, options.region
+        )
+        if manager is not None:
+            self.api_key = admin_key.ensure_admin_key(manager, options.data_dir, options.persist)
+            if options.persist:
+                self._keys.save(options.data_dir)
+        return access
 
     def _invoke_for_s3(self, function_arn: str, event: dict[str, Any]) -> bool:
         """S3 invokes a notified function asynchronously."""
@@ -178,9 +241,15 @@ class LocalStack:
         self._background.clear()
         if self._runtime is not None:
             self._runtime.stop()
+        if self.access.enforcing:
+            used = self.access.used_permissions()
+            log.debug("IAM: permissions used: %s", "; ".join(" ".join(entry) for entry in used))
         summary = None
         if save and self.options.persist and self.resources is not None and self._moto is not None:
             summary = persistence.save_snapshot(self.resources, self.options.data_dir)
+            if self._keys is not None:
+                self._keys.save(self.options.data_dir)
+        (self.options.data_dir / DISCOVERY_FILE).unlink(missing_ok=True)
         if self._lambda_endpoint is not None:
             self._lambda_endpoint.shutdown()
             self._lambda_endpoint.server_close()
@@ -198,8 +267,14 @@ class LocalStack:
             "aws_endpoint": self.aws_endpoint,
             "lambda_endpoint": self.lambda_endpoint,
             "region": self.options.region,
+            "stack_name": self.options.stack_name,
             "data_dir": str(self.options.data_dir),
+            "iam": self.access.enforcing,
             "resources": self.resources.names,
+            "stage": STAGE,
+            "outputs": self.resources.outputs(),
+            # The local admin key (None when the template declares no keys).
+            "api_key": self.api_key,
         }
 
     def _serve(self, serve_forever: Callable[[], None], name: str) -> None:
@@ -218,3 +293,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:
+    def flush(_: re.Match[str]) -> tuple[int, bytes]:
+        access.flush_authorizer_cache()
+        return 202, b""
+
+    return flush

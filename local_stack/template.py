@@ -2,6 +2,7 @@
 create tables (and the rest) from the template's own properties, never from a copy in Python."""
 
 import copy
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,15 @@ def create_table_arguments(
     return table_arguments(properties, table_name)
 
 
-def expand_sam(template: dict[str, Any], stack_name: str, region: str) -> dict[str, Any]:
+def expand_sam(
+    template: dict[str, Any], stack_name: str, region: str, parameters: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The template with the SAM transform applied by aws-sam-translator (the library SAM itself
     uses): Globals merged into functions, Api events into a RestApi, SNS events into
-    subscriptions, Schedule events into rules. Intrinsic functions are left for the caller."""
+    subscriptions, Schedule events into rules. Intrinsic functions are left for the caller.
+
+    ``parameters`` (overrides of the template's defaults) reach the transform as CloudFormation
+    passes them: SAM resolves a few properties itself, e.g. an Api's Auth (the default authorizer)."""
     sam = copy.deepcopy(template)
     for resource in sam["Resources"].values():
         properties = resource.get("Properties", {})
@@ -81,7 +87,7 @@ def expand_sam(template: dict[str, Any], stack_name: str, region: str) -> dict[s
     try:
         return translator.translate(
             sam,
-            parameter_values={"AWS::StackName": stack_name, "AWS::Region": region},
+            parameter_values={**(parameters or {}), "AWS::StackName": stack_name, "AWS::Region": region},
             get_managed_policy_map=dict,
         )
     except InvalidDocumentException as exc:

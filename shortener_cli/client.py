@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, override
 from urllib.parse import quote, urljoin, urlsplit
 
 _TIMEOUT_SECONDS = 60.0
@@ -53,9 +53,10 @@ class Response:
 class ShortenerClient:
     """One deployment of the API, by its base URL."""
 
-    def __init__(self, api_url: str, timeout: float = _TIMEOUT_SECONDS) -> None:
+    def __init__(self, api_url: str, timeout: float = _TIMEOUT_SECONDS, api_key: str | None = None) -> None:
         self.api_url = api_url if api_url.endswith("/") else api_url + "/"
         self.timeout = timeout
+        self.api_key = api_key
 
     def shorten(self, url: str, code: str | None = None) -> dict[str, Any]:
         """POST /: the link {"code", "short_url", "url"} (new or existing)."""
@@ -125,9 +126,9 @@ class ShortenerClient:
         first = True
         while url is not None:
             try:
-                # urllib follows the 303 to the presigned link of the file.
-                request = urllib.request.Request(url, headers={"Accept": "text/csv"})  # noqa: S310
-                with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
+                # The opener follows the 303 to the presigned link of the file (without the key).
+                request = urllib.request.Request(url, headers=self._key_header({"Accept": "text/csv"}))  # noqa: S310
+                with _OPENER.open(request, timeout=self.timeout) as answer:
                     if not first:
                         answer.readline()  # each page repeats the header line
                     while block := answer.read(_BLOCK_BYTES):
@@ -144,12 +145,17 @@ class ShortenerClient:
                 raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
         return written
 
+    def _key_header(self, headers: dict[str, str]) -> dict[str, str]:
+        return {**headers, "X-Api-Key": self.api_key} if self.api_key else headers
+
     def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
         """One request to ``path`` (relative to the API URL, or absolute)."""
         request = urllib.request.Request(urljoin(self.api_url, path), data=body, method=method)  # noqa: S310
         if content_type:
             request.add_header("Content-Type", content_type)
         request.add_header("Accept", "application/json")
+        if self.api_key:
+            request.add_header("X-Api-Key", self.api_key)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
                 headers = answer.headers
@@ -161,6 +167,23 @@ class ShortenerClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UnreachableError(f"cannot reach {self.api_url}: {reason}") from exc
+
+
+class _KeyStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but sends the API key only to the API's own host: a results file's
+    presigned link (another host, S3) is its own authorisation and must not receive the key."""
+
+    @override
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        follow = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if follow is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+            follow.remove_header("X-api-key")  # urllib stores header names capitalize()d
+        return follow
+
+
+_OPENER = urllib.request.build_opener(_KeyStaysHome)
 
 
 def _api_error(status: int, body: bytes) -> ApiError:

@@ -1,8 +1,9 @@
 """`shortener`: shorten one URL, upload a CSV in bulk (in the request, or straight to S3 when it is
-larger) and wait for its results, fetch the results of any job, list the loops.
+larger) and wait for its results, fetch the results of any job, list the loops, make, list and
+revoke API keys. Where the API and its key come from: shortener_cli/config.py.
 
-Exit codes: 0 done, 1 the API refused (4xx/5xx) or a job did not finish in time, 2 wrong usage,
-3 unreachable."""
+Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
+usage, 3 unreachable."""
 
 import argparse
 import os
@@ -13,10 +14,12 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shortener.models.exceptions import InvalidKeyRequestError, ShortenerError
+from shortener_cli import keys
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
+from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
 
-DEFAULT_API_URL = "http://127.0.0.1:3000/"
 DEFAULT_AWS_ENDPOINT = "http://127.0.0.1:3001"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 _BAR_WIDTH = 30
@@ -28,8 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shortener", description="Client of the bulk URL shortener.")
     parser.add_argument(
         "--api-url",
-        default=os.environ.get("SHORTENER_API_URL", DEFAULT_API_URL),
-        help="base URL of the API (env SHORTENER_API_URL; default: the local stack)",
+        help="base URL of the API (env SHORTENER_API_URL, config api_url; default: the local stack)",
+    )
+    parser.add_argument(
+        "--api-key",
+        help="API key sent as X-Api-Key (env SHORTENER_API_KEY; else the local stack's own key, "
+        "else api_key in ~/.config/shortener/config.toml)",
+    )
+    parser.add_argument(
+        "--local-stack",
+        metavar="DATA_DIR",
+        help="data dir of the local stack (env SHORTENER_LOCAL_STACK; default: ./.local-stack)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -69,23 +81,55 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loops.add_argument("--tokens-table", help="the tokens table (default: the one table named *TokensTable*)")
     loops.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+
+    keys_parser = commands.add_parser(
+        "keys", help="make, list and revoke API keys (of the local stack, or a deployed one with --stack)"
+    )
+    key_commands = keys_parser.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="make a key and print it (shown this once only)")
+    create.add_argument("--name", required=True, help="what the key is for (e.g. ci-pipeline)")
+    create.add_argument("--owner", required=True, help="owner id: whose links and jobs the key's calls are")
+    create.add_argument("--role", choices=["member", "admin"], default="member")
+    key_commands.add_parser("list", help="list the keys (ids, owners, roles, revoked or not)")
+    revoke = key_commands.add_parser("revoke", help="revoke a key at once")
+    revoke.add_argument("key_id")
+    for sub in key_commands.choices.values():
+        sub.add_argument(
+            "--stack", help="a deployed stack's name (its outputs name the tables); default: the local stack"
+        )
+        sub.add_argument(
+            "--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit code says how it went."""
     args = build_parser().parse_args(argv)
-    client = ShortenerClient(args.api_url)
+    try:
+        endpoint = resolve_endpoint(args.api_url, args.api_key, args.local_stack)
+    except ConfigError as exc:
+        print(f"shortener: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    client = ShortenerClient(endpoint.api_url, api_key=endpoint.api_key)
     commands = {
         "shorten": lambda: _shorten(client, args),
         "bulk": lambda: _bulk(client, args),
         "results": lambda: _results(client, args.job_id, args),
         "job": lambda: _job(client, args.job_id),
         "loops": lambda: _loops(args),
+        "keys": lambda: _keys(args),
     }
     try:
         return commands[args.command]()
     except ApiError as exc:
+        if exc.status == 403 and exc.error in ("missing_api_key", "invalid_api_key"):
+            hint = (
+                "pass --api-key, set SHORTENER_API_KEY, or put api_key in "
+                + "~/.config/shortener/config.toml"
+            )
+            print(f"shortener: {exc.message} ({exc.status} {exc.error}); {hint}", file=sys.stderr)
+            return EXIT_REFUSED
         print(f"shortener: {exc.message} ({exc.status} {exc.error})", file=sys.stderr)
         return EXIT_REFUSED
     except UnreachableError as exc:
@@ -237,6 +281,47 @@ def _loops(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError) as exc:
         print(f"shortener: cannot read the loops: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    return EXIT_OK
+
+
+def _keys(args: argparse.Namespace) -> int:
+    try:
+        if args.stack:
+            target = keys.deployed_target(args.stack, args.region)
+        else:
+            found = local_stacks(args.local_stack)
+            if not found:
+                print(
+                    "shortener: no running local stack found (start one with make run, pass --local-stack "
+                    "DATA_DIR, or --stack NAME for a deployed stack)",
+                    file=sys.stderr,
+                )
+                return EXIT_UNREACHABLE
+            target = keys.local_target(found[0])
+        manager = target.manager()
+        if args.keys_command == "create":
+            created = manager.create(args.name, args.owner, args.role)
+            record = created.record
+            print(
+                f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}, {record.role}) created on "
+                f"{target.stack_name}. It is shown only now: keep it somewhere safe.",
+                file=sys.stderr,
+            )
+            print(created.key)
+        elif args.keys_command == "list":
+            print(keys.format_keys(manager.list()))
+        else:
+            record = manager.revoke(args.key_id)
+            print(f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}) is revoked from now on.")
+    except InvalidKeyRequestError as exc:
+        print(f"shortener: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ShortenerError, keys.TargetError) as exc:
+        print(f"shortener: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return EXIT_REFUSED
+    except (BotoCoreError, ClientError) as exc:
+        print(f"shortener: AWS refused or could not be reached: {exc}", file=sys.stderr)
+        return EXIT_REFUSED if isinstance(exc, ClientError) else EXIT_UNREACHABLE
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 import freezegun
+import hypothesis
 import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
@@ -23,6 +24,11 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
 # freezegun's fake datetime class in their annotations.
 freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"])
+
+# Hypothesis fails an example slower than 200 ms: a timed assertion, which a loaded 2-core machine
+# (several suites at once) breaks for code that is right. Examples are still bounded in number.
+hypothesis.settings.register_profile("project", deadline=None)
+hypothesis.settings.load_profile("project")
 
 TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
 

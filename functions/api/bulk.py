@@ -73,8 +73,8 @@ def _origin() -> bulk.JobOrigin:
         own_host=web.request_host(event.headers),
         base_url=_base_url(),
         bucket=api_settings().BULK_BUCKET,
-        # Seam for API keys: the authorizer's owner (web.caller_from_event) once it exists.
-        owner_id=None,
+        # The key's owner, as the authorizer vouched for it (anonymous without one).
+        owner_id=web.caller_from_event(event.raw_event).owner_id,
     )
 
 

@@ -57,4 +57,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="LoopsRevived", unit=MetricUnit.Count, value=len(report.revived))
     started = sum(len(outcome.started) for outcome in report.reconciled)
     metrics.add_metric(name="LoopsStarted", unit=MetricUnit.Count, value=started)
+    # Loops running after this run, every minute: the dashboard's "Loops running".
+    running = sum(outcome.loops_after or 0 for outcome in report.reconciled)
+    metrics.add_metric(name="LoopsRunning", unit=MetricUnit.Count, value=running)
     return report.model_dump()

@@ -160,6 +160,15 @@ class RestarterSettings(LoopsMixin):
     STALE_HEARTBEAT_SECONDS: int = Field(default=180, ge=1)
 
 
+class AuthorizerSettings(_FromEnvironment):
+    """The Lambda authorizer."""
+
+    KEYS_TABLE: str
+    ACCESS: Literal["keys", "open"] = "keys"
+    # Access=open: the usage plan identifier of callers without a key.
+    ANONYMOUS_USAGE_KEY: str = ""
+
+
 @lru_cache(maxsize=1)
 def api_settings() -> ApiSettings:
     return ApiSettings.model_validate(os.environ)
@@ -183,6 +192,11 @@ def scaler_settings() -> ScalerSettings:
 @lru_cache(maxsize=1)
 def restarter_settings() -> RestarterSettings:
     return RestarterSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def authorizer_settings() -> AuthorizerSettings:
+    return AuthorizerSettings.model_validate(os.environ)
 
 
 def _host_of(base_url: str) -> str | None:

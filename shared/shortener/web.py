@@ -1,4 +1,5 @@
-"""The HTTP edge: reading request bodies and working out the public base URL. No AWS calls."""
+"""The HTTP edge: reading request bodies, the caller, and working out the public base URL. No AWS
+calls."""
 
 import base64
 import json
@@ -8,6 +9,7 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ValidationError
 
+from shortener.models.access import Caller
 from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
 
 
@@ -86,3 +88,14 @@ def request_host(headers: Mapping[str, str] | None) -> str | None:
 
 def wants_html(headers: Mapping[str, str] | None) -> bool:
     return "text/html" in header(headers, "accept")
+
+
+def caller_from_event(event: Mapping[str, Any]) -> Caller:
+    """The caller that the Lambda authorizer vouched for, from ``requestContext.authorizer`` of a
+    REST proxy event. Without that context (a public route, Access=open without a key) or with
+    one that does not parse, the caller is anonymous: never more rights than the authorizer gave."""
+    context = (event.get("requestContext") or {}).get("authorizer") or {}
+    try:
+        return Caller.model_validate(context)
+    except ValidationError:
+        return Caller.anonymous()

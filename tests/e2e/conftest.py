@@ -30,6 +30,8 @@ READY_PREFIX = "READY "
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 E2E_TEST_TIMEOUT = 120
+# RunningStack.request's default: send the stack's own admin API key.
+STACK_KEY = object()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +79,29 @@ class Answer:
         return self.body.decode("utf-8")
 
 
+def http_request(
+    api_url: str,
+    method: str,
+    path: str,
+    body: bytes | str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Answer:
+    """One HTTP(S) request to ``path`` below ``api_url`` (which may end in a stage, "/dev/");
+    redirects are not followed."""
+    url = urlsplit(api_url)
+    connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    connection = connection_type(url.netloc, timeout=timeout)
+    try:
+        payload = body.encode() if isinstance(body, str) else body
+        target = url.path.rstrip("/") + "/" + path.lstrip("/")
+        connection.request(method, target, body=payload, headers=headers or {})
+        response = connection.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        connection.close()
+
+
 @dataclass
 class RunningStack:
     """A local stack subprocess and what it printed in its READY line."""
@@ -118,6 +143,11 @@ class RunningStack:
             aws_access_key_id="local", aws_secret_access_key="local", region_name=self.region
         ).client(service, endpoint_url=endpoint, config=Config(retries={"mode": "standard"}))
 
+    @property
+    def api_key(self) -> str | None:
+        """The stack's own admin API key (from its READY line)."""
+        return self.info.get("api_key")
+
     def request(
         self,
         method: str,
@@ -125,20 +155,21 @@ class RunningStack:
         body: bytes | str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
+        api_key: str | object | None = STACK_KEY,
     ) -> Answer:
-        """One HTTP request to the API (``path`` relative to api_url); redirects are not followed."""
-        url = urlsplit(self.api_url)
-        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
-        try:
-            payload = body.encode() if isinstance(body, str) else body
-            connection.request(method, "/" + path.lstrip("/"), body=payload, headers=headers or {})
-            response = connection.getresponse()
-            return Answer(response.status, response.headers, response.read())
-        finally:
-            connection.close()
+        """One HTTP request to the API (``path`` relative to api_url); redirects are not followed.
+        It sends the stack's admin key as X-Api-Key unless ``api_key`` (a key, or None for none)
+        or ``headers`` say otherwise."""
+        key = self.api_key if api_key is STACK_KEY else api_key
+        sent = dict(headers or {})
+        if isinstance(key, str) and not any(name.lower() == "x-api-key" for name in sent):
+            sent["X-Api-Key"] = key
+        return http_request(self.api_url, method, path, body, sent, timeout)
 
-    def post_json(self, path: str, payload: Any) -> Answer:
-        return self.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
+    def post_json(self, path: str, payload: Any, api_key: str | object | None = STACK_KEY) -> Answer:
+        return self.request(
+            "POST", path, json.dumps(payload), {"Content-Type": "application/json"}, api_key=api_key
+        )
 
     def log(self) -> str:
         """Everything the stack printed so far (banner, function logs)."""
@@ -256,3 +287,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     yield _factory(tmp_path_factory.mktemp("stack"), started)()
     for running in started:
         running.stop()
+
+
+# The `deployment` fixture (the local stack, or a deployed stack under `make acceptance`) and the
+# skip of local-only tests against a deployed stack. Imported last: it builds on the names above.
+from tests.e2e.deployment import deployment, pytest_runtest_setup  # noqa: E402, F401

@@ -73,7 +73,7 @@ def test_a_200000_row_file_uploaded_directly_gives_every_row_exactly_one_outcome
     stack = start_stack(time_scale=20, params={"FindIfExists": "false"})
     source = tmp_path / "catalogue.csv"
     size = generated_csv(source, ROWS)
-    client = ShortenerClient(stack.api_url)
+    client = ShortenerClient(stack.api_url, api_key=stack.api_key)
     # When it is uploaded straight to S3 with the presigned PUT the API gives
     started = time.monotonic()
     job = client.start_upload(source.name, size)
@@ -176,7 +176,15 @@ def test_the_cli_uploads_directly_and_fetches_the_results_later(
     source.write_text(
         "Long URL;Short code\n" + "".join(f"https://example.com/cli/{n};\n" for n in range(600))
     )
-    cli = [sys.executable, "-m", "shortener_cli.main", "--api-url", stack.api_url]
+    cli = [
+        sys.executable,
+        "-m",
+        "shortener_cli.main",
+        "--api-url",
+        stack.api_url,
+        "--api-key",
+        str(stack.api_key),
+    ]
     uploaded = subprocess.run(
         [*cli, "bulk", str(source), "--direct"],
         cwd=PROJECT_ROOT,

@@ -41,7 +41,27 @@ class RecordingStarter:
         self.started.append((function_name, loop))
 
 
-class CrashingDeletes(BulkQueue):
+class RecordingQueue(BulkQueue):
+    """The queue, remembering what it received, so a test can make those messages visible again
+    at once (as their visibility timeout would, but without waiting on the clock)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.receipts: list[str] = []
+
+    def receive(self, queue_url: str, **options: Any) -> list[dict[str, Any]]:
+        messages = super().receive(queue_url, **options)
+        self.receipts += [message["ReceiptHandle"] for message in messages]
+        return messages
+
+    def redeliver_now(self, queue_url: str) -> None:
+        for receipt in self.receipts:
+            self.client.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=0
+            )
+
+
+class CrashingDeletes(RecordingQueue):
     """The queue, except that the first ``crashes`` deletes die (the loop crashed after writing)."""
 
     def __init__(self, crashes: int) -> None:
@@ -270,15 +290,17 @@ def test_a_message_delivered_twice_gets_the_same_codes_and_is_counted_once(
 def test_a_crash_between_writing_and_deleting_redelivers_with_the_same_codes(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a queue whose messages come back 1 s after a receive, and a loop that dies after
-    # writing a batch but before deleting it
-    queue_url = make_queue(monkeypatch, visibility_timeout=1)
+    # Given a loop that dies after writing a batch but before deleting it (the message stays
+    # invisible for the whole first run: a redelivery there would depend on the machine's speed)
+    queue_url = make_queue(monkeypatch, visibility_timeout=60)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(30)]))
-    report = drain(bulk_env, queue_url, seconds=0.5, queue=CrashingDeletes(crashes=1))
+    crashing = CrashingDeletes(crashes=1)
+    report = drain(bulk_env, queue_url, seconds=0.5, queue=crashing)
     assert report.errors == 1
     first = status(api, job_id)
     codes_before = [line["code"] for line in results(api, job_id)]
-    # When the message is redelivered after its visibility timeout and processed again
+    # When the message is redelivered (its visibility timeout ended) and processed again
+    crashing.redeliver_now(queue_url)
     report = drain(bulk_env, queue_url, seconds=2.5)
     # Then it was recognised as done: same codes, counted once, no extra links
     assert report.messages == 1
@@ -291,7 +313,8 @@ def test_a_crash_between_recording_outcomes_and_counting_them_counts_on_redelive
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a loop that dies right after a chunk's outcomes are recorded, before they are counted
-    queue_url = make_queue(monkeypatch, visibility_timeout=1)
+    # (the message stays invisible for the whole first run)
+    queue_url = make_queue(monkeypatch, visibility_timeout=60)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
     real_count = JobsStore.count_chunk
     crashes = [RuntimeError("the loop died before counting")]
@@ -302,9 +325,11 @@ def test_a_crash_between_recording_outcomes_and_counting_them_counts_on_redelive
         return real_count(self, *args, **kwargs)
 
     monkeypatch.setattr(JobsStore, "count_chunk", count_or_crash)
-    drain(bulk_env, queue_url, seconds=0.5)
+    queue = RecordingQueue()
+    drain(bulk_env, queue_url, seconds=0.5, queue=queue)
     assert status(api, job_id)["succeeded"] == 0
-    # When the message comes back and is processed again
+    # When the message comes back (its visibility timeout ended) and is processed again
+    queue.redeliver_now(queue_url)
     drain(bulk_env, queue_url, seconds=2.5)
     # Then the recorded chunk is counted now, once, with the same links
     job = status(api, job_id)

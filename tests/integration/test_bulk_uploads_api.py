@@ -233,3 +233,34 @@ def test_small_body_jobs_still_get_their_results_inline(api: ModuleType) -> None
         page,
         "Content-Type",
     ).startswith("text/csv")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("path", ["/bulk/uploads", "/bulk"])
+def test_a_job_records_the_owner_of_the_key_that_created_it(
+    api: ModuleType, tables: dict[str, str], path: str
+) -> None:
+    # Given a request the authorizer vouched for (its context names the key's owner)
+    if path == "/bulk":
+        event = api_event(
+            "POST", path, body="url\nhttps://example.com/owned\n", headers={"Content-Type": "text/csv"}
+        )
+    else:
+        event = api_event(
+            "POST",
+            path,
+            body=json.dumps({"file_name": "a.csv", "size": 10}),
+            headers={"Content-Type": "application/json"},
+        )
+    event["requestContext"]["authorizer"] = {
+        "owner_id": "team-blue",
+        "role": "member",
+        "key_id": "k1",
+        "key_name": "ci",
+        "principalId": "team-blue",
+    }
+    # When it creates a job
+    answer = call(api, event)
+    assert answer["statusCode"] in (201, 202), answer
+    # Then the job's record names that owner
+    job = JobsStore(tables["JOBS_TABLE"]).get_job(json.loads(answer["body"])["job_id"])
+    assert job is not None and job.owner_id == "team-blue"

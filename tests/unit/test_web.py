@@ -2,9 +2,17 @@
 
 import pytest
 
+from shortener.models.access import Caller
 from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
 from shortener.models.links import ShortenRequest
-from shortener.web import body_bytes, parse_fields, parse_request, public_base_url, request_host
+from shortener.web import (
+    body_bytes,
+    caller_from_event,
+    parse_fields,
+    parse_request,
+    public_base_url,
+    request_host,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,3 +72,39 @@ def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
 def test_a_missing_field_is_named() -> None:
     with pytest.raises(InvalidFieldsError, match="url"):
         parse_request(ShortenRequest, {"code": "abc"})
+
+
+def test_the_caller_is_read_from_the_authorizer_context() -> None:
+    # Given a proxy event as API Gateway passes it after the Lambda authorizer allowed the key
+    event = {
+        "requestContext": {
+            "authorizer": {
+                "principalId": "k1",
+                "integrationLatency": 12,
+                "owner_id": "team-a",
+                "role": "admin",
+                "key_id": "k1",
+                "key_name": "ci",
+            }
+        }
+    }
+    # When the caller is read, Then it is the key's owner, with the key's role
+    caller = caller_from_event(event)
+    assert caller == Caller(owner_id="team-a", role="admin", key_id="k1", key_name="ci")
+    assert caller.is_admin
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {},
+        {"requestContext": {}},
+        {"requestContext": {"authorizer": None}},
+        {"requestContext": {"authorizer": {"owner_id": "x", "role": "root"}}},
+        {"requestContext": {"authorizer": {"role": "admin"}}},
+    ],
+)
+def test_without_a_valid_authorizer_context_the_caller_is_anonymous(event: dict) -> None:
+    caller = caller_from_event(event)
+    assert caller == Caller(owner_id="anonymous", role="anonymous")
+    assert not caller.is_admin

@@ -76,3 +76,22 @@ class ServiceUnavailableError(ShortenerError):
 
 class CodesExhaustedError(Exception):
     """No free code could be found within the retry budget (an operational fault, not a caller's)."""
+
+
+class InvalidKeyRequestError(ShortenerError):
+    """A key cannot be made as asked (a bad name, owner or role)."""
+
+    status_code = 400
+    error = "invalid_key_request"
+
+
+class KeyNotFoundError(ShortenerError):
+    status_code = 404
+    error = "key_not_found"
+
+
+class UsagePlanError(ShortenerError):
+    """API Gateway refused a change to the usage plan's keys, or the authorizer cache flush."""
+
+    status_code = 502
+    error = "usage_plan_error"

@@ -136,7 +136,7 @@ class Job(BaseModel):
     # The base of short URLs and the host the job came in on, for the results file and the rows.
     base_url: str = ""
     own_host: str | None = None
-    # Seam for API keys: the key's owner once the authorizer provides one.
+    # The owner of the API key that created the job (web.caller_from_event).
     owner_id: str | None = None
     upload: UploadSource | None = None
     split: SplitState | None = None

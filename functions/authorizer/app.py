@@ -1,0 +1,39 @@
+"""The Lambda authorizer of the REST API (REQUEST type): checks the X-Api-Key header against the
+keys table and answers with a policy for the whole stage, the caller as context, and the key's
+usage identifier for the usage plan. The rules live in shortener.logic.access."""
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener import web
+from shortener.dal.keys import KeysStore
+from shortener.logic import access
+from shortener.observability import logger, metrics
+from shortener.settings import authorizer_settings
+
+
+@lru_cache(maxsize=1)
+def keys() -> KeysStore:
+    return KeysStore(authorizer_settings().KEYS_TABLE)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = authorizer_settings()
+    decision = access.authorize(
+        web.header(event.get("headers"), "x-api-key") or None,
+        event["methodArn"],
+        keys(),
+        access=settings.ACCESS,
+        anonymous_usage_key=settings.ANONYMOUS_USAGE_KEY,
+    )
+    if not decision.allow:
+        logger.info("API key refused", extra={"reason": decision.reason, "key_id": decision.principal_id})
+    metrics.add_metric(
+        name="KeysAllowed" if decision.allow else "KeysRefused", unit=MetricUnit.Count, value=1
+    )
+    return decision.response()

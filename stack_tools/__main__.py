@@ -1,0 +1,58 @@
+"""`python -m stack_tools ...`: the steps of `make deploy` and `make delete` that need Python."""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+
+from stack_tools.stacks import StackToolError, deploy_parameters, kept_on_delete, stack_name_of
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit code says how it went."""
+    parser = argparse.ArgumentParser(prog="python -m stack_tools")
+    commands = parser.add_subparsers(dest="command", required=True)
+    configured = commands.add_parser(
+        "configured", help="exit 0 when samconfig.toml has deploy parameters for the environment"
+    )
+    delete = commands.add_parser("delete", help="delete a stack with sam delete, and say what it keeps")
+    for command in (configured, delete):
+        command.add_argument("--config-file", type=Path, default=Path("samconfig.toml"))
+        command.add_argument("--config-env", default="default")
+    delete.add_argument("--stack-name", default="", help="default: samconfig.toml's stack_name")
+    delete.add_argument("--sam", default="sam", help="the sam executable")
+    args, extra = parser.parse_known_args(argv)
+    try:
+        if args.command == "configured":
+            return 0 if deploy_parameters(args.config_file, args.config_env) else 1
+        return _delete(args, extra)
+    except StackToolError as exc:
+        print(f"stack_tools: {exc}", file=sys.stderr)
+        return 2
+
+
+def _delete(args: argparse.Namespace, sam_arguments: list[str]) -> int:
+    stack_name = args.stack_name or stack_name_of(args.config_file, args.config_env)
+    cloudformation = boto3.client("cloudformation")
+    # Read before deleting: afterwards the stack's template and resources are gone.
+    kept = kept_on_delete(stack_name, cloudformation)
+    command = [args.sam, "delete", "--stack-name", stack_name, *sam_arguments]
+    if args.config_file.is_file():
+        command += ["--config-file", str(args.config_file.resolve()), "--config-env", args.config_env]
+    returncode = subprocess.run(command, check=False).returncode
+    if returncode != 0:
+        return returncode
+    if kept:
+        print(f"\nKept (DeletionPolicy: Retain), so no link is lost with stack {stack_name}:")
+        for resource in kept:
+            print(f"  {resource.logical_id:<14} {resource.resource_type:<24} {resource.physical_id}")
+        print("A new stack starts with an empty table; to remove a kept table for good:")
+        for resource in kept:
+            print(f"  {resource.removal_hint()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

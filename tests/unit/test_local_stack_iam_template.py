@@ -1,0 +1,111 @@
+"""The functions' roles as the SAM transform builds them from template.yaml, judged by the local
+stack's IAM: each function may do what its code paths need, and no more."""
+
+from functools import cache
+
+import pytest
+
+from local_stack.iam import Principal, function_principals
+from local_stack.iam.policy import Decision, Request, evaluate
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.resources import Resources, template_resources
+
+STACK, REGION = "local", "us-east-1"
+TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{STACK}"
+QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{STACK}-BulkQueue"
+FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{STACK}"
+
+
+def bucket() -> str:
+    return "arn:aws:s3:::" + resources().physical_id("BulkBucket")
+
+
+@cache
+def resources() -> Resources:
+    return template_resources(STACK, REGION, "http://127.0.0.1:1")
+
+
+def principal(function: str) -> Principal:
+    name = resources().physical_id(function)
+    [found] = [p for p in function_principals(resources()).by_access_key.values() if p.function_name == name]
+    return found
+
+
+def decide(function: str, action: str, resource: str) -> Decision:
+    return evaluate(principal(function).policies, Request(action, resource))
+
+
+def test_every_function_has_its_role_and_nothing_is_left_unread() -> None:
+    principals = function_principals(resources())
+    assert principals.warnings == []
+    assert {p.function_name for p in principals.by_access_key.values()} == {
+        spec.name for spec in resources().functions.values()
+    }
+
+
+def test_a_principal_is_named_as_aws_names_an_assumed_role() -> None:
+    assert principal("ApiFunction").arn == (
+        f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/{STACK}-ApiFunctionRole/{STACK}-ApiFunction"
+    )
+
+
+def test_the_api_may_withdraw_a_job_whose_rows_could_not_be_queued() -> None:
+    # submit_job deletes the job record when the queue refuses its rows
+    assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-JobsTable") is Decision.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("function", "action", "resource"),
+    [
+        ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable"),
+        ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
+        ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
+        ("PollerFunction", "sqs:SendMessage", QUEUE),
+        ("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE),
+        ("PollerFunction", "sqs:GetQueueAttributes", QUEUE),
+        ("PollerFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
+        ("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-ApiFunction"),
+        ("ScalerFunction", "dynamodb:Scan", f"{TABLE}-TokensTable"),
+        ("RestarterFunction", "dynamodb:GetItem", f"{TABLE}-LinksTable"),
+        # Uploads are read only by the files function, results written only by it
+        ("ApiFunction", "s3:GetObject", "uploads/job.csv"),
+        ("ApiFunction", "s3:PutObject", "results/job.csv"),
+        ("FilesFunction", "s3:PutObject", "uploads/job.csv"),
+        ("FilesFunction", "s3:DeleteObject", "uploads/job.csv"),
+        ("PollerFunction", "s3:GetObject", "results/job.csv"),
+    ],
+)
+def test_what_no_code_path_needs_is_refused(function: str, action: str, resource: str) -> None:
+    if action.startswith("s3:"):
+        resource = f"{bucket()}/{resource}"
+    assert decide(function, action, resource) is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("function", "action", "resource"),
+    [
+        # New work starts its loops: a slot claimed in the tokens table, then the loop invoked
+        ("ApiFunction", "dynamodb:PutItem", f"{TABLE}-TokensTable"),
+        ("FilesFunction", "lambda:InvokeFunction", f"{FUNCTION}-poller"),
+        # Presigned links carry the signer's permissions: the upload in, the results out
+        ("ApiFunction", "s3:PutObject", "{bucket}/uploads/job.csv"),
+        ("ApiFunction", "s3:GetObject", "{bucket}/results/job.csv"),
+        # The split reads the upload; the results file is written once, in parts when large
+        ("FilesFunction", "s3:GetObject", "{bucket}/uploads/job.csv"),
+        ("FilesFunction", "s3:PutObject", "{bucket}/results/job.csv"),
+        ("FilesFunction", "s3:AbortMultipartUpload", "{bucket}/results/job.csv"),
+        ("FilesFunction", "dynamodb:UpdateItem", f"{TABLE}-JobsTable"),
+    ],
+)
+def test_the_direct_upload_paths_are_allowed(function: str, action: str, resource: str) -> None:
+    assert decide(function, action, resource.format(bucket=bucket())) is Decision.ALLOW
+
+
+def test_a_loop_may_re_invoke_itself() -> None:
+    assert decide("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-poller") is Decision.ALLOW
+
+
+def test_sams_managed_policies_are_attached() -> None:
+    # AWSLambdaBasicExecutionRole, and AWSXrayWriteOnlyAccess for Tracing: Active
+    assert decide("ScalerFunction", "logs:PutLogEvents", "*") is Decision.ALLOW
+    assert decide("ScalerFunction", "xray:PutTraceSegments", "*") is Decision.ALLOW
