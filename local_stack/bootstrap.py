@@ -95,6 +95,16 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def _peak_memory_kb() -> int:
+    """This process's peak resident memory. On Linux that is VmHWM: ru_maxrss would also count the
+    local stack's own memory, since Linux keeps the high-water mark of the process image replaced
+    by exec (the spawning stack, which holds the embedded AWS's data) in ru_maxrss."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     # ru_maxrss is in kilobytes on Linux (bytes on macOS).
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak
