@@ -187,7 +187,8 @@ def test_the_outputs_resolve_and_the_operations_pieces_exist(
     # And every function's log group expires after LogRetentionDays
     groups = client("logs", aws).describe_log_groups(logGroupNamePrefix="/aws/lambda/")["logGroups"]
     ours = [group for group in groups if STACK in group["logGroupName"]]
-    assert len(ours) == 4 and all(group["retentionInDays"] == 30 for group in ours)
+    # (api, poller, scaler, restarter, files)
+    assert len(ours) == 5 and all(group["retentionInDays"] == 30 for group in ours)
 
 
 @pytest.mark.e2e_timeout(600)
