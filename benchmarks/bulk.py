@@ -2,10 +2,13 @@
 URL, and end-to-end URLs per second.
 
     python -m benchmarks bulk [--count-rows 1000] [--rows 100000] [--time-scale 20]
-                              [--find-if-exists false]
+                              [--find-if-exists false] [--direct]
+
+    make bench ARGS="bulk --direct --rows 2000000"     # a 2,000,000-row file straight to S3
 
 Starts its own local stack (`python -m local_stack`, no persistence) with find-if-exists off by
-default (the setting the write-unit target is stated for), waits for its first loop, then:
+default (the setting the write-unit target is stated for) and no loop running (MinLoops 0: each
+job starts the loops it needs), then:
 
 1. requests and write units: the embedded moto server's request recorder (moto's own
    /moto-api/recorder endpoints, with MOTO_RECORDER_FILEPATH pointing into a temporary folder)
@@ -16,16 +19,18 @@ default (the setting the write-unit target is stated for), waits for its first l
    Lambda invokes go to the local Lambda endpoint, not to moto, and are not in the count (a loop
    re-invokes itself once per invocation, every few minutes).
 2. throughput: one job of --rows rows (one upload: 100,000 short URLs fit the 4 MB limit),
-   timed from the upload until the job reports done.
+   timed from the upload until the job reports done, and its results read back whole.
+
+With --direct both jobs are files uploaded straight to S3 (POST /bulk/uploads, a presigned PUT),
+split by the files function as the object's S3 event arrives; the timed job's results are
+downloaded through the presigned link, and the splitter's peak memory (Lambda's "Max Memory Used"
+from the REPORT lines the local stack logs) and the job's own cost line are printed too.
 """
 
 import argparse
-import base64
-import csv
-import io
 import json
-import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,16 +41,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from local_stack import request_log
+from shortener.dal.usage import write_units
+from shortener_cli.client import ShortenerClient
+
 ROOT = Path(__file__).resolve().parent.parent
 READY = "READY "
 # Control-plane traffic that runs whether or not a job is being processed: the restarter's scans,
-# the scaler's token queries, the alarm evaluator's queue depth reads, CloudWatch and SNS.
-_BACKGROUND = {
-    "DynamoDB_20120810.Scan",
-    "DynamoDB_20120810.Query",
-    "AmazonSQS.GetQueueAttributes",
-    "AmazonSQS.GetQueueUrl",
-}
+# the scaler's token queries, queue depth reads; and whatever the local stack itself asks (its
+# CloudWatch alarm evaluation), which is not a request of the system.
+_BACKGROUND = {"dynamodb.Scan", "dynamodb.Query", "sqs.GetQueueAttributes", "sqs.GetQueueUrl"}
 
 
 def main() -> None:
@@ -56,14 +61,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the timed job (0 skips it)")
     parser.add_argument("--time-scale", type=float, default=20, help="local stack --time-scale")
     parser.add_argument("--find-if-exists", choices=["true", "false"], default="false")
+    parser.add_argument(
+        "--direct", action="store_true", help="upload files straight to S3 (POST /bulk/uploads)"
+    )
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as folder:
         stack = LocalStack(Path(folder), options.time_scale, {"FindIfExists": options.find_if_exists})
         try:
-            stack.wait_for_a_loop()
-            counted = count_requests(stack, options.count_rows)
-            rate = measure_throughput(stack, options.rows) if options.rows else None
+            counted = count_requests(stack, options.count_rows, direct=options.direct)
+            rate = measure_throughput(stack, options.rows, direct=options.direct) if options.rows else None
         finally:
             stack.stop()
     print_figures(options, counted, rate)
@@ -118,25 +125,15 @@ class LocalStack:
         )
         return session.client(service, endpoint_url=self.aws_endpoint)  # type: ignore[call-overload]
 
-    def wait_for_a_loop(self, seconds: float = 60) -> None:
-        """Until the restarter has started the minimum loop (so the counted job finds it running)."""
-        dynamodb = self.client("dynamodb")
-        table = self.info["resources"]["TokensTable"]
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if dynamodb.scan(TableName=table, Select="COUNT")["Count"]:
-                time.sleep(2)  # let its first long poll begin
-                return
-            time.sleep(0.5)
-        raise RuntimeError("no loop started within a minute")
+    def recorder(self, action: str) -> None:
+        request_log.recorder(self.aws_endpoint, action)
 
-    def recorder(self, action: str) -> str:
-        with urllib.request.urlopen(
-            urllib.request.Request(f"{self.aws_endpoint}/moto-api/recorder/{action}", method="POST", data=b"")
-        ) as answer:
-            return str(answer.read().decode())
-
-    def upload(self, text: str) -> dict[str, Any]:
+    def upload(self, text: str, *, direct: bool = False) -> dict[str, Any]:
+        """A job for ``text``: in the request body, or (``direct``) as a file straight to S3."""
+        if direct:
+            path = Path(self.log_path.parent / "upload.csv")
+            path.write_text(text, encoding="utf-8")
+            return self.upload_file(path)
         request = urllib.request.Request(
             self.api_url + "bulk",
             data=text.encode(),
@@ -145,6 +142,20 @@ class LocalStack:
         )
         with urllib.request.urlopen(request, timeout=120) as answer:
             return dict(json.loads(answer.read()))
+
+    def upload_file(self, path: Path) -> dict[str, Any]:
+        """POST /bulk/uploads, then the file with its presigned PUT."""
+        client = ShortenerClient(self.api_url, timeout=600, api_key=self.info.get("api_key"))
+        job = client.start_upload(path.name, path.stat().st_size)
+        client.put_file(job["upload"], path, lambda _: None)
+        return job
+
+    def peak_memory_mb(self, function: str) -> int:
+        """A function's Max Memory Used, from the REPORT lines of the local Lambda."""
+        pattern = re.compile(rf"{re.escape(function)} REPORT .* Max Memory Used: (\d+) MB")
+        return max(
+            (int(found) for found in pattern.findall(self.log_path.read_text(errors="replace"))), default=0
+        )
 
     def wait_until_done(self, job_id: str, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
@@ -172,28 +183,28 @@ def bulk_csv(rows: int, prefix: str) -> str:
     return "url\n" + "".join(f"https://shop.example.com/{prefix}/{n}\n" for n in range(rows))
 
 
-def count_requests(stack: LocalStack, rows: int) -> dict[str, Any]:
+def count_requests(stack: LocalStack, rows: int, *, direct: bool = False) -> dict[str, Any]:
     """Record every AWS request while one job of ``rows`` rows is uploaded and processed."""
     stack.recorder("reset-recording")
     stack.recorder("start-recording")
     started = time.monotonic()
-    accepted = stack.upload(bulk_csv(rows, "counted"))
+    accepted = stack.upload(bulk_csv(rows, "counted"), direct=direct)
     stack.wait_until_done(accepted["job_id"], 600)
     elapsed = time.monotonic() - started
     stack.recorder("stop-recording")
-    entries = [json.loads(line) for line in stack.recording.read_text().splitlines() if line.strip()]
     tables = {stack.info["resources"][name]: name for name in ("LinksTable", "JobsTable", "TokensTable")}
     by_operation: Counter[str] = Counter()
     units: Counter[str] = Counter()
-    for entry in entries:
-        operation = _operation(entry)
-        by_operation[operation] += 1
-        if operation.startswith("DynamoDB_20120810."):
-            for table, write_units in _write_units(operation, _body(entry)):
-                physical, _, index = table.partition(" ")
-                units[" ".join(filter(None, (tables.get(physical, physical), index)))] += write_units
+    for request in request_log.read_recording(stack.recording):
+        if not request.by_function:
+            by_operation["(local stack: alarm evaluation)"] += 1
+            continue
+        by_operation[request.name] += 1
+        if request.service == "dynamodb":
+            for table, table_units in _write_units(request.operation, request.body):
+                units[tables.get(table, table)] += table_units
     # The status polls of this script are API reads of the job record, not bulk work.
-    status_reads = by_operation.pop("DynamoDB_20120810.GetItem", 0)
+    status_reads = by_operation.pop("dynamodb.GetItem", 0)
     background = sum(count for operation, count in by_operation.items() if _is_background(operation))
     return {
         "rows": rows,
@@ -207,139 +218,53 @@ def count_requests(stack: LocalStack, rows: int) -> dict[str, Any]:
     }
 
 
-def _operation(entry: dict[str, Any]) -> str:
-    headers = {key.lower(): value for key, value in entry.get("headers", {}).items()}
-    if "x-amz-target" in headers:
-        return str(headers["x-amz-target"])
-    body = _body(entry)
-    # Query-protocol services (CloudWatch, SNS) name the action in the form body.
-    for part in body.decode(errors="replace").split("&"):
-        if part.startswith("Action="):
-            return part.removeprefix("Action=")
-    return f"{entry.get('method')} {entry.get('url', '').split('?')[0].rsplit('/', 1)[-1]}"
-
-
 def _is_background(operation: str) -> bool:
-    return operation in _BACKGROUND or not operation.startswith(("DynamoDB_20120810.", "AmazonSQS."))
+    return operation in _BACKGROUND or operation.startswith("(")
 
 
-def _body(entry: dict[str, Any]) -> bytes:
-    body = entry.get("body") or ""
-    return base64.b64decode(body) if entry.get("body_encoded") else str(body).encode()
-
-
-def _write_units(operation: str, body: bytes) -> list[tuple[str, int]]:
-    """(table, write units) for one DynamoDB request, from its body. A put of an item that carries
-    an owner index's keys also writes that index: counted as "<table> index" (ALL projection, so
-    the item's size; the index write is not doubled by a transaction)."""
+def _write_units(name: str, body: bytes) -> list[tuple[str, int]]:
+    """(table, write units) for one recorded DynamoDB request (the layer's own item-size rules)."""
     request = json.loads(body or b"{}")
-    name = operation.removeprefix("DynamoDB_20120810.")
-    puts = []
-    if name == "PutItem":
-        puts = [(request["TableName"], request["Item"])]
-    elif name == "BatchWriteItem":
-        puts = [
-            (table, write["PutRequest"]["Item"])
-            for table, writes in request["RequestItems"].items()
-            for write in writes
-            if "PutRequest" in write
-        ]
-    elif name == "TransactWriteItems":
-        puts = [
-            (action["Put"]["TableName"], action["Put"]["Item"])
-            for action in request["TransactItems"]
-            if "Put" in action
-        ]
-    indexed = [(f"{table} index", _units(_item_size(item))) for table, item in puts if _in_owner_index(item)]
-    return _table_write_units(name, request) + indexed
-
-
-def _in_owner_index(item: dict[str, Any]) -> bool:
-    # ByOwner of the links table (list_pk, list_sk) or of the jobs table (owner, created_at).
-    return "list_pk" in item or ("owner" in item and "created_at" in item and "job_id" in item)
-
-
-def _table_write_units(name: str, request: dict[str, Any]) -> list[tuple[str, int]]:
-    if name == "PutItem":
-        return [(request["TableName"], _units(_item_size(request["Item"])))]
-    if name == "UpdateItem":
-        return [(request["TableName"], _units(_update_size(request)))]
-    if name == "DeleteItem":
-        return [(request["TableName"], 1)]
     if name == "BatchWriteItem":
         return [
-            (table, _units(_item_size(write["PutRequest"]["Item"])) if "PutRequest" in write else 1)
+            (table, write_units(name, {"RequestItems": {table: writes}}))
             for table, writes in request["RequestItems"].items()
-            for write in writes
         ]
     if name == "TransactWriteItems":
-        found = []
-        for action in request["TransactItems"]:
-            kind, detail = next(iter(action.items()))
-            size = _item_size(detail["Item"]) if kind == "Put" else _update_size(detail)
-            found.append((detail["TableName"], 2 * _units(size)))
-        return found
-    return []
+        return [
+            (next(iter(action.values()))["TableName"], write_units(name, {"TransactItems": [action]}))
+            for action in request["TransactItems"]
+        ]
+    table = request.get("TableName")
+    return [(table, write_units(name, request))] if table else []
 
 
-def _update_size(request: dict[str, Any]) -> int:
-    # The item after the update is not in the request: its key and new values, plus a margin for
-    # the attributes it already had (ids and times on a chunk, counters on a job).
-    values = request.get("ExpressionAttributeValues", {})
-    return _item_size(request.get("Key", {})) + sum(_value_size(value) for value in values.values()) + 120
-
-
-def _units(size: int) -> int:
-    return max(1, math.ceil(size / 1024))
-
-
-def _item_size(item: dict[str, Any]) -> int:
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: dict[str, Any]) -> int:
-    kind, content = next(iter(value.items()))
-    if kind == "S":
-        return len(str(content).encode())
-    if kind == "N":
-        return len(str(content)) // 2 + 2
-    if kind == "B":
-        return len(base64.b64decode(content))
-    if kind in ("SS", "NS"):
-        return sum(len(str(part)) for part in content)
-    if kind == "BOOL" or kind == "NULL":
-        return 1
-    if kind == "L":
-        return 3 + sum(1 + _value_size(part) for part in content)
-    if kind == "M":
-        return 3 + sum(1 + len(key) + _value_size(part) for key, part in content.items())
-    return len(json.dumps(content))
-
-
-def measure_throughput(stack: LocalStack, rows: int) -> dict[str, Any]:
-    """Time one job of ``rows`` rows from the upload until it is done."""
+def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) -> dict[str, Any]:
+    """Time one job of ``rows`` rows from the upload until it is done, then read its results."""
     text = bulk_csv(rows, "timed")
     started = time.monotonic()
-    accepted = stack.upload(text)
+    accepted = stack.upload(text, direct=direct)
     uploaded = time.monotonic() - started
-    job = stack.wait_until_done(accepted["job_id"], 1800)
+    job = stack.wait_until_done(accepted["job_id"], 7200)
     elapsed = time.monotonic() - started
-    lines: list[dict[str, str]] = []
-    page_url: str | None = f"{stack.api_url}jobs/{accepted['job_id']}/results"
-    while page_url:  # large results come in pages linked with rel="next"
-        with urllib.request.urlopen(
-            urllib.request.Request(page_url, headers=stack.key_header), timeout=120
-        ) as answer:
-            lines += csv.DictReader(io.StringIO(answer.read().decode(), newline=""))
-            link = answer.headers.get("Link") or ""
-        page_url = link[1 : link.index(">")] if link.startswith("<") else None
+    # Every line of the results (pages, or the file the API redirects to), counted as it streams.
+    results_path = stack.log_path.parent / "results.csv"
+    with results_path.open("wb") as out:
+        ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
+            accepted["job_id"], out, deadline=time.monotonic() + 600
+        )
+    with results_path.open("rb") as written:
+        result_lines = sum(1 for _ in written) - 1
     return {
         "rows": rows,
         "bytes": len(text.encode()),
         "upload_seconds": uploaded,
         "seconds": elapsed,
         "succeeded": job["succeeded"],
-        "result_lines": len(lines),
+        "result_lines": result_lines,
+        "direct": direct,
+        "splitter_peak_mb": stack.peak_memory_mb("shortener-local-files") if direct else None,
+        "cost": job.get("cost"),
     }
 
 
@@ -371,12 +296,25 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
     print(f"  loop heartbeats (tokens table): {token_units:,}")
     if rate:
         print()
+        how = "straight to S3" if rate["direct"] else "in the request"
         print(
-            f"Throughput: {rate['rows']:,} rows ({rate['bytes'] / 1e6:.1f} MB, uploaded in "
+            f"Throughput: {rate['rows']:,} rows ({rate['bytes'] / 1e6:.1f} MB, uploaded {how} in "
             f"{rate['upload_seconds']:.1f} s) done in {rate['seconds']:.1f} s = "
             f"{rate['rows'] / rate['seconds']:,.0f} URLs/s end to end (target >= 1,000); "
             f"{rate['succeeded']:,} shortened, {rate['result_lines']:,} result lines"
         )
+        if rate["splitter_peak_mb"] is not None:
+            print(f"  splitter (files function) peak memory: {rate['splitter_peak_mb']} MB")
+        if rate["cost"]:
+            cost = rate["cost"]
+            per_thousand = 1000 / rate["rows"]
+            requests = sum(cost["requests"].values())
+            print(
+                f"  the job's own cost line: {requests:,} requests "
+                f"({requests * per_thousand:.1f} per 1,000 URLs), "
+                f"{cost['write_units']:,.0f} write units ({cost['write_units'] / rate['rows']:.3f} per URL), "
+                f"${cost['usd']:.4f} ({cost['prices']})"
+            )
 
 
 if __name__ == "__main__":

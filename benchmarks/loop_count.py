@@ -3,9 +3,15 @@ bulk backlog, and print one line per sample (elapsed seconds, visible messages, 
 the backlog is drained and the loops are back at their minimum.
 
     python -m benchmarks.loop_count [--jobs 24] [--rows 150] [--time-scale 30] [--max-loops 5]
+    python -m benchmarks.loop_count --job-rows 100000 [--max-loops 10]
 
 The backlog is --jobs CSV uploads of --rows rows each, sent at once: each job of up to 250 rows is
 one queued message, so the backlog in messages is known and drains in minutes on a laptop.
+
+With --job-rows the backlog is one large job instead, on a stack with MinLoops 0 and real time
+(alarm periods of a minute): the job starts the loops it needs itself, so the loop count reaches
+its target within the first seconds instead of after alarm periods. A job larger than the 4 MB
+body limit is uploaded straight to S3.
 
 The loop count is the number of rows in the tokens table (one per loop); the alarms, the scaler and
 the restarter move it, nothing here does.
@@ -28,6 +34,9 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from shortener_cli.client import ShortenerClient
+from shortener_cli.main import SMALL_BODY_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_PREFIX = "READY "
@@ -120,9 +129,16 @@ class StackProbe:
         )
 
     def upload(self, rows: int, tag: str = "loop-count") -> dict[str, Any]:
-        """POST /bulk with a CSV of ``rows`` distinct URLs; the 202 answer."""
-        body = "url\n" + "".join(f"https://example.com/{tag}/{number}\n" for number in range(rows))
-        return self._request("POST", "bulk", body.encode(), {"Content-Type": "text/csv"})
+        """A job of ``rows`` distinct URLs: POST /bulk, or straight to S3 above the body limit."""
+        body = ("url\n" + "".join(f"https://example.com/{tag}/{number}\n" for number in range(rows))).encode()
+        if len(body) <= SMALL_BODY_BYTES:
+            return self._request("POST", "bulk", body, {"Content-Type": "text/csv"})
+        path = Path(tempfile.mkdtemp(prefix="loop-count-")) / "job.csv"
+        path.write_bytes(body)
+        client = ShortenerClient(self.info["api_url"], timeout=600, api_key=self.info.get("api_key"))
+        job = client.start_upload(path.name, len(body))
+        client.put_file(job["upload"], path, lambda _: None)
+        return job
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"jobs/{job_id}")
@@ -234,10 +250,16 @@ def main() -> None:
     parser.add_argument("--max-loops", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "loop-count-stack.log")
+    parser.add_argument(
+        "--job-rows", type=int, default=0, help="one job of this many rows instead (MinLoops 0, real time)"
+    )
     options = parser.parse_args()
 
     # A SIGTERM (timeout, CI) unwinds like Ctrl-C, so the stack below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if options.job_rows:
+        one_large_job(options)
+        return
     run = ScalingRun(max_loops=options.max_loops)
     print(f"local stack: time scale {options.time_scale}, parameters {run.params()}; log in {options.log}")
     with local_stack(run, options.time_scale, options.log) as info:
@@ -261,6 +283,43 @@ def main() -> None:
         print(
             f"{done}/{len(job_ids)} jobs done: {succeeded} rows succeeded, {failed} failed of "
             f"{options.jobs * options.rows}; loops {run.min_loops} -> {peak} -> {run.min_loops}"
+        )
+
+
+def one_large_job(options: argparse.Namespace) -> None:
+    """One job of --job-rows rows with no loop running: the loop count over time."""
+    # The template's own scaling settings, with no loop at rest and real (unscaled) time.
+    run = ScalingRun(
+        min_loops=0,
+        max_loops=options.max_loops,
+        messages_per_loop=20,
+        threshold_low=10,
+        threshold_medium=100,
+        threshold_high=500,
+        stale_heartbeat_seconds=180,
+    )
+    time_scale = 1.0
+    print(f"local stack: time scale {time_scale:g} (alarm periods of 60 s), parameters {run.params()}")
+    with local_stack(run, time_scale, options.log) as info:
+        probe = StackProbe(info)
+        started = time.monotonic()
+        job_id = probe.upload(options.job_rows, tag="one-job")["job_id"]
+        print(f"uploaded one job of {options.job_rows:,} rows in {time.monotonic() - started:.1f} s")
+        print("elapsed    visible messages, in flight, loops")
+        target = min(run.max_loops, -(-options.job_rows // 250 // run.messages_per_loop))
+        reached: float | None = None
+        # settle: a file still being split can leave the queue empty for a moment at the start.
+        for sample in watch(probe, run, started, options.timeout, settle=60, interval=0.5):
+            if reached is None and sample.loops >= target:
+                reached = sample.elapsed
+            if sample.elapsed < 30 or int(sample.elapsed * 2) % 10 == 0:
+                print(sample.line(), flush=True)
+        job = probe.job(job_id)
+        when = f"{reached:.1f} s" if reached is not None else "never"
+        print(
+            f"job {job['status']}: {job['succeeded']:,} succeeded, {job['failed']:,} failed; "
+            f"target of {target} loops reached after {when} (the first alarm period ends at 60 s); "
+            "loops back to 0 once drained"
         )
 
 

@@ -13,6 +13,7 @@ there to make `ps` readable; the environment says everything else).
 import importlib
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -59,7 +60,8 @@ def main() -> None:
     _send(protocol, {"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
-        _send(protocol, _invoke(handler, request))
+        # The environment's peak memory so far, for the REPORT line Lambda logs after each invocation.
+        _send(protocol, {**_invoke(handler, request), "max_memory_kb": _peak_memory_kb()})
 
 
 def _load_handler(handler_name: str) -> Callable[[Any, LambdaContext], Any]:
@@ -90,6 +92,22 @@ def _error(exc: BaseException) -> dict[str, Any]:
         "errorType": type(exc).__name__,
         "stackTrace": traceback.format_tb(exc.__traceback__),
     }
+
+
+def _peak_memory_kb() -> int:
+    """This process's peak resident memory. On Linux that is VmHWM: ru_maxrss would also count the
+    local stack's own memory, since Linux keeps the high-water mark of the process image replaced
+    by exec (the spawning stack, which holds the embedded AWS's data) in ru_maxrss."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    # ru_maxrss is in kilobytes on Linux (bytes on macOS).
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak
 
 
 def _send(protocol: TextIO, message: dict[str, Any]) -> None:

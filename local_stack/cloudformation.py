@@ -353,6 +353,7 @@ def _register_missing_models() -> None:
     from moto.awslambda.models import lambda_backends
     from moto.cloudwatch.models import Dimension, Metric, MetricDataQuery, MetricStat, cloudwatch_backends
     from moto.core.common_models import CloudFormationModel
+    from moto.s3.models import s3_backends
     from moto.sns.models import sns_backends
 
     class _Created:
@@ -580,8 +581,22 @@ def _register_missing_models() -> None:
         def delete(self, account_id: str, region: str) -> None:
             apigateway_backends[account_id][region].delete_usage_plan_key(self.owner, self.physical_id)
 
+    class BucketPolicy(_Created, CloudFormationModel):
+        TYPE = "AWS::S3::BucketPolicy"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            bucket = str(properties["Bucket"])
+            document = json.dumps(properties["PolicyDocument"]).encode()
+            # S3 is global: moto keeps every bucket in its "aws" partition's backend.
+            s3_backends[account_id]["aws"].put_bucket_policy(bucket, document)
+            return cls(bucket, owner=bucket)
+
+        def delete(self, account_id: str, region: str) -> None:
+            s3_backends[account_id]["aws"].delete_bucket_policy(self.owner)
+
     # Defining the classes registers them (CloudFormationModel.__subclasses__).
-    _ = (Alarm, Subscription, Stage, EventInvokeConfig, UsagePlan, ApiKey, UsagePlanKey)
+    _ = (Alarm, Subscription, Stage, EventInvokeConfig, UsagePlan, ApiKey, UsagePlanKey, BucketPolicy)
 
 
 def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:

@@ -7,6 +7,7 @@ module-level caches, exactly as separate Lambda containers do."""
 import enum
 import json
 import logging
+import math
 import os
 import select
 import signal
@@ -145,6 +146,7 @@ class Worker:
             "deadline": time.time() + timeout,
             "invoked_function_arn": invoked_arn,
         }
+        started = time.monotonic()
         try:
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps(request) + "\n")
@@ -152,6 +154,8 @@ class Worker:
         except (BrokenPipeError, OSError):
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", "The worker is gone"))
         answer = self._read(timeout + 1.0)
+        if isinstance(answer, dict) and "max_memory_kb" in answer:
+            self._report(request_id, started, int(answer["max_memory_kb"]))
         if answer is _TIMED_OUT:
             self.kill()
             message = f"Task timed out after {timeout:.2f} seconds"
@@ -167,6 +171,21 @@ class Worker:
             message = f"Response payload size exceeded maximum allowed payload size ({limit} bytes)."
             return Invocation(request_id, error=_runtime_error("Function.ResponseSizeTooLarge", message))
         return Invocation(request_id, result=answer.get("result"), error=answer.get("error"))
+
+    def _report(self, request_id: str, started: float, max_memory_kb: int) -> None:
+        """The line Lambda logs at the end of each invocation (Max Memory Used: the execution
+        environment's peak resident memory), prefixed with the function's name."""
+        duration_ms = (time.monotonic() - started) * 1000
+        log.info(
+            "%s REPORT RequestId: %s Duration: %.2f ms Billed Duration: %d ms Memory Size: %d MB "
+            "Max Memory Used: %d MB",
+            self.spec.name,
+            request_id,
+            duration_ms,
+            math.ceil(duration_ms),
+            self.spec.memory_mb,
+            math.ceil(max_memory_kb / 1024),
+        )
 
     def kill(self) -> None:
         """Stop the process: politely, then for sure."""

@@ -14,6 +14,11 @@ own: a page from anywhere can make the browser send requests to loopback. So, in
 - moto's admin paths are refused unless the stack was started with ``--moto-api`` (the bulk
   benchmark uses moto's request recorder);
 - Access-Control-* headers are removed from every answer, should anything still add one.
+
+The one exception is a presigned S3 URL (its query carries ``X-Amz-Signature``): the page uploads
+files and downloads results with one, as on AWS, where the signature is the authorisation and the
+bucket's CORS rules answer the browser. Such a request (and its preflight) passes with its CORS
+headers; the signature itself is checked behind this (``s3.PresignedUrlGate``).
 """
 
 import json
@@ -32,6 +37,8 @@ class LocalToolsOnly:
         self._admin_api = admin_api
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if _is_presigned(environ) and _host_name(environ.get("HTTP_HOST", "")) in _LOOPBACK_HOSTS:
+            return self._app(environ, start_response)
         refusal = self._refusal(environ)
         if refusal is not None:
             body = json.dumps({"__type": "AccessDeniedException", "message": refusal}).encode()
@@ -56,6 +63,11 @@ class LocalToolsOnly:
         if environ.get("PATH_INFO", "").startswith(ADMIN_PATH_PREFIX) and not self._admin_api:
             return "moto's admin API is off (start the local stack with --moto-api to use it)."
         return None
+
+
+def _is_presigned(environ: dict[str, Any]) -> bool:
+    query = environ.get("QUERY_STRING", "")
+    return "X-Amz-Signature=" in query and "X-Amz-Credential=" in query
 
 
 def _host_name(host: str) -> str:

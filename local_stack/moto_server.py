@@ -17,6 +17,7 @@ tests/integration/test_local_stack_moto_server.py checks that transactions still
 
 import contextvars
 import copy
+import io
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -31,6 +32,8 @@ from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
 from local_stack.local_only import LocalToolsOnly
+from local_stack.aws import FAKE_CREDENTIALS
+from local_stack.s3 import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
 _SIGNED_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
@@ -49,6 +52,9 @@ class SerialisingMiddleware:
         try:
             if signed and signed.group(1) in CONCURRENT_SERVICES:
                 return list(self._app(environ, start_response))
+            # The body is read before the lock is taken: a file of many megabytes uploaded to S3
+            # must not hold every other request up while it arrives.
+            _buffer_body(environ)
             with self._lock:
                 # Drain the body inside the lock: moto may build it lazily.
                 return list(self._app(environ, start_response))
@@ -71,6 +77,12 @@ class RequestEndHooks:
         finally:
             for hook in self._hooks:
                 hook()
+
+
+def _buffer_body(environ: dict[str, Any]) -> None:
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    if length > 0:
+        environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -113,6 +125,11 @@ class EmbeddedAws(ThreadedMotoServer):
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
+        # Access key -> secret of the keys whose presigned URLs are checked (PresignedUrlGate): the
+        # developer's, and the functions' once the stack has read them from the template.
+        self.signing_secrets: dict[str, str] = {
+            FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]
+        }
 
     def reset(self) -> None:
         """Empty every backend, as moto's /moto-api/reset does, in-process (that path is refused
@@ -131,7 +148,10 @@ class EmbeddedAws(ThreadedMotoServer):
         port an OSError now instead of a wait forever for a server that never became ready."""
         app: WsgiApp = ControlRoutes(
             SerialisingMiddleware(
-                RequestEndHooks(DomainDispatcherApplication(create_backend_app), self.request_end_hooks),
+                RequestEndHooks(
+                    PresignedUrlGate(DomainDispatcherApplication(create_backend_app), self.signing_secrets),
+                    self.request_end_hooks,
+                ),
                 self._serialising_lock,
             ),
             self.control_routes,

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from local_stack import s3
 from local_stack.aws import aws_client
 from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
 from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, expand_sam, load_template, table_arguments
@@ -40,6 +41,7 @@ API_KEY = "AWS::ApiGateway::ApiKey"
 USAGE_PLAN_KEY = "AWS::ApiGateway::UsagePlanKey"
 WEB_ACL = "AWS::WAFv2::WebACL"
 WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
+BUCKET = "AWS::S3::Bucket"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -57,6 +59,7 @@ EMULATED_TYPES = (
     USAGE_PLAN,
     API_KEY,
     WEB_ACL,
+    BUCKET,
 )
 # Properties named after what they create, per type: CloudFormation's explicit physical names.
 _NAME_PROPERTIES = {
@@ -73,6 +76,7 @@ _NAME_PROPERTIES = {
     USAGE_PLAN: "UsagePlanName",
     API_KEY: "Name",
     WEB_ACL: "Name",
+    BUCKET: "BucketName",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -288,6 +292,17 @@ def _web_acl_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]
     return f"{name}|local|REGIONAL", {"Arn": acl_arn, "Id": "local"}
 
 
+def _bucket_identity(name: str, _: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    # CloudFormation's default bucket names may have capitals, which S3 refuses.
+    name = name.lower()
+    host = endpoint.split("://", 1)[-1]
+    return name, {
+        "Arn": f"arn:aws:s3:::{name}",
+        "DomainName": f"{host}/{name}",
+        "RegionalDomainName": f"{host}/{name}",
+    }
+
+
 _Identity = Callable[[str, str, str], tuple[str, dict[str, Any]]]
 _IDENTITIES: dict[str, _Identity] = {
     TABLE: _table_identity,
@@ -307,6 +322,7 @@ _IDENTITIES: dict[str, _Identity] = {
     KMS_KEY: _kms_key_identity,
     API_STAGE: lambda name, arn, _: (LOCAL_STAGE, {}),
     WEB_ACL: _web_acl_identity,
+    BUCKET: _bucket_identity,
 }
 
 
@@ -344,6 +360,7 @@ def create_resources(resources: Resources, sns_endpoint_for: Callable[[str], str
     _create_topics(resources, aws_client("sns", endpoint, region), sns_endpoint_for)
     _create_alarms(resources, aws_client("cloudwatch", endpoint, region))
     _create_rules(resources, aws_client("events", endpoint, region))
+    _create_buckets(resources, aws_client("s3", endpoint, region))
     _create_usage_plans(resources, aws_client("apigateway", endpoint, region))
 
 
@@ -422,6 +439,11 @@ def _create_alarms(resources: Resources, cloudwatch: Any) -> None:
         if "Threshold" in arguments:
             arguments["Threshold"] = float(arguments["Threshold"])
         cloudwatch.put_metric_alarm(AlarmName=resources.physical_id(logical_id), **arguments)
+
+
+def _create_buckets(resources: Resources, client: Any) -> None:
+    for logical_id, properties in resources.of_type(BUCKET).items():
+        s3.create_bucket(client, resources.physical_id(logical_id), properties, resources.region)
 
 
 def _create_rules(resources: Resources, events: Any) -> None:

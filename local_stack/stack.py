@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key
+from local_stack import admin_key, s3
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_cache import StageCache, invalidation_check, stage_cache
@@ -26,6 +26,7 @@ from local_stack.durability import (
 )
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
+from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
@@ -99,6 +100,7 @@ class LocalStack:
         self._state: DurableState | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
+        self._undo_s3_notifications: Callable[[], None] | None = None
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
 
@@ -152,6 +154,8 @@ class LocalStack:
         if options.iam:
             principals = function_principals(resources)
             self.access.load(principals.by_access_key)
+            # Presigned URLs the functions sign are checked against their keys' secret, as S3 does.
+            self._moto.signing_secrets.update(dict.fromkeys(principals.by_access_key, FUNCTION_SECRET_KEY))
             for warning in principals.warnings:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
@@ -190,6 +194,7 @@ class LocalStack:
         self._api.runtime = self._runtime
         self._lambda_endpoint.runtime = self._runtime
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
@@ -254,9 +259,20 @@ class LocalStack:
         state.start()
         self._state = state
 
+    def _invoke_for_s3(self, function_arn: str, event: dict[str, Any]) -> bool:
+        """S3 invokes a notified function asynchronously."""
+        spec = self._runtime.function(function_arn) if self._runtime is not None else None
+        if spec is None or self._runtime is None:
+            return False
+        self._runtime.invoke_async(spec.name, event)
+        return True
+
     def stop(self, save: bool = True) -> StateSummary | None:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
         ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
+        if self._undo_s3_notifications is not None:
+            self._undo_s3_notifications()
+            self._undo_s3_notifications = None
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):

@@ -1,13 +1,19 @@
 """The shortener's HTTP API, spoken with the standard library (no dependencies)."""
 
+import http.client
 import json
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO, override
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 _TIMEOUT_SECONDS = 60.0
+# Blocks of a file sent or received at a time: progress moves, memory stays small.
+_BLOCK_BYTES = 1024 * 1024
 
 
 class ApiError(Exception):
@@ -112,6 +118,73 @@ class ShortenerClient:
         """GET /blocklist (admins): the blocked hosts."""
         return list(self._call("GET", "blocklist").json()["hosts"])
 
+    def start_upload(self, file_name: str, size: int) -> dict[str, Any]:
+        """POST /bulk/uploads: the job {"job_id", "status_url", "upload": {"method", "url", "headers"}}."""
+        payload = json.dumps({"file_name": file_name, "size": size}).encode()
+        return self._call("POST", "bulk/uploads", payload, "application/json").json()  # type: ignore[no-any-return]
+
+    def put_file(self, upload: dict[str, Any], path: Path, progress: Callable[[int], None]) -> None:
+        """Send ``path`` with the presigned request ``upload`` (straight to S3), a block at a time;
+        ``progress`` hears the bytes sent so far."""
+        target = urlsplit(upload["url"])
+        connection_type = (
+            http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = connection_type(target.netloc, timeout=self.timeout)
+        try:
+            connection.putrequest(
+                upload.get("method", "PUT"), target.path + ("?" + target.query if target.query else "")
+            )
+            for name, value in upload.get("headers", {}).items():
+                connection.putheader(name, value)
+            connection.putheader("Content-Type", "text/csv")
+            connection.endheaders()
+            sent = 0
+            with path.open("rb") as source:
+                while block := source.read(_BLOCK_BYTES):
+                    connection.send(block)
+                    sent += len(block)
+                    progress(sent)
+            answer = connection.getresponse()
+            body = answer.read()
+        except OSError as exc:
+            raise UnreachableError(f"cannot upload to {target.netloc}: {exc}") from exc
+        finally:
+            connection.close()
+        if answer.status >= 300:
+            raise ApiError(answer.status, "upload_refused", f"The storage refused the upload: {body[:300]!r}")
+
+    def save_results(self, job_id: str, out: BinaryIO, *, deadline: float) -> int:
+        """Write a job's whole results CSV to ``out`` as it arrives: inline pages, or the results
+        file the API redirects to (asked for again while it is being written, until ``deadline``).
+        The bytes written."""
+        url: str | None = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/results")
+        written = 0
+        first = True
+        while url is not None:
+            try:
+                # The opener follows the 303 to the presigned link of the file (without the key).
+                request = urllib.request.Request(url, headers=self._key_header({"Accept": "text/csv"}))  # noqa: S310
+                with _OPENER.open(request, timeout=self.timeout) as answer:
+                    if not first:
+                        answer.readline()  # each page repeats the header line
+                    while block := answer.read(_BLOCK_BYTES):
+                        out.write(block)
+                        written += len(block)
+                    url = Response(answer.status, "", b"", answer.headers.get("Link", "")).next_url
+                    first = False
+            except urllib.error.HTTPError as exc:
+                error = _api_error(exc.code, exc.read())
+                if error.error != "results_not_ready" or time.monotonic() >= deadline:
+                    raise error from exc
+                time.sleep(float(exc.headers.get("Retry-After") or 5))
+            except (urllib.error.URLError, OSError) as exc:
+                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+        return written
+
+    def _key_header(self, headers: dict[str, str]) -> dict[str, str]:
+        return {**headers, "X-Api-Key": self.api_key} if self.api_key else headers
+
     def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
         """One request to ``path`` (relative to the API URL, or absolute)."""
         request = urllib.request.Request(urljoin(self.api_url, path), data=body, method=method)  # noqa: S310
@@ -131,6 +204,23 @@ class ShortenerClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UnreachableError(f"cannot reach {self.api_url}: {reason}") from exc
+
+
+class _KeyStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but sends the API key only to the API's own host: a results file's
+    presigned link (another host, S3) is its own authorisation and must not receive the key."""
+
+    @override
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        follow = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if follow is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+            follow.remove_header("X-api-key")  # urllib stores header names capitalize()d
+        return follow
+
+
+_OPENER = urllib.request.build_opener(_KeyStaysHome)
 
 
 def _api_error(status: int, body: bytes) -> ApiError:

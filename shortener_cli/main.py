@@ -1,6 +1,7 @@
-"""`shortener`: shorten one URL, upload a CSV in bulk and wait for its results, manage links, the
-blocklist (admins), list the loops, make, list and revoke API keys. Where the API and its key come
-from: shortener_cli/config.py.
+"""`shortener`: shorten one URL, upload a CSV in bulk (in the request, or straight to S3 when it is
+larger) and wait for its results, fetch the results of any job, manage links, the blocklist
+(admins), list the loops, make, list and revoke API keys. Where the API and its key come from:
+shortener_cli/config.py.
 
 Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
 usage, 3 unreachable."""
@@ -23,6 +24,8 @@ from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops
 DEFAULT_AWS_ENDPOINT = "http://127.0.0.1:3001"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 _BAR_WIDTH = 30
+# Files up to this size go in the request body (POST /bulk); larger ones straight to S3.
+SMALL_BODY_BYTES = 4_000_000
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
     bulk.add_argument("--output", type=Path, help="write the results CSV here (implies --wait)")
     bulk.add_argument("--timeout", type=float, default=3600.0, help="give up waiting after this many seconds")
     bulk.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status checks")
+    bulk.add_argument(
+        "--direct",
+        action="store_true",
+        help=f"upload straight to storage even when small (automatic above {SMALL_BODY_BYTES:,} bytes)",
+    )
+
+    results = commands.add_parser("results", help="write a job's results CSV (waits for the job by default)")
+    results.add_argument("job_id")
+    results.add_argument("--output", type=Path, help="write here instead of to stdout")
+    results.add_argument("--no-wait", action="store_true", help="do not wait for the job to be done")
+    results.add_argument(
+        "--timeout", type=float, default=3600.0, help="give up waiting after this many seconds"
+    )
+    results.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status checks")
 
     job = commands.add_parser("job", help="show a bulk job's status")
     job.add_argument("job_id")
@@ -133,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "shorten": lambda: _shorten(client, args),
         "bulk": lambda: _bulk(client, args),
+        "results": lambda: _results(client, args.job_id, args),
         "job": lambda: _job(client, args.job_id),
         "links": lambda: _links(client, args),
         "link": lambda: _show(client.link(args.code)),
@@ -172,29 +190,83 @@ def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
 
 def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
     try:
-        data = args.file.read_bytes()
+        size = args.file.stat().st_size
+        data = args.file.read_bytes() if size <= SMALL_BODY_BYTES and not args.direct else b""
     except OSError as exc:
         print(f"shortener: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    job = client.upload(data)
-    print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
+    if data:
+        job = client.upload(data)
+        print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
+    else:
+        job = _upload_directly(client, args.file, size, sys.stderr)
     if not (args.wait or args.output):
         print(job["job_id"])
         return EXIT_OK
-    status = _wait_for(client, job["job_id"], args.timeout, args.poll_interval, sys.stderr)
-    if status is None:
-        print(f"shortener: job {job['job_id']} not done after {args.timeout:g} s", file=sys.stderr)
-        return EXIT_REFUSED
-    results = client.results(job["job_id"])
+    return _results(client, job["job_id"], args)
+
+
+def _upload_directly(client: ShortenerClient, path: Path, size: int, out: TextIO) -> dict[str, Any]:
+    """POST /bulk/uploads, then the file straight to S3, with a bar for the bytes sent."""
+    job = client.start_upload(path.name, size)
+    print(f"job {job['job_id']}: uploading {path.name} ({size / 1e6:,.1f} MB) straight to storage", file=out)
+    bar = _Bar(out)
+    client.put_file(job["upload"], path, lambda sent: bar.show(upload_bar(sent, size)))
+    bar.done()
+    return job
+
+
+def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> int:
+    """Wait for the job (unless told not to), then write its whole results CSV."""
+    deadline = time.monotonic() + args.timeout
+    status = client.job(job_id)
+    if not getattr(args, "no_wait", False):
+        waited = _wait_for(client, job_id, args.timeout, args.poll_interval, sys.stderr)
+        if waited is None:
+            print(f"shortener: job {job_id} not done after {args.timeout:g} s", file=sys.stderr)
+            return EXIT_REFUSED
+        status = waited
     if args.output:
-        args.output.write_bytes(results)
+        with args.output.open("wb") as out:
+            client.save_results(job_id, out, deadline=deadline)
         print(f"results written to {args.output}", file=sys.stderr)
     else:
-        sys.stdout.write(results.decode("utf-8"))
+        client.save_results(job_id, sys.stdout.buffer, deadline=deadline)
+        sys.stdout.flush()
+    if status.get("error"):
+        print(
+            f"shortener: the file could not be read to its end: {status['error']['message']}", file=sys.stderr
+        )
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         print(f"{status['failed']} rows have an error; see the error column", file=sys.stderr)
     return EXIT_OK
+
+
+class _Bar:
+    """A progress line: redrawn in place on a terminal, one line per change in a log."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._redraw, self._end = ("\r", "") if out.isatty() else ("", "\n")
+        self._shown = ""
+
+    def show(self, text: str) -> None:
+        if text != self._shown:
+            self._out.write(self._redraw + text + self._end)
+            self._out.flush()
+            self._shown = text
+
+    def done(self) -> None:
+        if self._redraw:
+            self._out.write("\n")
+            self._out.flush()
+
+
+def upload_bar(sent: int, size: int) -> str:
+    """[#####.....] 12.0/45.3 MB uploaded"""
+    filled = _BAR_WIDTH if size == 0 else min(_BAR_WIDTH, _BAR_WIDTH * sent // size)
+    return f"[{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] {sent / 1e6:,.1f}/{size / 1e6:,.1f} MB uploaded"
 
 
 def _wait_for(
@@ -202,25 +274,30 @@ def _wait_for(
 ) -> dict[str, Any] | None:
     """Poll the job until it is done, drawing a progress bar; None on timeout."""
     deadline = time.monotonic() + timeout
-    # On a terminal the bar redraws in place; in a log, each change is a line of its own.
-    redraw, end = ("\r", "") if out.isatty() else ("", "\n")
-    shown = ""
+    bar = _Bar(out)
     while True:
         status = client.job(job_id)
-        bar = progress_bar(status)
-        if bar != shown:
-            out.write(redraw + bar + end)
-            out.flush()
-            shown = bar
+        bar.show(progress_bar(status))
         if status.get("status") == "done" or time.monotonic() >= deadline:
-            if redraw:
-                out.write("\n")
+            bar.done()
             return status if status.get("status") == "done" else None
         time.sleep(interval)
 
 
 def progress_bar(status: dict[str, Any]) -> str:
-    """One line: [#####.....] 600/1000 rows, 3 failed (running)."""
+    """One line: [#####.....] 600/1000 rows, 3 failed (running); while an uploaded file is still
+    being read, how much of it: [###.......] file read 31% (splitting)."""
+    upload = status.get("upload")
+    if status.get("phase") in ("awaiting_upload", "splitting") and upload:
+        size = int(upload.get("size") or 0)
+        read = int(upload.get("bytes_read") or 0)
+        filled = _BAR_WIDTH if size == 0 else min(_BAR_WIDTH, _BAR_WIDTH * read // size)
+        percent = 100 if size == 0 else 100 * read // size
+        done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
+        return (
+            f"[{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] file read {percent}%, "
+            f"{done}/{int(status.get('total') or 0)} rows queued so far done ({status.get('phase')})"
+        )
     total = int(status.get("total") or 0)
     done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
     filled = _BAR_WIDTH if total == 0 else min(_BAR_WIDTH, _BAR_WIDTH * done // total)

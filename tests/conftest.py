@@ -43,6 +43,7 @@ def _clear_container_caches() -> None:
     for getter in (
         settings.api_settings,
         settings.poller_settings,
+        settings.files_settings,
         settings.scaler_settings,
         settings.restarter_settings,
     ):
@@ -64,6 +65,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_ENDPOINT_URL_DYNAMODB",
         "AWS_ENDPOINT_URL_SQS",
         "AWS_ENDPOINT_URL_LAMBDA",
+        "AWS_ENDPOINT_URL_S3",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")

@@ -1,26 +1,38 @@
-"""Bulk routes: CSV uploads, the caller's jobs, job status and job results. Included into the
-API's resolver by app.py; errors raised here are mapped to JSON there."""
+"""Bulk routes: CSV uploads (in the body, or straight to S3), the caller's jobs, job status and
+job results. Included into the API's resolver by app.py; errors raised here are mapped to JSON
+there."""
 
+import json
+from datetime import datetime
 from functools import lru_cache
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
-from shortener import services, web
+from shortener import clock, services, web
+from shortener.dal.files import BulkFiles
+from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
 from shortener.dal.queue import BulkQueue
+from shortener.dal.usage import metering
 from shortener.logic import bulk
+from shortener.logic.bulk import status
 from shortener.logic.link_management import require_key
 from shortener.logic.paging import decode_cursor, encode_cursor, page_size
-from shortener.models.jobs import Job, JobAccepted, JobList, JobStatusView
-from shortener.observability import metrics
+from shortener.logic.scaling import WorkStarter
+from shortener.models.exceptions import ServiceUnavailableError
+from shortener.models.files import SplitRequest
+from shortener.models.jobs import DirectUploadRequest, Job, JobAccepted, JobList, JobStatusView, UploadAccepted
+from shortener.observability import logger, metrics
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
 # A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
-# which only jobs of roughly 60,000 rows or more need.
+# which only small jobs with very long URLs need (larger jobs are served as a file).
 RESULTS_PAGE_BYTES = 5_000_000
+# How soon a client asking for a results file still being written should ask again.
+RESULTS_RETRY_SECONDS = 5
 
 
 @lru_cache(maxsize=1)
@@ -31,6 +43,43 @@ def jobs() -> JobsStore:
 @lru_cache(maxsize=1)
 def queue() -> BulkQueue:
     return BulkQueue()
+
+
+@lru_cache(maxsize=1)
+def files() -> BulkFiles:
+    return BulkFiles()
+
+
+@lru_cache(maxsize=1)
+def files_function() -> FilesFunction | None:
+    name = api_settings().FILES_FUNCTION
+    return FilesFunction(name) if name else None
+
+
+@lru_cache(maxsize=1)
+def work_loops() -> WorkStarter | None:
+    return services.work_loops(api_settings())
+
+
+def _options() -> bulk.BulkOptions:
+    settings = api_settings()
+    return bulk.BulkOptions(
+        rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
+        message_bytes=settings.BULK_MESSAGE_BYTES,
+        retention_days=settings.JOB_RETENTION_DAYS,
+    )
+
+
+def _origin() -> bulk.JobOrigin:
+    event = router.current_event
+    return bulk.JobOrigin(
+        own_host=web.request_host(event.headers),
+        base_url=_base_url(),
+        bucket=api_settings().BULK_BUCKET,
+        # The key's owner, as the authorizer vouched for it (anonymous without one).
+        owner=web.caller_from_event(event.raw_event).owner_id,
+        own_hosts=tuple(web.own_hosts(event.raw_event, api_settings().AWS_REGION)),
+    )
 
 
 @router.post("/bulk")
@@ -50,17 +99,13 @@ def upload_csv() -> Response[str]:
         jobs=jobs(),
         queue=queue(),
         queue_url=settings.BULK_QUEUE_URL,
-        own_host=web.request_host(event.headers),
-        own_hosts=web.own_hosts(event.raw_event, settings.AWS_REGION),
-        owner=web.caller_from_event(event.raw_event).owner_id,
-        options=bulk.BulkOptions(
-            rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
-            message_bytes=settings.BULK_MESSAGE_BYTES,
-            retention_days=settings.JOB_RETENTION_DAYS,
-        ),
+        origin=_origin(),
+        options=_options(),
+        loops=work_loops(),
+        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
-    accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_base_url() + f"jobs/{job.job_id}")
+    accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
     return Response(202, content_types.APPLICATION_JSON, accepted.model_dump_json())
 
 
@@ -82,14 +127,73 @@ def list_jobs() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
 
+@router.post("/bulk/uploads")
+def direct_upload() -> Response[str]:
+    """A job for a file of any size (up to S3's 5 GiB for one PUT), and a presigned PUT for it."""
+    event = router.current_event
+    settings = api_settings()
+    if not settings.BULK_BUCKET:
+        raise ServiceUnavailableError("Direct uploads are not configured on this deployment.")
+    fields = web.parse_fields(
+        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
+    )
+    request = web.parse_request(DirectUploadRequest, fields)
+    job, upload = bulk.create_upload_job(
+        request,
+        jobs=jobs(),
+        files=files(),
+        origin=_origin(),
+        options=_options(),
+        url_seconds=settings.UPLOAD_URL_SECONDS,
+        max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
+    )
+    metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
+    status_url = _status_url(job.job_id)
+    accepted = UploadAccepted(
+        job_id=job.job_id, status_url=status_url, upload=upload, max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES
+    )
+    return Response(
+        201, content_types.APPLICATION_JSON, accepted.model_dump_json(), headers={"Location": status_url}
+    )
+
+
 @router.get("/jobs/<job_id>")
 def job_status(job_id: str) -> Response[str]:
-    return Response(200, content_types.APPLICATION_JSON, _status_view(_job(job_id)).model_dump_json())
+    job = _job(job_id)
+    _restart_stalled_work(job)
+    view = status.status_view(
+        job, results_url=_status_url(job.job_id) + "/results", results_file=_results_file(job)
+    )
+    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
 
 
 @router.get("/jobs/<job_id>/results")
 def job_results(job_id: str) -> Response[str]:
+    """Small jobs: the CSV (``text/csv``, pages linked with rel="next"), also while running.
+    Larger jobs: a 303 to the results file once written (a presigned link), else 409."""
     job = _job(job_id)
+    settings = api_settings()
+    if status.delivers_inline(job, settings.INLINE_RESULTS_ROWS):
+        return _inline_results(job)
+    results_file = _results_file(job)
+    if results_file is not None:
+        url, expires_at = results_file
+        body = json.dumps({"results_file_url": url, "expires_at": expires_at.isoformat()})
+        return Response(303, content_types.APPLICATION_JSON, body, headers={"Location": url})
+    _restart_stalled_work(job)
+    message = (
+        f"The results of this job are written as one file once every row is done ({job.processed:,} "
+        f"of {job.total:,} so far); ask again in a few seconds."
+        if not job.complete
+        else "The results file is being written; ask again in a few seconds."
+    )
+    body = json.dumps({"error": "results_not_ready", "message": message})
+    return Response(
+        409, content_types.APPLICATION_JSON, body, headers={"Retry-After": str(RESULTS_RETRY_SECONDS)}
+    )
+
+
+def _inline_results(job: Job) -> Response[str]:
     from_chunk = web.whole_number(
         router.current_event.get_query_string_value("from_chunk", "0") or "0",
         "from_chunk",
@@ -100,10 +204,33 @@ def job_results(job_id: str) -> Response[str]:
     )
     headers = {"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'}
     if page.next_chunk is not None:
-        # Very large jobs: the rest follows on further pages (RFC 8288 link).
-        next_url = _base_url() + f"jobs/{job.job_id}/results?from_chunk={page.next_chunk}"
+        # Very long URLs: the rest follows on further pages (RFC 8288 link).
+        next_url = _status_url(job.job_id) + f"/results?from_chunk={page.next_chunk}"
         headers["Link"] = f'<{next_url}>; rel="next"'
     return Response(200, "text/csv; charset=utf-8", page.text, headers=headers)
+
+
+def _results_file(job: Job) -> tuple[str, datetime] | None:
+    if job.results is None or not job.bucket:
+        return None
+    return files().download_url(
+        job.bucket, job.results.key, f"{job.job_id}.csv", api_settings().RESULTS_URL_SECONDS
+    )
+
+
+def _restart_stalled_work(job: Job) -> None:
+    """A split or a results file whose worker died is asked for again (see status.stalled_work)."""
+    invoker = files_function()
+    stalled = status.stalled_work(job, clock.now())
+    if invoker is None or stalled is None:
+        return
+    logger.warning("Restarting stalled work", extra={"job_id": job.job_id, "work": stalled})
+    if stalled == "results":
+        invoker.request_results(job.job_id)
+    elif job.upload is not None and job.upload.etag is not None:
+        invoker.continue_split(
+            SplitRequest(job_id=job.job_id, bucket=job.bucket, key=job.upload.key, etag=job.upload.etag)
+        )
 
 
 def _job(job_id: str) -> Job:
@@ -112,18 +239,11 @@ def _job(job_id: str) -> Job:
 
 
 def _status_view(job: Job) -> JobStatusView:
-    return JobStatusView(
-        job_id=job.job_id,
-        status=job.status,
-        total=job.total,
-        succeeded=job.succeeded,
-        failed=job.failed,
-        processed=job.processed,
-        created_at=job.created_at,
-        updated_at=job.updated_at or job.created_at,
-        results_url=_base_url() + f"jobs/{job.job_id}/results",
-        owner=job.owner,
-    )
+    return status.status_view(job, results_url=_status_url(job.job_id) + "/results")
+
+
+def _status_url(job_id: str) -> str:
+    return _base_url() + f"jobs/{job_id}"
 
 
 def _base_url() -> str:

@@ -6,10 +6,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
 from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore, LoopStarter
 from shortener.dal.queue import BulkQueue
+from shortener.dal.usage import metering
 from shortener.logic.bulk import ChunkProcessor
 from shortener.logic.codes import code_generator
 from shortener.logic.poller import LoopOptions, PollLoop
@@ -32,6 +34,9 @@ def poll_loop() -> PollLoop:
         find_if_exists=settings.FIND_IF_EXISTS,
         retention_days=settings.JOB_RETENTION_DAYS,
         threads=settings.WRITE_THREADS,
+        # The count that completes a job asks the files function for its results file.
+        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
     )
     return PollLoop(
         LoopsStore(settings.TOKENS_TABLE),

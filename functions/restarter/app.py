@@ -16,6 +16,7 @@ from shortener.dal.queue_metrics import QueueMetrics
 from shortener.logic.dead_letters import DeadLetterSettler
 from shortener.logic.healing import heal_and_reconcile
 from shortener.logic.scaling import LoopBounds, LoopScaler
+from shortener.models.scaling import LoopTarget
 from shortener.observability import logger, metrics, tracer
 from shortener.settings import restarter_settings
 
@@ -48,6 +49,11 @@ def dead_letters() -> DeadLetterSettler:
     )
 
 
+def targets() -> list[LoopTarget]:
+    # Queue URLs never change for a container: resolved once, not on every idle run.
+    return scaler().targets()
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
@@ -56,7 +62,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     report = heal_and_reconcile(
         scaler(),
         tokens(),
-        scaler().targets(),
+        targets(),
         restarter_settings().STALE_HEARTBEAT_SECONDS,
         dead_letters=dead_letters(),
     )

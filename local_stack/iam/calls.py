@@ -18,6 +18,18 @@ CloudWatch / Amazon EventBridge / AWS Lambda") and the services' guides:
   ARN; the rest (PutMetricData, ...) on "*".
 - EventBridge: PutEvents on each entry's event bus; rule operations on the rule ARN.
 - Lambda: Invoke is lambda:InvokeFunction on the function ARN (checked by the Lambda endpoint).
+- S3 (REST, the operation told by method, path and subresource; path-style URLs, as boto3 signs
+  them for the embedded AWS's loopback address): object operations on
+  arn:aws:s3:::<bucket>/<key>; GetObject and HeadObject -> s3:GetObject; PutObject,
+  CreateMultipartUpload, UploadPart, CompleteMultipartUpload -> s3:PutObject (CopyObject also
+  s3:GetObject on its source); AbortMultipartUpload -> s3:AbortMultipartUpload; ListParts ->
+  s3:ListMultipartUploadParts; DeleteObject -> s3:DeleteObject. Bucket operations on
+  arn:aws:s3:::<bucket>: ListObjects(V2) and HeadBucket -> s3:ListBucket, ListMultipartUploads
+  -> s3:ListBucketMultipartUploads, DeleteObjects -> s3:DeleteObject on <bucket>/*, a
+  configuration subresource (?notification, ?lifecycle, ...) -> s3:Get/PutBucket<Name> or
+  s3:Get/PutLifecycleConfiguration. A presigned URL authorises as the same operation, with the
+  permissions of whoever signed it ("Sharing objects with presigned URLs": "the presigned URL
+  ... uses the permissions of the IAM principal who created it").
 
 The error answers follow each protocol (botocore parses them into the same ClientError as AWS's):
 DynamoDB and EventBridge answer 400 `AccessDeniedException` in JSON; SQS and CloudWatch, JSON
@@ -35,7 +47,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 _SQS_SINGLE_ACTIONS = {
@@ -55,7 +67,7 @@ _XML_NAMESPACES = {
     "sns": "http://sns.amazonaws.com/doc/2010-03-31/",
     "monitoring": "http://monitoring.amazonaws.com/doc/2010-08-01/",
 }
-JSON, QUERY, REST_JSON = "json", "query", "rest-json"
+JSON, QUERY, REST_JSON, REST_XML = "json", "query", "rest-json", "rest-xml"
 
 
 @dataclass(frozen=True)
@@ -130,10 +142,13 @@ def parse_call(
     *,
     query: str = "",
     path: str = "/",
+    method: str = "POST",
     region: str,
     account: str,
 ) -> Call:
     """The operation of a request to the embedded AWS and the accesses it needs."""
+    if service == "s3":
+        return s3_call(method, path, query, headers, region)
     mapper = _MAPPERS.get(service)
     if mapper is None:
         raise UnmappedService(service)
@@ -156,6 +171,77 @@ def parse_call(
     accesses = mapper(operation, params, _Scope(region, account), path)
     # A transaction of 100 puts on one table is one access to decide.
     return Call(service, operation, protocol, tuple(dict.fromkeys(accesses)), region)
+
+
+# Bucket subresources (?name) -> the IAM action's name after Get/Put ("Bucket" + it unless listed).
+_S3_BUCKET_SUBRESOURCES = {
+    "notification": "BucketNotification",
+    "lifecycle": "LifecycleConfiguration",
+    "cors": "BucketCORS",
+    "encryption": "EncryptionConfiguration",
+    "publicAccessBlock": "BucketPublicAccessBlock",
+    "policy": "BucketPolicy",
+    "versioning": "BucketVersioning",
+    "tagging": "BucketTagging",
+    "acl": "BucketAcl",
+    "location": "BucketLocation",
+    "ownershipControls": "BucketOwnershipControls",
+}
+
+
+def s3_call(method: str, path: str, query: str, headers: Mapping[str, str], region: str) -> Call:
+    """An S3 REST request (path style; ``path`` decoded, as WSGI's PATH_INFO) -> its operation and
+    accesses."""
+    params = parse_qs(query, keep_blank_values=True)
+    bucket, _, key = path.lstrip("/").partition("/")
+    method = method.upper()
+    if not bucket:
+        return _s3("ListBuckets", region, Access("s3:ListAllMyBuckets", "*"))
+    bucket_arn = f"arn:aws:s3:::{bucket}"
+    if key:
+        return _s3_object(method, f"{bucket_arn}/{key}", params, headers, region)
+    if method == "POST" and "delete" in params:
+        return _s3("DeleteObjects", region, Access("s3:DeleteObject", f"{bucket_arn}/*"))
+    if method == "GET" and "uploads" in params:
+        return _s3("ListMultipartUploads", region, Access("s3:ListBucketMultipartUploads", bucket_arn))
+    for subresource, name in _S3_BUCKET_SUBRESOURCES.items():
+        if subresource in params:
+            verb = "Get" if method in ("GET", "HEAD") else "Put" if method in ("PUT", "POST") else "Delete"
+            action = f"s3:{verb}{name}"
+            if subresource == "location":
+                action = "s3:GetBucketLocation"
+            return _s3(f"{verb}{name}", region, Access(action, bucket_arn))
+    operation = {"PUT": "CreateBucket", "DELETE": "DeleteBucket", "HEAD": "HeadBucket"}.get(
+        method, "ListObjects"
+    )
+    action = {"CreateBucket": "s3:CreateBucket", "DeleteBucket": "s3:DeleteBucket"}.get(
+        operation, "s3:ListBucket"
+    )
+    return _s3(operation, region, Access(action, bucket_arn))
+
+
+def _s3_object(
+    method: str, arn: str, params: Mapping[str, list[str]], headers: Mapping[str, str], region: str
+) -> Call:
+    upload = "uploadId" in params
+    if method in ("GET", "HEAD"):
+        plain = "GetObject" if method == "GET" else "HeadObject"
+        operation, action = ("ListParts", "ListMultipartUploadParts") if upload else (plain, "GetObject")
+    elif method == "DELETE":
+        operation = action = "AbortMultipartUpload" if upload else "DeleteObject"
+    elif method == "POST":
+        operation = "CreateMultipartUpload" if "uploads" in params else "CompleteMultipartUpload"
+        action = "PutObject"
+    elif source := headers.get("x-amz-copy-source"):
+        source_arn = "arn:aws:s3:::" + unquote(source).lstrip("/").split("?", 1)[0]
+        return _s3("CopyObject", region, Access("s3:PutObject", arn), Access("s3:GetObject", source_arn))
+    else:
+        operation, action = ("UploadPart" if "partNumber" in params else "PutObject"), "PutObject"
+    return _s3(operation, region, Access(f"s3:{action}", arn))
+
+
+def _s3(operation: str, region: str, *accesses: Access) -> Call:
+    return Call("s3", operation, REST_XML, accesses, region)
 
 
 def invoke_call(function_arn: str) -> Call:
@@ -317,6 +403,15 @@ def denial_answer(call: Call, message: str) -> Answer:
             f"<RequestId>{request_id}</RequestId></ErrorResponse>"
         )
         return Answer(403, (("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)), xml.encode())
+    if call.protocol == REST_XML:
+        # S3's error document ("Error responses", Amazon S3 API Reference).
+        xml = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+            f"<Message>{escape(message)}</Message><RequestId>{request_id}</RequestId></Error>"
+        )
+        return Answer(
+            403, (("Content-Type", "application/xml"), ("x-amz-request-id", request_id)), xml.encode()
+        )
     if call.protocol == REST_JSON:
         body = json.dumps({"Type": "User", "Message": message}).encode()
         headers = (

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qs
 
 from local_stack.iam.calls import (
     JSON,
@@ -60,6 +61,18 @@ class Signature:
     def parse(cls, authorization: str | None) -> "Signature | None":
         match = _CREDENTIAL.search(authorization or "")
         return cls(match.group(1), match.group(2), match.group(3)) if match else None
+
+    @classmethod
+    def presigned(cls, query: str) -> "Signature | None":
+        """The signer of a presigned URL (X-Amz-Credential=<key>/<date>/<region>/<service>/...),
+        whose permissions the request carries."""
+        params = parse_qs(query)
+        credential = (params.get("X-Amz-Credential") or [""])[0].split("/")
+        if len(credential) == 5:
+            return cls(credential[0], credential[2], credential[3])
+        # S3's older query signature (SigV2) names only the key.
+        legacy = params.get("AWSAccessKeyId")
+        return cls(legacy[0], "", "s3") if legacy and "Signature" in params else None
 
 
 class AccessControl:
@@ -149,11 +162,14 @@ class _Guard:
         self._access = access
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        signature = Signature.parse(environ.get("HTTP_AUTHORIZATION"))
+        signature = Signature.parse(environ.get("HTTP_AUTHORIZATION")) or Signature.presigned(
+            environ.get("QUERY_STRING", "")
+        )
         principal = self._access.principal(signature.access_key) if signature else None
         if signature is None or principal is None:
             return self._app(environ, start_response)
-        body = _read_body(environ)
+        # S3 is told by method, path and query: an uploaded file is not read here.
+        body = b"" if signature.service == "s3" else _read_body(environ)
         headers = {
             key[5:].replace("_", "-").lower(): value
             for key, value in environ.items()
@@ -166,6 +182,7 @@ class _Guard:
                 body,
                 query=environ.get("QUERY_STRING", ""),
                 path=environ.get("PATH_INFO", "/"),
+                method=environ.get("REQUEST_METHOD", "POST"),
                 region=signature.region,
                 account=principal.account,
             )

@@ -8,10 +8,22 @@ from shortener.dal.link_changes import LinkChangesStore
 from shortener.dal.link_listing import LinkIndex
 from shortener.dal.links import LinksStore
 from shortener.logic.blocklist import HostGuard
+from shortener.dal.files import BulkFiles, FileChangedError
+from shortener.dal.invoke import FilesFunction
+from shortener.dal.jobs import JobsStore
+from shortener.dal.loops import LoopsStore, LoopStarter
+from shortener.dal.queue import BulkQueue
+from shortener.dal.queue_metrics import QueueMetrics
+from shortener.dal.usage import metering
+from shortener.logic.bulk.results import ResultsWriter
+from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
-from shortener.settings import ApiSettings, PollerSettings, api_settings
+from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
+from shortener.models.scaling import LoopTarget
+from shortener.observability import logger
+from shortener.settings import ApiSettings, FilesSettings, PollerSettings, WorkLoopsMixin, api_settings
 
 
 def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
@@ -56,3 +68,56 @@ def api_links() -> LinkService:
 def api_link_manager() -> LinkManager:
     """The API container's LinkManager."""
     return link_manager(api_settings(), api_links())
+
+
+def work_loops(settings: ApiSettings | FilesSettings) -> WorkStarter | None:
+    """What starts the loops for work queued on the bulk queue (None when no loop function is
+    configured for it: then the alarms and the restarter do)."""
+    queue_name = settings.BULK_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]
+    function_name = settings.LOOP_FUNCTIONS.get(queue_name)
+    if not function_name:
+        return None
+    scaler = LoopScaler(
+        LoopsStore(settings.TOKENS_TABLE),
+        LoopStarter(),
+        QueueMetrics(),
+        settings.LOOP_FUNCTIONS,
+        loop_bounds(settings),
+    )
+    target = LoopTarget(queue_name=queue_name, queue_url=settings.BULK_QUEUE_URL, function_name=function_name)
+    return WorkStarter(scaler, target, logger)
+
+
+def loop_bounds(settings: WorkLoopsMixin) -> LoopBounds:
+    return LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP)
+
+
+def splitter(settings: FilesSettings) -> Splitter:
+    """The files function's splitter of uploaded files."""
+    return Splitter(
+        JobsStore(settings.JOBS_TABLE),
+        BulkFiles(),
+        BulkQueue(),
+        settings.BULK_QUEUE_URL,
+        FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
+        loops=work_loops(settings),
+        options=SplitOptions(
+            rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
+            message_bytes=settings.BULK_MESSAGE_BYTES,
+            checkpoint_messages=settings.SPLIT_CHECKPOINT_MESSAGES,
+            handover_seconds=settings.SPLIT_HANDOVER_SECONDS,
+        ),
+        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        is_file_changed=lambda exc: isinstance(exc, FileChangedError),
+        logger=logger,
+    )
+
+
+def results_writer(settings: FilesSettings) -> ResultsWriter:
+    """The files function's writer of results files."""
+    return ResultsWriter(
+        JobsStore(settings.JOBS_TABLE),
+        BulkFiles(),
+        lease_seconds=settings.RESULTS_LEASE_SECONDS,
+        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+    )

@@ -64,10 +64,39 @@ class LinksMixin(_FromEnvironment):
         )
 
 
-class ApiSettings(TablesMixin, LinksMixin):
+class LoopBoundsMixin(_FromEnvironment):
+    MIN_LOOPS: int = Field(default=0, ge=0)
+    MAX_LOOPS: int = Field(default=10, ge=1)
+    # Queued messages (each a pack of bulk rows) one loop is expected to keep up with: reconcile
+    # wants ceil(backlog / MESSAGES_PER_LOOP) loops, clamped to MIN_LOOPS..MAX_LOOPS.
+    MESSAGES_PER_LOOP: int = Field(default=20, ge=1)
+
+
+class WorkLoopsMixin(LoopBoundsMixin):
+    """Functions that queue work start the loops it needs ({"<queue name>": "<function name>"};
+    empty: they leave it to the alarms and the restarter)."""
+
+    LOOP_FUNCTIONS: Annotated[dict[str, str], BeforeValidator(_json_text)] = {}
+
+
+class BulkMixin(_FromEnvironment):
+    BULK_QUEUE_URL: str = ""
+    # The bucket of direct uploads and results files.
+    BULK_BUCKET: str = ""
+    # Rows packed into one SQS message, by count and by bytes of row text: far below the 256 KiB
+    # of a SendMessageBatch call, and a chunk item of one message far below DynamoDB's 400 KB.
+    BULK_ROWS_PER_MESSAGE: int = Field(default=250, ge=1, le=1000)
+    BULK_MESSAGE_BYTES: int = Field(default=64_000, ge=1024, le=200_000)
+    JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # The function that splits uploads and writes results files ("" where there is none).
+    FILES_FUNCTION: str = ""
+    # Set by Lambda: a job's compute is counted as time times this.
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
+
+
+class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     """The API function."""
 
-    BULK_QUEUE_URL: str = ""
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
     REDIRECT_CACHE_CONTROL: str = "private, max-age=90"
     # How long a container remembers a code it resolved, and how often it checks whether any link
@@ -88,11 +117,13 @@ class ApiSettings(TablesMixin, LinksMixin):
     MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
     # Rows per upload: bounds the messages one request sends within the API's 29 s.
     MAX_UPLOAD_ROWS: int = Field(default=100_000, ge=1)
-    # Rows packed into one SQS message, by count and by bytes of row text: far below the 256 KiB
-    # of a SendMessageBatch call, and a chunk item of one message far below DynamoDB's 400 KB.
-    BULK_ROWS_PER_MESSAGE: int = Field(default=250, ge=1, le=1000)
-    BULK_MESSAGE_BYTES: int = Field(default=64_000, ge=1024, le=200_000)
-    JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # A direct upload is one presigned PUT: S3 takes at most 5 GiB that way.
+    MAX_DIRECT_UPLOAD_BYTES: int = Field(default=5 * 1024**3, ge=1, le=5 * 1024**3)
+    # How long presigned upload and download links work.
+    UPLOAD_URL_SECONDS: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
+    RESULTS_URL_SECONDS: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
+    # Jobs up to this many rows get their results inline (text/csv); larger ones only as the file.
+    INLINE_RESULTS_ROWS: int = Field(default=20_000, ge=0)
 
 
 class PollerSettings(TablesMixin, LinksMixin):
@@ -111,17 +142,28 @@ class PollerSettings(TablesMixin, LinksMixin):
     # Parallel DynamoDB writes while one message is processed.
     WRITE_THREADS: int = Field(default=8, ge=1, le=64)
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # The function that writes a job's results file once its last chunk is counted.
+    FILES_FUNCTION: str = ""
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class LoopsMixin(_FromEnvironment):
+class FilesSettings(TablesMixin, BulkMixin, WorkLoopsMixin):
+    """The files function: splits uploaded files into queued rows, writes results files."""
+
+    # Its own name (set by Lambda): a long split continues in a new invocation of it.
+    AWS_LAMBDA_FUNCTION_NAME: str = ""
+    # Messages queued between checkpoints of a split (at most these are queued again after a crash).
+    SPLIT_CHECKPOINT_MESSAGES: int = Field(default=50, ge=1)
+    # A split hands over to a new invocation when less than this is left of the current one.
+    SPLIT_HANDOVER_SECONDS: float = Field(default=60, ge=1)
+    # How long one writer of a results file holds it before another may take over.
+    RESULTS_LEASE_SECONDS: int = Field(default=900, ge=30)
+
+
+class LoopsMixin(LoopBoundsMixin):
     TOKENS_TABLE: str
     # {"<queue name>": "<function name>"}: which function drains which queue.
     LOOP_FUNCTIONS: Annotated[dict[str, str], BeforeValidator(_json_text)]
-    MIN_LOOPS: int = Field(default=1, ge=1)
-    MAX_LOOPS: int = Field(default=10, ge=1)
-    # Queued messages (each a pack of bulk rows) one loop is expected to keep up with: reconcile
-    # wants ceil(backlog / MESSAGES_PER_LOOP) loops, clamped to MIN_LOOPS..MAX_LOOPS.
-    MESSAGES_PER_LOOP: int = Field(default=20, ge=1)
 
 
 class ScalerSettings(LoopsMixin):
@@ -154,6 +196,11 @@ def api_settings() -> ApiSettings:
 @lru_cache(maxsize=1)
 def poller_settings() -> PollerSettings:
     return PollerSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def files_settings() -> FilesSettings:
+    return FilesSettings.model_validate(os.environ)
 
 
 @lru_cache(maxsize=1)

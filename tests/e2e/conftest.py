@@ -116,6 +116,8 @@ class RunningStack:
     process: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     killed: bool = False
+    # Extra environment of the stack process (e.g. MOTO_RECORDER_FILEPATH).
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def api_url(self) -> str:
@@ -192,7 +194,7 @@ class RunningStack:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
                 # A process group of its own, which kill() can end whole without touching pytest's.
                 start_new_session=True,
             )
@@ -280,6 +282,7 @@ def _factory(directory: Path, started: list[RunningStack]) -> StartStack:
         faults: list[str] | None = None,
         data_dir: Path | None = None,
         timeout: float = START_TIMEOUT,
+        env: dict[str, str] | None = None,
     ) -> RunningStack:
         """Start a local stack on free ports; it is stopped when the test (or module) ends."""
         number = len(started)
@@ -298,7 +301,7 @@ def _factory(directory: Path, started: list[RunningStack]) -> StartStack:
             args += ["--param", f"{key}={value}"]
         for fault in faults or []:
             args += ["--fault", fault]
-        running = RunningStack([*args, *extra_args], state, directory / f"stack-{number}.log")
+        running = RunningStack([*args, *extra_args], state, directory / f"stack-{number}.log", env=env or {})
         started.append(running)
         return running.start(timeout)
 

@@ -102,6 +102,7 @@ def test_no_key_a_wrong_key_and_a_revoked_key_are_refused_everywhere_and_write_n
     assert {(method, path) for method, path, _, _ in requests} >= {
         ("POST", "/"),
         ("POST", "/bulk"),
+        ("POST", "/bulk/uploads"),
         ("GET", "/jobs/e2e-x"),
         ("GET", "/jobs/e2e-x/results"),
     }

@@ -117,7 +117,7 @@ def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str)
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "error"),
     [
-        (b"link,code\nhttps://example.com/,x\n", "text/csv", 400, "invalid_csv"),
+        (b"name,code\nhttps://example.com/,x\n", "text/csv", 400, "invalid_csv"),
         (b"url\n", "text/csv", 400, "invalid_csv"),
         (b"url\n\n \n", "text/csv", 400, "invalid_csv"),
         (b"", "text/csv", 400, "invalid_csv"),
@@ -279,3 +279,20 @@ def test_the_callers_jobs_are_listed_newest_first(api: ModuleType) -> None:
     assert all(job["status"] == "queued" for job in first["jobs"])
     # Without a key there is no listing: every keyless caller is the same anonymous owner
     assert ApiCaller(api, None).request("GET", "/jobs")["statusCode"] == 403
+
+
+def test_the_page_uploads_large_files_straight_to_storage_and_links_the_whole_results_file(
+    api: ModuleType,
+) -> None:
+    # The page speaks the API's own words: the direct upload route and its answer's fields, the
+    # job's phases, and the results file link (never a first page of the results).
+    page = call(api, api_event("GET", "/"))["body"]
+    for contract in (
+        '"bulk/uploads"',
+        "upload.url",
+        "upload.onprogress",
+        "results_file_url",
+        "results_ready",
+    ):
+        assert contract in page
+    assert "SMALL_BODY_BYTES = 4000000" in page

@@ -3,6 +3,8 @@ authorised against its policies and refused with the error botocore raises on AW
 unrestricted."""
 
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,7 @@ from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.moto_server import EmbeddedAws
 
 REGION = "us-east-1"
-TABLE, OTHER_TABLE, QUEUE, TOPIC = "iam-links", "iam-jobs", "iam-queue", "iam-topic"
+TABLE, OTHER_TABLE, QUEUE, TOPIC, BUCKET = "iam-links", "iam-jobs", "iam-queue", "iam-topic", "iam-bulk"
 TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{TABLE}"
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{QUEUE}"
 POLICY = {
@@ -27,6 +29,7 @@ POLICY = {
     "Statement": [
         {"Effect": "Allow", "Action": ["dynamodb:PutItem", "dynamodb:GetItem"], "Resource": TABLE_ARN},
         {"Effect": "Allow", "Action": ["sqs:ReceiveMessage", "sqs:GetQueueUrl"], "Resource": QUEUE_ARN},
+        {"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{BUCKET}/uploads/*"},
         {
             "Effect": "Allow",
             "Action": "lambda:InvokeFunction",
@@ -64,6 +67,8 @@ def aws(access: AccessControl) -> Iterator[EmbeddedAws]:
         )
     client(server.url, "sqs", "local").create_queue(QueueName=QUEUE)
     client(server.url, "sns", "local").create_topic(Name=TOPIC)
+    client(server.url, "s3", "local").create_bucket(Bucket=BUCKET)
+    server.signing_secrets[FUNCTION.access_key] = "local"
     yield server
     server.stop()
 
@@ -160,10 +165,41 @@ def test_sns_refuses_with_authorization_error(aws: EmbeddedAws) -> None:
 
 def test_a_service_the_stack_cannot_authorise_is_refused_not_waved_through(aws: EmbeddedAws) -> None:
     with pytest.raises(ClientError) as raised:
-        as_function(aws, "s3").list_buckets()
+        as_function(aws, "sts").get_caller_identity()
     code, message, status = error_of(raised)
     assert (code, status) == ("AccessDenied", 403)
-    assert "does not map s3 requests to IAM actions" in message
+    assert "does not map sts requests to IAM actions" in message
+
+
+def test_s3_refuses_with_its_error_document_and_stores_nothing(aws: EmbeddedAws) -> None:
+    s3 = as_function(aws, "s3")
+    s3.put_object(Bucket=BUCKET, Key="uploads/a.csv", Body=b"url\n")  # allowed
+    with pytest.raises(ClientError) as raised:
+        s3.put_object(Bucket=BUCKET, Key="results/a.csv", Body=b"row\n")
+    code, message, status = error_of(raised)
+    assert (code, status) == ("AccessDenied", 403)
+    assert message == (
+        f"User: {ROLE_SESSION} is not authorized to perform: s3:PutObject on resource: "
+        f"arn:aws:s3:::{BUCKET}/results/a.csv because no identity-based policy allows the s3:PutObject action"
+    )
+    listed = client(aws.url, "s3", "local").list_objects_v2(Bucket=BUCKET)["Contents"]
+    assert [item["Key"] for item in listed] == ["uploads/a.csv"]
+
+
+def test_a_presigned_url_acts_with_its_signers_permissions(aws: EmbeddedAws) -> None:
+    # (SigV4 query signatures, as the functions' S3 client makes them)
+    s3 = boto3.session.Session(
+        aws_access_key_id=FUNCTION.access_key, aws_secret_access_key="local", region_name=REGION
+    ).client("s3", endpoint_url=aws.url, config=Config(signature_version="s3v4"))  # type: ignore[call-overload]
+    allowed = s3.generate_presigned_url("put_object", Params={"Bucket": BUCKET, "Key": "uploads/b.csv"})
+    refused = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "uploads/b.csv"})
+    put = urllib.request.Request(allowed, data=b"url\n", method="PUT")
+    with urllib.request.urlopen(put, timeout=10) as answer:
+        assert answer.status == 200
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(refused, timeout=10)
+    assert raised.value.code == 403
+    assert b"<Code>AccessDenied</Code>" in raised.value.read()
 
 
 def test_other_keys_are_unrestricted(aws: EmbeddedAws) -> None:

@@ -51,6 +51,7 @@ def restarter(
     monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
     app.tokens.cache_clear()
     app.scaler.cache_clear()
+    app.targets.cache_clear()
     app.scaler().starter = starter  # moto runs no Lambda code: record the invokes instead
     return app
 

@@ -163,3 +163,12 @@ class _RawBody:
 
     def read(self, *_: Any) -> bytes:
         return self._data
+
+
+BUCKET = "test-bulk-bucket"
+
+
+def create_bulk_bucket() -> str:
+    """The bulk bucket in moto (its name in BULK_BUCKET is the test's business)."""
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    return BUCKET

@@ -79,8 +79,11 @@ def test_batches_respect_the_sqs_limits_and_keep_order(sizes: list[int]) -> None
         ("+1", "'+1"),
         ("-dash", "'-dash"),
         ("@SUM(A1)", "'@SUM(A1)"),
-        ("\tx", "'\tx"),
-        ("\rx", "'\rx"),
+        # Control characters never reach the file raw: they are percent-encoded, as in a URL.
+        ("\tx", "%09x"),
+        ("\rx", "%0Dx"),
+        ("a\x00b\x1bc\x7f", "a%00b%1Bc%7F"),
+        ("=\x00", "'=%00"),
         ("https://a.example/", "https://a.example/"),
         ("", ""),
     ],

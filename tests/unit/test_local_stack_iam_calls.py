@@ -5,7 +5,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from local_stack.iam.calls import Access, denial_message, parse_call
+from local_stack.iam.calls import Access, denial_answer, denial_message, parse_call
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table"
@@ -143,3 +143,51 @@ def test_the_refusal_message_is_awss() -> None:
     assert denial_message(
         role, "monitoring", Access("cloudwatch:PutMetricData", "*"), explicit=True
     ).endswith("perform: cloudwatch:PutMetricData with an explicit deny in an identity-based policy")
+
+
+def s3_call(method: str, path: str, query: str = "", headers: dict[str, str] | None = None) -> Any:
+    return parse_call(
+        "s3", headers or {}, b"", query=query, path=path, method=method, region=REGION, account=ACCOUNT
+    )
+
+
+def test_s3_object_operations_are_their_actions_on_the_object() -> None:
+    bucket = "arn:aws:s3:::bulk"
+    cases = {
+        ("GET", "/bulk/uploads/a.csv", ""): ("GetObject", "s3:GetObject"),
+        ("HEAD", "/bulk/uploads/a.csv", ""): ("HeadObject", "s3:GetObject"),
+        ("PUT", "/bulk/results/a.csv", ""): ("PutObject", "s3:PutObject"),
+        ("POST", "/bulk/results/a.csv", "uploads="): ("CreateMultipartUpload", "s3:PutObject"),
+        ("PUT", "/bulk/results/a.csv", "partNumber=1&uploadId=u"): ("UploadPart", "s3:PutObject"),
+        ("POST", "/bulk/results/a.csv", "uploadId=u"): ("CompleteMultipartUpload", "s3:PutObject"),
+        ("DELETE", "/bulk/results/a.csv", "uploadId=u"): ("AbortMultipartUpload", "s3:AbortMultipartUpload"),
+        ("DELETE", "/bulk/results/a.csv", ""): ("DeleteObject", "s3:DeleteObject"),
+    }
+    for (method, path, query), (operation, action) in cases.items():
+        call = s3_call(method, path, query)
+        assert (call.operation, list(call.accesses)) == (
+            operation,
+            [Access(action, bucket + path.removeprefix("/bulk"))],
+        ), (method, path, query)
+
+
+def test_an_s3_copy_also_reads_its_source_and_bucket_calls_are_on_the_bucket() -> None:
+    copy = s3_call("PUT", "/bulk/results/b.csv", headers={"x-amz-copy-source": "/bulk/uploads/a.csv"})
+    assert list(copy.accesses) == [
+        Access("s3:PutObject", "arn:aws:s3:::bulk/results/b.csv"),
+        Access("s3:GetObject", "arn:aws:s3:::bulk/uploads/a.csv"),
+    ]
+    assert list(s3_call("GET", "/bulk", "list-type=2").accesses) == [
+        Access("s3:ListBucket", "arn:aws:s3:::bulk")
+    ]
+    assert list(s3_call("PUT", "/bulk", "notification=").accesses) == [
+        Access("s3:PutBucketNotification", "arn:aws:s3:::bulk")
+    ]
+
+
+def test_an_s3_refusal_is_s3s_error_document() -> None:
+    call = s3_call("GET", "/bulk/uploads/a.csv")
+    answer = denial_answer(call, "User: x is not authorized to perform: s3:GetObject")
+    assert answer.status == 403
+    assert b"<Code>AccessDenied</Code>" in answer.body
+    assert dict(answer.headers)["Content-Type"] == "application/xml"

@@ -4,7 +4,7 @@ the function's policies."""
 import json
 from typing import Any
 
-from local_stack.iam import AccessControl, Principal
+from local_stack.iam import AccessControl, Principal, Signature
 from local_stack.iam.calls import parse_call
 from local_stack.iam.policy import Policy
 
@@ -76,3 +76,28 @@ def test_the_first_refused_access_of_a_call_is_reported() -> None:
     assert refusal is not None
     assert refusal.access.resource == f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jobs"
     assert refusal.answer().status == 400
+
+
+def test_a_presigned_url_carries_the_permissions_of_its_signer() -> None:
+    # Given a function allowed to put uploads only, and the signer read from a presigned URL
+    access, principal = control(
+        {"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/uploads/*"}
+    )
+    query = (
+        f"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={principal.access_key}%2F20261123%2F{REGION}"
+        "%2Fs3%2Faws4_request&X-Amz-Signature=abc"
+    )
+    signature = Signature.presigned(query)
+    assert signature == Signature(principal.access_key, REGION, "s3")
+    # Then its PUT of an upload is allowed, a GET of the same object is refused as S3 refuses
+    put = parse_call(
+        "s3", {}, b"", query=query, path="/b/uploads/a.csv", method="PUT", region=REGION, account=ACCOUNT
+    )
+    assert access.authorise(principal, put) is None
+    get = parse_call(
+        "s3", {}, b"", query=query, path="/b/uploads/a.csv", method="GET", region=REGION, account=ACCOUNT
+    )
+    refusal = access.authorise(principal, get)
+    assert refusal is not None and refusal.answer().status == 403
+    # And a request that is not presigned has no signer there
+    assert Signature.presigned("list-type=2") is None

@@ -16,6 +16,10 @@ QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{STACK}-BulkQueue"
 FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{STACK}"
 
 
+def bucket() -> str:
+    return "arn:aws:s3:::" + resources().physical_id("BulkBucket")
+
+
 @cache
 def resources() -> Resources:
     return template_resources(STACK, REGION, "http://127.0.0.1:1")
@@ -66,7 +70,7 @@ def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() ->
     ("function", "action", "resource"),
     [
         ("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-LinksTable"),
-        ("ApiFunction", "dynamodb:PutItem", f"{TABLE}-TokensTable"),
+        ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
         ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
         ("PollerFunction", "sqs:SendMessage", QUEUE),
         ("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE),
@@ -75,10 +79,38 @@ def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() ->
         ("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-ApiFunction"),
         ("ScalerFunction", "dynamodb:Scan", f"{TABLE}-TokensTable"),
         ("RestarterFunction", "dynamodb:GetItem", f"{TABLE}-LinksTable"),
+        # Uploads are read only by the files function, results written only by it
+        ("ApiFunction", "s3:GetObject", "uploads/job.csv"),
+        ("ApiFunction", "s3:PutObject", "results/job.csv"),
+        ("FilesFunction", "s3:PutObject", "uploads/job.csv"),
+        ("FilesFunction", "s3:DeleteObject", "uploads/job.csv"),
+        ("PollerFunction", "s3:GetObject", "results/job.csv"),
     ],
 )
 def test_what_no_code_path_needs_is_refused(function: str, action: str, resource: str) -> None:
+    if action.startswith("s3:"):
+        resource = f"{bucket()}/{resource}"
     assert decide(function, action, resource) is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("function", "action", "resource"),
+    [
+        # New work starts its loops: a slot claimed in the tokens table, then the loop invoked
+        ("ApiFunction", "dynamodb:PutItem", f"{TABLE}-TokensTable"),
+        ("FilesFunction", "lambda:InvokeFunction", f"{FUNCTION}-poller"),
+        # Presigned links carry the signer's permissions: the upload in, the results out
+        ("ApiFunction", "s3:PutObject", "{bucket}/uploads/job.csv"),
+        ("ApiFunction", "s3:GetObject", "{bucket}/results/job.csv"),
+        # The split reads the upload; the results file is written once, in parts when large
+        ("FilesFunction", "s3:GetObject", "{bucket}/uploads/job.csv"),
+        ("FilesFunction", "s3:PutObject", "{bucket}/results/job.csv"),
+        ("FilesFunction", "s3:AbortMultipartUpload", "{bucket}/results/job.csv"),
+        ("FilesFunction", "dynamodb:UpdateItem", f"{TABLE}-JobsTable"),
+    ],
+)
+def test_the_direct_upload_paths_are_allowed(function: str, action: str, resource: str) -> None:
+    assert decide(function, action, resource.format(bucket=bucket())) is Decision.ALLOW
 
 
 def test_a_loop_may_re_invoke_itself() -> None:

@@ -276,3 +276,73 @@ def test_any_mix_of_alarms_and_reconciles_stays_within_bounds(actions: list[tupl
         tokens = world.tokens.tokens()
         assert 2 <= len(tokens) <= 5
         assert {slot_token(0), slot_token(1)} <= set(tokens)
+
+
+def test_new_work_starts_the_loops_it_needs_at_once() -> None:
+    # Given a queue with no loop at all (MinLoops 0) and room for four
+    world = World(min_loops=0, max_loops=4, messages_per_loop=10)
+    # When a job queues 25 messages
+    outcome = world.scaler.start_for_work(TARGET, 25)
+    # Then three loops start right away, without an alarm or a depth read
+    assert world.tokens.tokens() == [slot_token(0), slot_token(1), slot_token(2)]
+    assert world.starter.tokens == world.tokens.tokens()
+    assert (outcome.trigger, outcome.loops_after) == ("work", 3)
+
+
+def test_new_work_is_clamped_to_the_maximum_and_never_removes_loops() -> None:
+    # Given four loops at the maximum
+    world = World(min_loops=0, max_loops=4, messages_per_loop=10).with_loops(4)
+    # When a small job and then a huge one arrive
+    world.scaler.start_for_work(TARGET, 1)
+    world.scaler.start_for_work(TARGET, 100_000)
+    # Then no loop was removed and none beyond the maximum started
+    assert len(world.tokens.tokens()) == 4
+    assert world.starter.started == []
+
+
+def test_with_a_minimum_of_zero_an_empty_queue_has_no_loop() -> None:
+    # Given MinLoops 0 and two loops left from a drained backlog
+    world = World(min_loops=0, max_loops=4).with_loops(2)
+    world.queues.set_depth(0)
+    # When reconcile runs
+    world.scaler.reconcile(TARGET)
+    # Then no loop is left: nothing runs while there is no work
+    assert world.tokens.tokens() == []
+
+
+class WorkArrivesMidway:
+    """A job queues its messages and claims its loop right after reconcile's first read (of the
+    tokens or of the depth, whichever comes first)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.arrived = False
+        self.list_tokens = world.tokens.list_for_queue
+
+    def _arrive(self) -> None:
+        if not self.arrived:
+            self.arrived = True
+            self.world.tokens.claim(QUEUE_URL, slot_token(0))
+
+    def tokens(self, queue_url: str) -> list:
+        seen = self.list_tokens(queue_url)
+        self._arrive()
+        return seen
+
+    def depth(self, queue_url: str, region: str | None = None) -> QueueDepth:
+        depth = QueueDepth(visible=1 if self.arrived else 0)
+        self._arrive()
+        return depth
+
+
+def test_reconcile_never_removes_a_loop_started_for_work_queued_during_it() -> None:
+    # Given MinLoops 0, no loop, and a job that arrives while reconcile runs
+    world = World(min_loops=0, max_loops=4, messages_per_loop=10)
+    midway = WorkArrivesMidway(world)
+    world.tokens.list_for_queue = midway.tokens  # type: ignore[method-assign]
+    world.queues.depth = midway.depth  # type: ignore[method-assign]
+    # When reconcile runs
+    world.scaler.reconcile(TARGET)
+    # Then the job's loop is still there (tokens are read before the depth, and work queues its
+    # messages before it claims its loops, so a token reconcile sees has its work in the depth)
+    assert world.tokens.tokens() == [slot_token(0)]

@@ -249,3 +249,127 @@ def test_hosts_are_blocked_listed_and_unblocked(api_url: str, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "evil.example  blocked 2026-05-01 by ops  (phishing)" in out
     assert "evil.example is no longer blocked" in out
+
+
+class FakeDirectApi(BaseHTTPRequestHandler):
+    """A direct upload: POST /bulk/uploads points at a fake storage on the same server; the job's
+    results are first not ready (409), then a 303 to the stored file."""
+
+    stored: bytes = b""
+    results_asked = 0
+
+    def do_POST(self) -> None:
+        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        host = self.headers["Host"]
+        upload = {
+            "method": "PUT",
+            "url": f"http://{host}/storage/uploads/j2.csv?X-Amz-Signature=x",
+            "headers": {"Content-Length": str(payload["size"])},
+        }
+        self._answer(201, json.dumps({"job_id": "j2", "status_url": "", "upload": upload}).encode())
+
+    def do_PUT(self) -> None:
+        FakeDirectApi.stored = self.rfile.read(int(self.headers["Content-Length"]))
+        self._answer(200, b"")
+
+    def do_GET(self) -> None:
+        if self.path == "/jobs/j2":
+            body = {
+                "job_id": "j2",
+                "status": "done",
+                "phase": "done",
+                "total": 2,
+                "succeeded": 2,
+                "failed": 0,
+            }
+            self._answer(200, json.dumps(body).encode())
+        elif self.path == "/jobs/j2/results":
+            FakeDirectApi.results_asked += 1
+            if FakeDirectApi.results_asked == 1:
+                error = {"error": "results_not_ready", "message": "being written"}
+                self._answer(409, json.dumps(error).encode(), {"Retry-After": "0"})
+            else:
+                self._answer(
+                    303, b"{}", {"Location": f"http://{self.headers['Host']}/storage/results/j2.csv"}
+                )
+        else:
+            self._answer(
+                200, b"row,url,code,short_url,error\n1,https://a/,abc,http://sho.rt/abc,\n", {}, "text/csv"
+            )
+
+    def _answer(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def direct_api_url() -> Iterator[str]:
+    FakeDirectApi.stored, FakeDirectApi.results_asked = b"", 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeDirectApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_direct_upload_sends_the_file_to_storage_and_saves_the_results_file(
+    direct_api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a CSV and --direct (files above the small-body limit go this way by themselves)
+    source = tmp_path / "links.csv"
+    source.write_bytes(b"url\nhttps://a/\nhttps://b/\n")
+    output = tmp_path / "results.csv"
+    # When it is uploaded and waited for
+    code = main(
+        [
+            "--api-url",
+            direct_api_url,
+            "bulk",
+            str(source),
+            "--direct",
+            "--output",
+            str(output),
+            "--poll-interval",
+            "0",
+        ]
+    )
+    # Then the file went to storage whole, with a bar for its bytes, and the results file, asked
+    # for again while it was being written, was saved
+    assert code == EXIT_OK
+    assert FakeDirectApi.stored == source.read_bytes()
+    assert "26 B" not in capsys.readouterr().err  # the bar speaks in MB
+    assert output.read_bytes().startswith(b"row,url,code,short_url,error\n1,https://a/")
+    assert FakeDirectApi.results_asked == 2
+
+
+def test_results_of_any_job_can_be_fetched_later(
+    direct_api_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--api-url", direct_api_url, "results", "j2", "--poll-interval", "0"]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("row,url,code,short_url,error\n")
+
+
+def test_the_progress_of_a_file_being_read_shows_how_much_of_it_was_read() -> None:
+    status = {
+        "status": "running",
+        "phase": "splitting",
+        "total": 500,
+        "succeeded": 250,
+        "failed": 0,
+        "upload": {"file_name": "a.csv", "size": 1000, "bytes_read": 310},
+    }
+    assert "file read 31%" in progress_bar(status)

@@ -15,33 +15,44 @@ from botocore.exceptions import ClientError
 
 from shortener.models.exceptions import StorageThrottledError
 
+from shortener.dal import usage
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
 # Adaptive retries absorb DynamoDB throttling; the pool fits a container's threads.
 _CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=50)
+# Presigned URLs need Signature Version 4 (botocore would presign S3 with version 2 by default).
+_S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
 
 
+# Each client counts its requests on the meter of the work that makes them (shortener.dal.usage).
 @lru_cache(maxsize=1)
 def dynamodb() -> "DynamoDBClient":
-    return boto3.client("dynamodb", config=_CONFIG)
+    return usage.install(boto3.client("dynamodb", config=_CONFIG))  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
 def sqs() -> "SQSClient":
-    return boto3.client("sqs", config=_CONFIG)
+    return usage.install_sqs(boto3.client("sqs", config=_CONFIG))  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
 def lambda_() -> "LambdaClient":
-    return boto3.client("lambda", config=_CONFIG)
+    return usage.install(boto3.client("lambda", config=_CONFIG))  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def s3() -> "S3Client":
+    return usage.install(boto3.client("s3", config=_S3_CONFIG))  # type: ignore[no-any-return]
 
 
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_):
+    for factory in (dynamodb, sqs, lambda_, s3):
         factory.cache_clear()
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from shortener.models.jobs import RecordedChunk, RowOutcome
+from shortener.models.jobs import Job, JobUsage, RecordedChunk, RowOutcome
 
 
 class ChunkOutcomes(Protocol):
@@ -24,7 +24,17 @@ class ChunkOutcomes(Protocol):
         expires_at: int,
         dead_letter: bool = False,
     ) -> RecordedChunk: ...
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool: ...
+    def count_chunk(
+        self,
+        job_id: str,
+        chunk: int,
+        *,
+        succeeded: int,
+        failed: int,
+        now: datetime,
+        usage: JobUsage | None = None,
+    ) -> Job | None: ...
+    def get_job(self, job_id: str) -> Job | None: ...
 
 
 def expiry(start: datetime, retention_days: int) -> int:

@@ -6,14 +6,15 @@ and the restarter runs beside it, so "count the tokens, then add one" would race
 Instead each loop owns a numbered slot, the token ``slot-000`` .. ``slot-<MAX-1>``, claimed with one
 conditional write: at most MAX_LOOPS rows can ever exist. Slots below MIN_LOOPS are pinned: scaling
 down never deletes them and reconcile re-creates them, so the minimum always runs whatever
-interleaving of scalers and restarters happens."""
+interleaving of scalers and restarters happens. MIN_LOOPS may be 0: then no loop runs while the
+queue is empty, and new work starts the loops it needs itself (``start_for_work``)."""
 
 import logging
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from shortener.models.alarms import AlarmNotification
 from shortener.models.loops import LoopInvocation, LoopToken
@@ -92,7 +93,7 @@ class LoopBounds:
     messages_per_loop: int
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_loops <= self.max_loops or self.messages_per_loop < 1:
+        if not 0 <= self.min_loops <= self.max_loops or self.max_loops < 1 or self.messages_per_loop < 1:
             raise ValueError(f"invalid loop bounds: {self}")
 
     def desired(self, depth: QueueDepth) -> int:
@@ -200,7 +201,8 @@ class LoopScaler:
             stepped = self.scale_up(target, reason=f"{notification.AlarmName} entered ALARM")
         else:
             stepped = self.scale_down(target, depth, reason=f"{notification.AlarmName} returned to OK")
-        return [stepped, self.reconcile(target, depth)]
+        # Reconcile reads the depth again, after its tokens (see there).
+        return [stepped, self.reconcile(target)]
 
     def scale_up(self, target: LoopTarget, reason: str) -> ScalingOutcome:
         """One more loop for ``target``, unless it already has the maximum."""
@@ -256,9 +258,13 @@ class LoopScaler:
         """Match ``target``'s loops to its backlog (see ``LoopBounds.reconcile_goal``): pinned slots
         that are missing are re-created, extra loops are added for a backlog that outgrew them, and
         an empty queue goes back to the minimum. Alarms fire only on transitions, so without this a
-        backlog that stays above a threshold would never get another loop."""
-        depth = depth if depth is not None else self.queues.depth(target.queue_url, target.region)
+        backlog that stays above a threshold would never get another loop.
+
+        The tokens are read before the depth: new work queues its messages before it claims loop
+        slots, so a token this run did not see cannot be removed on a depth read before its work
+        was queued."""
         tokens = self.store.list_for_queue(target.queue_url)
+        depth = depth if depth is not None else self.queues.depth(target.queue_url, target.region)
         goal = self.bounds.reconcile_goal(len(tokens), depth)
 
         present = {token.token for token in tokens}
@@ -289,6 +295,15 @@ class LoopScaler:
             started=starts.started,
             stopped=stopped,
             failed=starts.failed,
+        )
+
+    def start_for_work(self, target: LoopTarget, messages: int) -> ScalingOutcome:
+        """New work just queued ``messages`` messages: start at once the loops they need
+        (``ceil(messages / messages_per_loop)``, clamped to the maximum) instead of waiting for an
+        alarm period. Never removes a loop: the backlog is at least this work."""
+        outcome = self.reconcile(target, QueueDepth(visible=max(1, messages)))
+        return outcome.model_copy(
+            update={"trigger": "work", "reason": f"new work of {messages} messages: {outcome.reason}"}
         )
 
     def targets(self, region: str | None = None) -> list[LoopTarget]:
@@ -353,6 +368,28 @@ class LoopScaler:
     def _ignored(queue_name: str | None, reason: str, *, unknown: bool = False) -> ScalingOutcome:
         action: ScalingAction = "unknown_queue" if unknown else "ignored"
         return ScalingOutcome(queue_name=queue_name, trigger="alarm", action=action, reason=reason)
+
+
+class WorkStarter:
+    """Starts the loops new work on one queue needs (``shortener.logic.bulk.submit.WorkLoops``).
+    A failure to start them does not fail the work: the alarms and the restarter's reconcile
+    start loops for any backlog within their periods."""
+
+    def __init__(self, scaler: LoopScaler, target: LoopTarget, logger: logging.Logger | Any = None) -> None:
+        self._scaler = scaler
+        self._target = target
+        self._log = logger or logging.getLogger(__name__)
+
+    def start_for(self, messages: int) -> None:
+        try:
+            outcome = self._scaler.start_for_work(self._target, messages)
+        except Exception:
+            self._log.exception(
+                "Could not start loops for new work; the restarter will", extra={"messages": messages}
+            )
+            return
+        if outcome.started:
+            self._log.info("Loops started for new work", extra=outcome.model_dump())
 
 
 def _removal_order(token: LoopToken) -> tuple[int, int]:

@@ -75,6 +75,13 @@ class StorageThrottledError(ShortenerError):
     error = "throttled"
 
 
+class ServiceUnavailableError(ShortenerError):
+    """A feature this deployment is not configured for."""
+
+    status_code = 503
+    error = "service_unavailable"
+
+
 class CodesExhaustedError(Exception):
     """No free code could be found within the retry budget (an operational fault, not a caller's)."""
 

@@ -8,6 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from shortener.models.exceptions import ShortenerError
 
 JobStatus = Literal["queued", "running", "done"]
+# A job id: 32 lowercase hex digits (a uuid4 without dashes).
+JOB_ID_TEXT = r"^[0-9a-f]{32}$"
+# Finer than the status: where a job is on its way (an upload's file first has to arrive and be read).
+JobPhase = Literal["awaiting_upload", "splitting", "processing", "writing_results", "done"]
+# "body": the CSV came in the request (POST /bulk); "upload": straight to S3 (POST /bulk/uploads).
+JobKind = Literal["body", "upload"]
 
 
 class BulkRow(BaseModel):
@@ -19,8 +25,103 @@ class BulkRow(BaseModel):
     code: str = ""
 
 
+class CsvFormat(BaseModel):
+    """How a bulk file is laid out, found from its first line: kept on an upload job so that
+    reading can continue mid-file in a later invocation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    separator: str = Field(min_length=1, max_length=1)
+    has_header: bool
+    url_column: int = Field(ge=0)
+    code_column: int | None = Field(default=None, ge=0)
+
+
+class ReadPosition(BaseModel):
+    """A row boundary in a bulk file: its byte offset, and the data rows and lines before it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    offset: int = Field(default=0, ge=0)
+    rows: int = Field(default=0, ge=0)
+    lines: int = Field(default=0, ge=0)
+
+
+class UploadSource(BaseModel):
+    """An upload job's file: its S3 key (in the job's bucket), its name and declared size, and its
+    ETag once the first read pinned it (a file replaced mid-way is refused, not mixed)."""
+
+    key: str
+    file_name: str
+    size: int = Field(ge=0)
+    etag: str | None = None
+
+
+class SplitState(BaseModel):
+    """How far reading an upload's file got (checkpointed after its rows were queued), the format
+    found at its start, and which invocation holds the split (a lease until ``lease_until``)."""
+
+    position: ReadPosition = Field(default_factory=ReadPosition)
+    file_format: CsvFormat | None = None
+    owner: str | None = None
+    lease_until: int | None = None  # epoch seconds
+
+
+class ResultsFile(BaseModel):
+    """A finished job's results CSV in S3, written once."""
+
+    key: str
+    size: int = Field(ge=0)
+    rows: int = Field(ge=0)
+    written_at: datetime
+
+
+class JobError(BaseModel):
+    """Why a job's file could not be read (further): the rows before it were still processed."""
+
+    error: str
+    message: str
+
+
+class JobUsage(BaseModel):
+    """The AWS requests a job's own work made, counted as they were made, and what they wrote.
+
+    DynamoDB write units are worked out from the size of each item written (1 per started KB);
+    read units count one per read request. What several jobs share (a loop's receive and delete
+    calls, heartbeats, re-invokes) is not in any one job's figure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dynamodb_requests: int = 0
+    sqs_requests: int = 0
+    lambda_requests: int = 0
+    s3_write_requests: int = 0
+    s3_read_requests: int = 0
+    write_units: float = 0
+    read_units: float = 0
+    lambda_gb_seconds: float = 0
+
+    def __add__(self, other: "JobUsage") -> "JobUsage":
+        return JobUsage.model_validate(
+            {name: getattr(self, name) + getattr(other, name) for name in JobUsage.model_fields}
+        )
+
+    @property
+    def requests(self) -> int:
+        return (
+            self.dynamodb_requests
+            + self.sqs_requests
+            + self.lambda_requests
+            + self.s3_write_requests
+            + self.s3_read_requests
+        )
+
+
 class Job(BaseModel):
-    """A bulk upload and its progress. ``succeeded`` and ``failed`` count processed rows, each once."""
+    """A bulk upload and its progress. ``succeeded`` and ``failed`` count processed rows, each once.
+
+    ``total`` and ``chunks`` are final once ``split_done``: at once for a body upload, while its
+    file is read for a direct upload (they count the rows and messages queued so far)."""
 
     job_id: str
     total: int = Field(ge=0)
@@ -28,20 +129,72 @@ class Job(BaseModel):
     succeeded: int = 0
     failed: int = 0
     created_at: datetime
+    kind: JobKind = "body"
+    split_done: bool = True
+    # The S3 bucket of the job's files (its upload, its results); "" where there is none.
+    bucket: str = ""
+    # The base of short URLs and the host the job came in on, for the results file and the rows.
+    base_url: str = ""
+    own_host: str | None = None
+    # The uploader's owner id (the API key's owner); None for jobs from before owners existed
+    # (admins only).
+    owner: str | None = None
+    upload: UploadSource | None = None
+    split: SplitState | None = None
+    results: ResultsFile | None = None
+    # A writer of the results file holds it until then (epoch seconds).
+    results_lease_until: int | None = None
+    error: JobError | None = None
     # When the job last made progress (a chunk counted); None until the first one.
     updated_at: datetime | None = None
-    # The uploader's owner id; None for jobs from before owners existed (admins only).
-    owner: str | None = None
+    usage: JobUsage = Field(default_factory=JobUsage)
 
     @property
     def processed(self) -> int:
         return self.succeeded + self.failed
 
     @property
+    def complete(self) -> bool:
+        """Every row that will ever be queued has its outcome."""
+        return self.split_done and self.processed >= self.total
+
+    @property
+    def file_arrived(self) -> bool:
+        """An upload job's file is in S3 (its first read pinned the ETag)."""
+        return self.upload is not None and self.upload.etag is not None
+
+    @property
     def status(self) -> JobStatus:
-        if self.processed >= self.total:
+        if self.complete:
             return "done"
-        return "running" if self.processed else "queued"
+        return "running" if self.processed or self.file_arrived else "queued"
+
+    @property
+    def phase(self) -> JobPhase:
+        if not self.split_done:
+            return "splitting" if self.file_arrived else "awaiting_upload"
+        if self.processed < self.total:
+            return "processing"
+        return "done" if self.results is not None else "writing_results"
+
+
+class UploadProgress(BaseModel):
+    """An upload job's file: its name and size, and how much of it has been read into rows."""
+
+    file_name: str
+    size: int
+    bytes_read: int
+
+
+class CostLine(BaseModel):
+    """What a job's work cost: counted requests and units, and a dollar estimate."""
+
+    requests: dict[str, int]
+    write_units: float
+    read_units: float
+    lambda_gb_seconds: float
+    usd: float
+    prices: str
 
 
 class JobStatusView(BaseModel):
@@ -49,6 +202,7 @@ class JobStatusView(BaseModel):
 
     job_id: str
     status: JobStatus
+    phase: JobPhase
     total: int
     succeeded: int
     failed: int
@@ -57,7 +211,16 @@ class JobStatusView(BaseModel):
     # When the job last made progress: a chunk of rows counted (its creation until the first).
     # A job that is not done and has not moved for minutes is stuck; see its results and the DLQ.
     updated_at: datetime
+    # Always the API's results address; while not ready, and for large jobs, it says why or
+    # redirects to the file.
     results_url: str
+    results_ready: bool
+    # A presigned link to the results file (valid for ``results_file_expires_at``), once written.
+    results_file_url: str | None = None
+    results_file_expires_at: datetime | None = None
+    upload: UploadProgress | None = None
+    error: JobError | None = None
+    cost: CostLine
     owner: str | None = None
 
 
@@ -74,6 +237,36 @@ class JobAccepted(BaseModel):
     job_id: str
     total: int
     status_url: str
+
+
+class DirectUploadRequest(BaseModel):
+    """``POST /bulk/uploads``: the file about to be uploaded straight to S3."""
+
+    model_config = ConfigDict(
+        extra="ignore", str_strip_whitespace=True, validate_by_name=True, validate_by_alias=True
+    )
+
+    file_name: str = Field(default="upload.csv", min_length=1, max_length=255, alias="filename")
+    size: int = Field(gt=0)
+    content_type: str | None = Field(default=None, max_length=255)
+
+
+class PresignedUpload(BaseModel):
+    """How to send the file: one HTTP request with this method, URL and headers, before ``expires_at``."""
+
+    method: Literal["PUT"] = "PUT"
+    url: str
+    headers: dict[str, str]
+    expires_at: datetime
+
+
+class UploadAccepted(BaseModel):
+    """What ``POST /bulk/uploads`` answers."""
+
+    job_id: str
+    status_url: str
+    upload: PresignedUpload
+    max_bytes: int
 
 
 class ChunkMessage(BaseModel):

@@ -4,7 +4,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ScalingTrigger = Literal["alarm", "reconcile"]
+# "work": loops started by new work itself (a job accepted or a file being split).
+ScalingTrigger = Literal["alarm", "reconcile", "work"]
 ScalingAction = Literal["added", "removed", "reconciled", "unchanged", "ignored", "unknown_queue"]
 
 

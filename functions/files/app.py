@@ -1,0 +1,61 @@
+"""The files function: an uploaded file's S3 event (or a split handed over by the invocation
+before) -> its rows read into the queue; a complete job -> its results file written once. The
+rules live in shortener.logic.bulk.split and shortener.logic.bulk.results."""
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener import services
+from shortener.logic.bulk.results import ResultsWriter
+from shortener.logic.bulk.split import Splitter
+from shortener.models.files import FilesTask, S3Event, SplitRequest
+from shortener.observability import logger, metrics, tracer
+from shortener.settings import files_settings
+
+
+@lru_cache(maxsize=1)
+def splitter() -> Splitter:
+    return services.splitter(files_settings())
+
+
+@lru_cache(maxsize=1)
+def results_writer() -> ResultsWriter:
+    return services.results_writer(files_settings())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def seconds_left() -> float:
+        return context.get_remaining_time_in_millis() / 1000
+
+    if "Records" in event:
+        requests = [record.split_request() for record in S3Event.model_validate(event).Records]
+        return {"splits": [split(request, context, seconds_left) for request in requests if request]}
+    task = FilesTask.model_validate(event)
+    answer: dict[str, Any] = {}
+    if task.split is not None:
+        answer["splits"] = [split(task.split, context, seconds_left)]
+    if task.write_results is not None:
+        written = results_writer().write(task.write_results, owner=context.aws_request_id)
+        answer["results"] = written.model_dump(mode="json") if written else None
+    return answer
+
+
+def split(request: SplitRequest, context: LambdaContext, seconds_left: Any) -> dict[str, Any]:
+    report = splitter().split(request, context.aws_request_id, seconds_left)
+    logger.info(
+        "Split",
+        extra={
+            "job_id": request.job_id,
+            "outcome": report.outcome,
+            "rows": report.rows,
+            "messages": report.messages,
+        },
+    )
+    metrics.add_metric(name="RowsSplit", unit=MetricUnit.Count, value=report.rows)
+    return {"job_id": request.job_id, "outcome": report.outcome, "rows": report.rows}

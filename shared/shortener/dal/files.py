@@ -1,0 +1,133 @@
+"""The bulk bucket: presigned uploads and downloads, reading an uploaded file as a stream from a
+byte offset, and writing a results file of any size (multipart) without holding it in memory."""
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shortener import clock
+from shortener.dal import aws
+from shortener.models.jobs import PresignedUpload
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+# Blocks handed to the reader: large enough that per-block overhead vanishes, small for memory.
+READ_BLOCK_BYTES = 1024 * 1024
+# S3's smallest part (except the last) is 5 MiB; a file smaller than one part is one PutObject.
+MIN_PART_BYTES = 5 * 1024 * 1024
+
+
+class FileChangedError(Exception):
+    """The object is gone or no longer the one read before (a different ETag)."""
+
+
+class BulkFiles:
+    """Data access for the bulk bucket. The client is created lazily unless one is passed."""
+
+    def __init__(self, client: "S3Client | None" = None) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> "S3Client":
+        return self._client or aws.s3()
+
+    def upload_url(self, bucket: str, key: str, size: int, expires_in: int) -> PresignedUpload:
+        """A presigned PUT for exactly ``size`` bytes: Content-Length is a signed header, so S3
+        refuses any other size (SignatureDoesNotMatch), and the URL works until it expires."""
+        url = self.client.generate_presigned_url(
+            "put_object",
+            Params={"Bucket": bucket, "Key": key, "ContentLength": size},
+            ExpiresIn=expires_in,
+        )
+        return PresignedUpload(url=url, headers={"Content-Length": str(size)}, expires_at=_after(expires_in))
+
+    def download_url(self, bucket: str, key: str, file_name: str, expires_in: int) -> tuple[str, datetime]:
+        """A presigned GET of a results file that a browser saves as ``file_name``, and when it expires."""
+        url = self.client.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": bucket,
+                "Key": key,
+                "ResponseContentDisposition": f'attachment; filename="{file_name}"',
+                "ResponseContentType": "text/csv; charset=utf-8",
+            },
+            ExpiresIn=expires_in,
+        )
+        return url, _after(expires_in)
+
+    def read(self, bucket: str, key: str, *, offset: int, etag: str) -> Iterator[bytes]:
+        """The object's bytes from ``offset`` on, in blocks, as they arrive (one GetObject with a
+        Range, only while the object still has ``etag``: FileChangedError otherwise)."""
+        arguments: dict[str, Any] = {"Bucket": bucket, "Key": key, "IfMatch": f'"{etag.strip(chr(34))}"'}
+        if offset:
+            arguments["Range"] = f"bytes={offset}-"
+        try:
+            response = self.client.get_object(**arguments)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code == "InvalidRange":  # the offset is the end of the file: nothing left
+                return iter(())
+            if code in ("PreconditionFailed", "NoSuchKey", "412", "404"):
+                raise FileChangedError(f"s3://{bucket}/{key} is gone or was replaced ({code})") from exc
+            raise
+        return response["Body"].iter_chunks(READ_BLOCK_BYTES)
+
+    def write(
+        self, bucket: str, key: str, blocks: Iterable[bytes], *, content_type: str, file_name: str
+    ) -> int:
+        """Write ``blocks`` as one object (a multipart upload once they pass one part); the bytes
+        written. A failed multipart upload is aborted, so no parts are left behind."""
+        disposition = f'attachment; filename="{file_name}"'
+        iterator = iter(blocks)
+        buffered = b""
+        for block in iterator:
+            buffered += block
+            if len(buffered) >= MIN_PART_BYTES:
+                break
+        else:
+            self.client.put_object(
+                Bucket=bucket,
+                Key=key,
+                Body=buffered,
+                ContentType=content_type,
+                ContentDisposition=disposition,
+            )
+            return len(buffered)
+        upload_id = self.client.create_multipart_upload(
+            Bucket=bucket, Key=key, ContentType=content_type, ContentDisposition=disposition
+        )["UploadId"]
+        try:
+            parts: list[Any] = []
+            size = 0
+            for part in _parts(buffered, iterator):
+                answer = self.client.upload_part(
+                    Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=len(parts) + 1, Body=part
+                )
+                parts.append({"PartNumber": len(parts) + 1, "ETag": answer["ETag"]})
+                size += len(part)
+            self.client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        except BaseException:
+            self.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+            raise
+        return size
+
+
+def _parts(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    """Parts of at least MIN_PART_BYTES (the last may be smaller)."""
+    pending = first
+    for block in rest:
+        pending += block
+        if len(pending) >= MIN_PART_BYTES:
+            yield pending
+            pending = b""
+    if pending:
+        yield pending
+
+
+def _after(seconds: int) -> datetime:
+    return clock.now() + timedelta(seconds=seconds)

@@ -1,0 +1,85 @@
+"""Packing bulk rows into SQS messages: many consecutive rows to a message, so that queueing,
+receiving and counting cost per message, not per row."""
+
+from collections.abc import Sequence
+
+from shortener.models.jobs import BulkRow, ChunkMessage
+
+
+class MessagePacker:
+    """Packs consecutive rows into messages of at most ``max_rows`` rows and about ``max_bytes``
+    of row text (a single longer row gets a message of its own), numbered from ``first_chunk``
+    with rows numbered from ``first_row``. Rows come one at a time, so a file of any length is
+    packed with only one message in memory; the cut points depend only on the rows, so packing
+    again from a message boundary gives the same messages."""
+
+    def __init__(
+        self,
+        job_id: str,
+        *,
+        own_host: str | None,
+        max_rows: int,
+        max_bytes: int,
+        first_chunk: int = 0,
+        first_row: int = 1,
+        owner: str | None = None,
+        own_hosts: Sequence[str] = (),
+    ) -> None:
+        self._job_id = job_id
+        self._own_host = own_host
+        self._owner = owner
+        self._own_hosts = list(own_hosts)
+        self._max_rows = max_rows
+        self._max_bytes = max_bytes
+        self.next_chunk = first_chunk
+        self._next_row = first_row
+        self._batch: list[tuple[str, str]] = []
+        self._size = 0
+
+    def add(self, url: str, code: str) -> ChunkMessage | None:
+        """Add a row; the message that this row closed (it starts the next one), if any."""
+        # The row's share of the JSON body: two quoted strings, brackets and commas.
+        row_size = len(url.encode()) + len(code.encode()) + 8
+        closed = None
+        if self._batch and (len(self._batch) == self._max_rows or self._size + row_size > self._max_bytes):
+            closed = self.flush()
+        self._batch.append((url, code))
+        self._size += row_size
+        return closed
+
+    def flush(self) -> ChunkMessage | None:
+        """The message of the rows added since the last one closed, if any."""
+        if not self._batch:
+            return None
+        message = ChunkMessage(
+            job_id=self._job_id,
+            chunk=self.next_chunk,
+            first_row=self._next_row,
+            rows=self._batch,
+            own_host=self._own_host,
+            own_hosts=self._own_hosts,
+            owner=self._owner,
+        )
+        self.next_chunk += 1
+        self._next_row += len(self._batch)
+        self._batch, self._size = [], 0
+        return message
+
+
+def pack_rows(
+    job_id: str,
+    rows: Sequence[BulkRow],
+    *,
+    own_host: str | None,
+    max_rows: int,
+    max_bytes: int,
+    owner: str | None = None,
+    own_hosts: Sequence[str] = (),
+) -> list[ChunkMessage]:
+    """Consecutive rows packed into messages (see ``MessagePacker``)."""
+    packer = MessagePacker(
+        job_id, own_host=own_host, max_rows=max_rows, max_bytes=max_bytes, owner=owner, own_hosts=own_hosts
+    )
+    messages = [message for row in rows if (message := packer.add(row.url, row.code)) is not None]
+    last = packer.flush()
+    return [*messages, last] if last is not None else messages

@@ -1,0 +1,120 @@
+"""The index page's bulk script, run by Node.js against a minimal DOM and a fake API: a large file
+goes straight to storage with an upload bar, then the file read and the rows, and the results link
+is the whole results file. Skipped where Node.js is not installed."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PAGE = Path(__file__).parents[2] / "functions" / "api" / "index.html"
+NODE = shutil.which("node")
+
+# A DOM with the page's elements, fetch and XMLHttpRequest answering like the API and S3, timers
+# that fire at once; the script runs, its bulk form is submitted, and what it did is printed.
+HARNESS = r"""
+const elements = {};
+const element = (id) => elements[id] || (elements[id] = {
+  id, hidden: true, textContent: "", value: 0, max: 1, href: "#", listeners: {},
+  files: id === "bulk-file" ? [FILE] : [],
+  addEventListener(type, listener) { this.listeners[type] = listener; },
+});
+const FILE = {name: "catalogue.csv", size: SIZE, type: "text/csv"};
+globalThis.document = {getElementById: element};
+globalThis.location = {pathname: "/"};
+globalThis.navigator = {clipboard: {writeText: async () => {}}};
+globalThis.FormData = class { constructor(form) { this.form = form.id; } };
+globalThis.setTimeout = (callback) => { callback(); return 0; };
+const calls = [];
+const statuses = STATUSES;
+const answer = (status, body) => ({ok: status < 300, status, json: async () => body});
+globalThis.fetch = async (url, options = {}) => {
+  const body = options.body instanceof FormData ? "form" : options.body || null;
+  calls.push([options.method || "GET", url, body]);
+  if (url === "/bulk/uploads") return answer(201, {job_id: "j1", status_url: "/jobs/j1", upload: {
+    method: "PUT", url: "https://bucket.s3/uploads/j1.csv?X-Amz-Signature=s",
+    headers: {"Content-Length": String(SIZE)}}});
+  if (url === "/bulk") return answer(202, {job_id: "j1", total: 2, status_url: "/jobs/j1"});
+  return answer(200, statuses.length > 1 ? statuses.shift() : statuses[0]);
+};
+globalThis.XMLHttpRequest = class {
+  constructor() { this.upload = {}; }
+  open(method, url) { calls.push([method, url, "xhr"]); }
+  send(body) {
+    this.upload.onprogress({loaded: SIZE / 2, total: SIZE});
+    seen.halfway = element("bulk-upload-label").textContent;
+    this.upload.onprogress({loaded: SIZE, total: SIZE});
+    this.status = 200; this.onload();
+  }
+};
+const seen = {};
+SCRIPT
+(async () => {
+  await element("bulk-form").listeners.submit({preventDefault() {}});
+  console.log(JSON.stringify({calls, seen, results: element("bulk-results"), error: element("bulk-error"),
+    status: element("bulk-status").textContent}));
+})();
+"""
+
+DONE = {
+    "status": "done",
+    "phase": "done",
+    "total": 3,
+    "succeeded": 3,
+    "failed": 0,
+    "results_ready": True,
+    "results_url": "/jobs/j1/results",
+    "results_file_url": "https://bucket.s3/results/j1.csv?X-Amz-Signature=r",
+    "error": None,
+    "upload": {"file_name": "catalogue.csv", "size": 1, "bytes_read": 1},
+}
+
+
+def run_page(size: int, statuses: list[dict]) -> dict:
+    page = PAGE.read_text(encoding="utf-8")
+    script = page[page.index("<script>") + len("<script>") : page.index("</script>")]
+    program = (
+        HARNESS.replace("SCRIPT", script).replace("SIZE", str(size)).replace("STATUSES", json.dumps(statuses))
+    )
+    assert NODE is not None
+    output = subprocess.run([NODE, "-e", program], capture_output=True, text=True, timeout=60, check=True)
+    return dict(json.loads(output.stdout))
+
+
+@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
+def test_a_large_file_goes_straight_to_storage_and_the_link_is_the_whole_results_file() -> None:
+    # Given a 12 MB file, and a job that is read, processed, then done with its file written
+    splitting = {**DONE, "status": "running", "phase": "splitting", "results_ready": False}
+    splitting["upload"] = {"file_name": "catalogue.csv", "size": 100, "bytes_read": 40}
+    done_without_file = {**DONE, "phase": "writing_results", "results_ready": False, "results_file_url": None}
+    seen = run_page(12_000_000, [splitting, done_without_file, DONE])
+    methods_and_urls = [(method, url) for method, url, _ in seen["calls"]]
+    # Then the page announced the file, PUT it to the presigned URL with an upload bar, and
+    # followed the job until its results file was ready
+    assert methods_and_urls[:2] == [
+        ("POST", "/bulk/uploads"),
+        ("PUT", "https://bucket.s3/uploads/j1.csv?X-Amz-Signature=s"),
+    ]
+    assert json.loads(seen["calls"][0][2]) == {"file_name": "catalogue.csv", "size": 12_000_000}
+    assert seen["seen"]["halfway"] == "Uploading: 6.0 MB of 12.0 MB"
+    assert methods_and_urls[2:] == [("GET", "/jobs/j1")] * 3
+    # And the download link is the results file itself, complete, not a first page of results
+    assert seen["results"]["href"] == DONE["results_file_url"] and not seen["results"]["hidden"]
+    assert seen["error"]["hidden"]
+
+
+@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
+def test_a_small_file_is_sent_in_the_request_as_before() -> None:
+    seen = run_page(2_000, [DONE])
+    assert seen["calls"][0] == ["POST", "/bulk", "form"]
+    assert not any(call[2] == "xhr" for call in seen["calls"])
+    assert seen["results"]["href"] == DONE["results_file_url"]
+
+
+@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
+def test_a_file_that_stopped_early_says_why_next_to_its_results() -> None:
+    stopped = {**DONE, "error": {"error": "invalid_csv", "message": "Line 7 is not valid CSV."}}
+    seen = run_page(2_000, [stopped])
+    assert seen["error"]["textContent"] == "Line 7 is not valid CSV." and not seen["error"]["hidden"]
