@@ -6,7 +6,6 @@ Fn::Join, Fn::If and friends. Physical names come from the caller, so nothing is
 
 import base64
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any

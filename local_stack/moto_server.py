@@ -31,8 +31,8 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack.local_only import LocalToolsOnly
 from local_stack.aws import FAKE_CREDENTIALS
+from local_stack.local_only import LocalToolsOnly
 from local_stack.s3 import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request

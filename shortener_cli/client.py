@@ -77,13 +77,7 @@ class ShortenerClient:
         page = self._call("GET", f"jobs/{quote(job_id, safe='')}/results")
         csv = page.body
         while (next_url := page.next_url) is not None:
-            target = urljoin(self.api_url, next_url)
-            if urlsplit(target).scheme not in ("http", "https"):
-                # urllib would open file:// and ftp:// too: an answer must not make us read those.
-                raise ApiError(
-                    page.status, "unsafe_link", f"The results link to {target[:100]} was not followed."
-                )
-            page = self._call("GET", target)
+            page = self._call("GET", _followable(self.api_url, next_url, page.status))
             csv += page.body.split(b"\n", 1)[1] if b"\n" in page.body else b""
         return csv
 
@@ -171,7 +165,8 @@ class ShortenerClient:
                     while block := answer.read(_BLOCK_BYTES):
                         out.write(block)
                         written += len(block)
-                    url = Response(answer.status, "", b"", answer.headers.get("Link", "")).next_url
+                    next_url = Response(answer.status, "", b"", answer.headers.get("Link", "")).next_url
+                    url = _followable(url, next_url, answer.status) if next_url is not None else None
                     first = False
             except urllib.error.HTTPError as exc:
                 error = _api_error(exc.code, exc.read())
@@ -204,6 +199,15 @@ class ShortenerClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UnreachableError(f"cannot reach {self.api_url}: {reason}") from exc
+
+
+def _followable(base: str, link: str, status: int) -> str:
+    """``link`` (relative to ``base``) if it is http(s): urllib would open file:// and ftp:// too,
+    and an answer must not make the client read those."""
+    target = urljoin(base, link)
+    if urlsplit(target).scheme not in ("http", "https"):
+        raise ApiError(status, "unsafe_link", f"The results link to {target[:100]} was not followed.")
+    return target
 
 
 class _KeyStaysHome(urllib.request.HTTPRedirectHandler):

@@ -227,8 +227,15 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
             return EXIT_REFUSED
         status = waited
     if args.output:
-        with args.output.open("wb") as out:
-            client.save_results(job_id, out, deadline=deadline)
+        # Written aside and renamed when whole: a failed download leaves no partial results file.
+        partial = args.output.with_name(args.output.name + ".partial")
+        try:
+            with partial.open("wb") as out:
+                client.save_results(job_id, out, deadline=deadline)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(args.output)
         print(f"results written to {args.output}", file=sys.stderr)
     else:
         client.save_results(job_id, sys.stdout.buffer, deadline=deadline)

@@ -23,7 +23,14 @@ from shortener.logic.paging import decode_cursor, encode_cursor, page_size
 from shortener.logic.scaling import WorkStarter
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.models.files import SplitRequest
-from shortener.models.jobs import DirectUploadRequest, Job, JobAccepted, JobList, JobStatusView, UploadAccepted
+from shortener.models.jobs import (
+    DirectUploadRequest,
+    Job,
+    JobAccepted,
+    JobList,
+    JobStatusView,
+    UploadAccepted,
+)
 from shortener.observability import logger, metrics
 from shortener.settings import api_settings
 

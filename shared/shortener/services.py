@@ -4,17 +4,17 @@ container)."""
 from functools import lru_cache
 
 from shortener.dal.blocklist import BlocklistStore
-from shortener.dal.link_changes import LinkChangesStore
-from shortener.dal.link_listing import LinkIndex
-from shortener.dal.links import LinksStore
-from shortener.logic.blocklist import HostGuard
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
+from shortener.dal.link_changes import LinkChangesStore
+from shortener.dal.link_listing import LinkIndex
+from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore, LoopStarter
 from shortener.dal.queue import BulkQueue
 from shortener.dal.queue_metrics import QueueMetrics
 from shortener.dal.usage import metering
+from shortener.logic.blocklist import HostGuard
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator

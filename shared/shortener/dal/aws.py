@@ -13,9 +13,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shortener.models.exceptions import StorageThrottledError
-
 from shortener.dal import usage
+from shortener.models.exceptions import StorageThrottledError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

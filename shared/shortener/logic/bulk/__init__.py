@@ -11,7 +11,6 @@
 The names other layers use are importable from the package itself."""
 
 from shortener.logic.bulk.chunks import ChunkLinks, ChunkProcessor, ChunkRecords
-from shortener.logic.chunks import expiry
 from shortener.logic.bulk.packing import MessagePacker, pack_rows
 from shortener.logic.bulk.results import (
     RESULTS_HEADER,
@@ -34,6 +33,7 @@ from shortener.logic.bulk.submit import (
     submit_job,
 )
 from shortener.logic.bulk.upload import CsvRows, detect_format, parse_csv, read_upload
+from shortener.logic.chunks import expiry
 
 __all__ = [
     "RESULTS_HEADER",

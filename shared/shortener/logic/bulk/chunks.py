@@ -11,9 +11,9 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.dal.links import CounterKeyMismatchError
 from shortener.logic.bulk.metering import Meter, Metering, map_in_context, null_metering
 from shortener.logic.bulk.results import ResultsRequester
-from shortener.dal.links import CounterKeyMismatchError
 from shortener.logic.chunks import ChunkOutcomes, expiry
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import LinkService, key_changed_error
