@@ -1,6 +1,12 @@
 """Fixtures shared by every test layer: moto with tables made from template.yaml, and settings."""
 
 import os
+
+# Set before anything imports the layer (this module's own imports too): Metrics() and Tracer()
+# read these when they are created.
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "BulkShortenerTests")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -16,10 +22,6 @@ from local_stack.template import create_table_arguments
 from shortener import services, settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
-
-# Set before any test module imports the layer: Metrics() and Tracer() read these when created.
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "BulkShortenerTests")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
 # freezegun's fake datetime class in their annotations.
