@@ -49,6 +49,7 @@ def dead_letters() -> DeadLetterSettler:
     )
 
 
+@lru_cache(maxsize=1)
 def targets() -> list[LoopTarget]:
     # Queue URLs never change for a container: resolved once, not on every idle run.
     return scaler().targets()

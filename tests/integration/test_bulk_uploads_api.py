@@ -263,4 +263,4 @@ def test_a_job_records_the_owner_of_the_key_that_created_it(
     assert answer["statusCode"] in (201, 202), answer
     # Then the job's record names that owner
     job = JobsStore(tables["JOBS_TABLE"]).get_job(json.loads(answer["body"])["job_id"])
-    assert job is not None and job.owner_id == "team-blue"
+    assert job is not None and job.owner == "team-blue"

@@ -52,6 +52,7 @@ def restarter(
     app.tokens.cache_clear()
     app.scaler.cache_clear()
     app.targets.cache_clear()
+    app.dead_letters.cache_clear()
     app.scaler().starter = starter  # moto runs no Lambda code: record the invokes instead
     return app
 
