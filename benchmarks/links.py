@@ -66,10 +66,12 @@ def prepare_environment(endpoint: str) -> None:
         POWERTOOLS_METRICS_NAMESPACE="Benchmark",
         LINKS_TABLE="bench-links",
         JOBS_TABLE="bench-jobs",
+        BLOCKLIST_TABLE="bench-blocklist",
     )
     client = boto3.client("dynamodb")
     client.create_table(**create_table_arguments("LinksTable", "bench-links"))
     client.create_table(**create_table_arguments("JobsTable", "bench-jobs"))
+    client.create_table(**create_table_arguments("BlocklistTable", "bench-blocklist"))
 
 
 class RequestCounter:

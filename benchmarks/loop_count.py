@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +147,17 @@ class StackProbe:
 
 
 @contextmanager
-def local_stack(run: ScalingRun, time_scale: float, log_path: Path) -> Iterator[dict[str, Any]]:
-    """A local stack subprocess on free ports with ``run``'s parameters; its READY info."""
+def local_stack(
+    run: ScalingRun,
+    time_scale: float,
+    log_path: Path,
+    *,
+    faults: Sequence[str] = (),
+    template: Path | None = None,
+) -> Iterator[dict[str, Any]]:
+    """A local stack subprocess on free ports with ``run``'s parameters; its READY info.
+    ``faults``: values of ``--fault`` (e.g. ``duplicate-async=0.2``); ``template``: another SAM
+    template than the project's."""
     data_dir = Path(tempfile.mkdtemp(prefix="loop-count-"))
     args = [
         sys.executable, "-m", "local_stack", "--api-port", "0", "--aws-port", "0", "--lambda-port", "0",
@@ -156,6 +165,10 @@ def local_stack(run: ScalingRun, time_scale: float, log_path: Path) -> Iterator[
     ]  # fmt: skip
     for key, value in run.params().items():
         args += ["--param", f"{key}={value}"]
+    for fault in faults:
+        args += ["--fault", fault]
+    if template is not None:
+        args += ["--template", str(template)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}

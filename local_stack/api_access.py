@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from local_stack.api_gateway import STAGE, HttpRequest, Route
+from local_stack.api_gateway import INTEGRATION_TIMEOUT_SECONDS, STAGE, HttpRequest, Route
 from local_stack.authorizers import Authorizers, Grant, Refusal, authorizers_from_swagger, method_arn
 from local_stack.gateway_responses import GatewayAnswer, GatewayResponses
 from local_stack.intrinsics import ACCOUNT_ID
@@ -133,7 +133,9 @@ def _invoker(runtime: LambdaRuntime) -> Any:
         if runtime.function(function) is None:
             return Invocation("", error={"errorType": "ResourceNotFound", "errorMessage": function})
         try:
-            return runtime.invoke(function, event)
+            # Waits for a busy authorizer as for a busy integration: on AWS the account's
+            # concurrency would run it at once (a burst of new keys all miss the cache).
+            return runtime.invoke(function, event, slot_timeout=INTEGRATION_TIMEOUT_SECONDS)
         except FunctionThrottledError:
             return Invocation("", error={"errorType": "TooManyRequestsException", "errorMessage": function})
 

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from local_stack.api_cache import StageCache
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.lambda_runtime import FunctionThrottledError, LambdaRuntime
 from local_stack.resources import LOCAL_STAGE
@@ -243,19 +244,23 @@ class ApiGateway(ThreadingHTTPServer):
         self,
         routes: list[Route],
         binary_types: list[str],
-        runtime: LambdaRuntime,
+        runtime: LambdaRuntime | None,
         api_id: str,
         port: int,
         *,
         access: "ApiAccess | None" = None,
+        cache: StageCache | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes = routes
         self.binary_types = binary_types
+        # Set before the first request (the stack binds the port first, to tell the functions it).
         self.runtime = runtime
         self.api_id = api_id
         # WAF, authorizers, usage plans and gateway responses (local_stack/api_access.py).
         self.access = access
+        # The stage cache when the stage turns it on (local_stack/api_cache.py).
+        self.cache = cache
 
     @property
     def url(self) -> str:
@@ -280,10 +285,21 @@ class ApiGateway(ThreadingHTTPServer):
         event = proxy_event(request, route, parameters, self.binary_types, self.api_id)
         if self.access is not None and (refused := self.access.admit(route, event)) is not None:
             return refused
+        if self.cache is not None:
+            # After the method's authorization, as API Gateway looks up its cache.
+            return self.cache.serve(
+                request.method,
+                route.resource,
+                target=request.target,
+                headers=request.headers,
+                path_parameters=parameters,
+                fetch=lambda: self._integrate(route, event),
+            )
         return self._integrate(route, event)
 
     def _integrate(self, route: Route, event: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
         """Invoke the route's function with the proxy event and turn its answer into HTTP."""
+        assert self.runtime is not None
         try:
             invocation = self.runtime.invoke(route.function, event, slot_timeout=INTEGRATION_TIMEOUT_SECONDS)
         except FunctionThrottledError:

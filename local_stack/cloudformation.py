@@ -508,6 +508,11 @@ def _register_missing_models() -> None:
             config = {
                 key: value for key, value in properties.items() if key not in ("FunctionName", "Qualifier")
             }
+            # Integer properties (a Ref to a Number parameter is a string here; CloudFormation
+            # converts it to the property's type).
+            for key in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds"):
+                if key in config:
+                    config[key] = int(config[key])
             function = properties["FunctionName"]
             lambda_backends[account_id][region].put_function_event_invoke_config(function, config)
             return cls(name, owner=function)

@@ -60,6 +60,9 @@ class Resolver:
     stack_name: str
     conditions: dict[str, Any] = field(default_factory=dict)
     mappings: dict[str, Any] = field(default_factory=dict)
+    # The UUID that ends AWS::StackId: CloudFormation makes one per stack; the local stack keeps
+    # one per data dir (the template keys generated codes with it).
+    stack_uuid: str = "00000000-0000-0000-0000-000000000000"
     # Logical id -> the value of Ref, and logical id -> {attribute: value} for Fn::GetAtt.
     refs: dict[str, Any] = field(default_factory=dict)
     attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -69,7 +72,9 @@ class Resolver:
             "AWS::Region": self.region,
             "AWS::AccountId": ACCOUNT_ID,
             "AWS::StackName": self.stack_name,
-            "AWS::StackId": f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/{self.stack_name}/x",
+            "AWS::StackId": (
+                f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/{self.stack_name}/{self.stack_uuid}"
+            ),
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
             "AWS::NotificationARNs": [],

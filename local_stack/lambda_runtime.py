@@ -74,6 +74,8 @@ class RuntimeSettings:
     faults: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     log_format: LogFormat = "human"
     duplicate_async: float = 0.0  # the duplicate-async fault's probability
+    # The local API Gateway, which functions reach as their execute-api endpoint (stage cache).
+    execute_api_endpoint: str = ""
 
 
 class _Silence(enum.Enum):
@@ -412,6 +414,7 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         **function_credentials(spec.name),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
+        "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,
         # There is no X-Ray daemon on this machine.
         "POWERTOOLS_TRACE_DISABLED": "true",
     }

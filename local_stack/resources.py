@@ -233,10 +233,14 @@ def name_resources(
 
 
 def template_resources(
-    stack_name: str, region: str, aws_endpoint: str, params: dict[str, str] | None = None
+    stack_name: str,
+    region: str,
+    aws_endpoint: str,
+    params: dict[str, str] | None = None,
+    stack_uuid: str | None = None,
 ) -> Resources:
     """template.yaml's resources, SAM-expanded and named, nothing created: for tests and benchmarks
-    that judge the template itself."""
+    that judge the template itself (``stack_uuid``: the end of AWS::StackId, else the resolver's)."""
     expanded = expand_sam(load_template(), stack_name, region)
     resolver = Resolver(
         parameters=parameter_values(expanded.get("Parameters", {}), params or {}),
@@ -245,6 +249,8 @@ def template_resources(
         conditions=expanded.get("Conditions", {}),
         mappings=expanded.get("Mappings", {}),
     )
+    if stack_uuid:
+        resolver.stack_uuid = stack_uuid
     return name_resources(expanded, resolver, aws_endpoint, region)
 
 

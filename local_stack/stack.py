@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from local_stack import admin_key
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
+from local_stack.api_cache import StageCache, invalidation_check, stage_cache
 from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
 from local_stack.aws import aws_client
 from local_stack.cloudformation import check_template_rules
@@ -31,8 +32,9 @@ from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.log_format import LogFormat
 from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import REST_API, TABLE, Resources, create_resources, name_resources
+from local_stack.resources import API_STAGE, REST_API, TABLE, Resources, create_resources, name_resources
 from local_stack.schedules import Scheduler, schedules_of
+from local_stack.stack_id import stack_uuid
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
 from local_stack.usage_plans import KeyDirectory
 
@@ -138,6 +140,7 @@ class LocalStack:
             stack_name=options.stack_name,
             conditions=expanded.get("Conditions", {}),
             mappings=expanded.get("Mappings", {}),
+            stack_uuid=stack_uuid(options.data_dir, persist=options.persist),
         )
         resources = name_resources(
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
@@ -154,6 +157,18 @@ class LocalStack:
                 log.warning("IAM: %s", warning)
 
         self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
+        # The API's port first: the functions are told it (the stage cache's invalidations). Its
+        # runtime and access control are set below, before it serves its first request.
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._api = ApiGateway(
+            routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
+        )
+        if self._api.cache is not None and options.iam:
+            # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+            self._api.cache.method_arn_prefix = (
+                f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}/{self._api.cache.stage_name}/"
+            )
+            self._api.cache.may_invalidate = invalidation_check(self.access, options.region)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -169,8 +184,10 @@ class LocalStack:
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()
                 },
+                execute_api_endpoint=self._api.url,
             ),
         )
+        self._api.runtime = self._runtime
         self._lambda_endpoint.runtime = self._runtime
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
 
@@ -178,9 +195,8 @@ class LocalStack:
         if options.persist:
             self._restore_state(resources)
 
-        routes, binary_types, api_id = self._api_definition(resources)
         access = self._api_access(resources)
-        self._api = ApiGateway(routes, binary_types, self._runtime, api_id, options.api_port, access=access)
+        self._api.access = access
         functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
         self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
         self._serve(self._api.serve_forever, "api-gateway")
@@ -242,7 +258,9 @@ class LocalStack:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
         ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
         if self._api is not None:
-            self._api.shutdown()
+            # shutdown() waits for serve_forever, which never ran if starting failed before it.
+            if any(thread.name == "api-gateway" for thread in self._servers):
+                self._api.shutdown()
             self._api.server_close()
             self._api = None
         for part in self._background:
@@ -293,6 +311,21 @@ class LocalStack:
         thread = threading.Thread(target=serve_forever, name=name, daemon=True)
         thread.start()
         self._servers.append(thread)
+
+    @staticmethod
+    def _stage_cache(resources: Resources) -> StageCache | None:
+        """The cache the template's stage turns on (Stage=prod), if any."""
+        apis = resources.of_type(REST_API)
+        for stage in resources.of_type(API_STAGE).values():
+            api = next(iter(apis.values()), {})
+            cache = stage_cache(stage, api.get("Body", {}))
+            if cache is not None:
+                log.info(
+                    "API stage cache on: %s",
+                    ", ".join(f"{m.http_method} {m.resource}" for m in cache.methods),
+                )
+                return cache
+        return None
 
     @staticmethod
     def _api_definition(resources: Resources) -> tuple[list[Route], list[str], str]:

@@ -5,7 +5,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 _TIMEOUT_SECONDS = 60.0
 
@@ -71,9 +71,46 @@ class ShortenerClient:
         page = self._call("GET", f"jobs/{quote(job_id, safe='')}/results")
         csv = page.body
         while (next_url := page.next_url) is not None:
-            page = self._call("GET", next_url)
+            target = urljoin(self.api_url, next_url)
+            if urlsplit(target).scheme not in ("http", "https"):
+                # urllib would open file:// and ftp:// too: an answer must not make us read those.
+                raise ApiError(
+                    page.status, "unsafe_link", f"The results link to {target[:100]} was not followed."
+                )
+            page = self._call("GET", target)
             csv += page.body.split(b"\n", 1)[1] if b"\n" in page.body else b""
         return csv
+
+    def links(self, **query: str) -> dict[str, Any]:
+        """GET /links: a page {"links", "next_cursor"} (query: tag, q, owner, limit, cursor)."""
+        wanted = {key: value for key, value in query.items() if value}
+        return self._call("GET", "links" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
+
+    def link(self, code: str) -> dict[str, Any]:
+        """GET /links/{code}."""
+        return self._call("GET", f"links/{quote(code, safe='')}").json()  # type: ignore[no-any-return]
+
+    def update_link(self, code: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """PATCH /links/{code} with the fields to change (url, title, tags, status)."""
+        body = json.dumps(changes).encode()
+        return self._call("PATCH", f"links/{quote(code, safe='')}", body, "application/json").json()  # type: ignore[no-any-return]
+
+    def delete_link(self, code: str) -> dict[str, Any]:
+        """DELETE /links/{code}: the link, now a tombstone."""
+        return self._call("DELETE", f"links/{quote(code, safe='')}").json()  # type: ignore[no-any-return]
+
+    def block(self, host: str, reason: str = "") -> dict[str, Any]:
+        """PUT /blocklist/{host} (admins)."""
+        body = json.dumps({"reason": reason}).encode() if reason else None
+        return self._call("PUT", f"blocklist/{quote(host, safe='')}", body, "application/json").json()  # type: ignore[no-any-return]
+
+    def unblock(self, host: str) -> None:
+        """DELETE /blocklist/{host} (admins)."""
+        self._call("DELETE", f"blocklist/{quote(host, safe='')}")
+
+    def blocklist(self) -> list[dict[str, Any]]:
+        """GET /blocklist (admins): the blocked hosts."""
+        return list(self._call("GET", "blocklist").json()["hosts"])
 
     def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
         """One request to ``path`` (relative to the API URL, or absolute)."""

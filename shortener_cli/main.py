@@ -1,5 +1,6 @@
-"""`shortener`: shorten one URL, upload a CSV in bulk and wait for its results, list the loops,
-make, list and revoke API keys. Where the API and its key come from: shortener_cli/config.py.
+"""`shortener`: shorten one URL, upload a CSV in bulk and wait for its results, manage links, the
+blocklist (admins), list the loops, make, list and revoke API keys. Where the API and its key come
+from: shortener_cli/config.py.
 
 Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
 usage, 3 unreachable."""
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     job = commands.add_parser("job", help="show a bulk job's status")
     job.add_argument("job_id")
 
+    _add_link_commands(commands)
+
     loops = commands.add_parser("loops", help="list the loops draining the queues, with their heartbeats")
     loops.add_argument(
         "--aws-endpoint",
@@ -86,6 +89,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """links, link, update, delete; block, unblock, blocklist (admins)."""
+    links = commands.add_parser("links", help="list your links, newest first")
+    links.add_argument("--tag", help="only links with this tag")
+    links.add_argument("--search", help="only links whose URL contains this")
+    links.add_argument("--owner", help="another owner's links (admins)")
+    links.add_argument("--limit", type=int, default=25, help="links per page (1-100)")
+    links.add_argument("--all", action="store_true", help="every page, not only the first")
+
+    link = commands.add_parser("link", help="show one of your links")
+    link.add_argument("code")
+
+    update = commands.add_parser("update", help="change a link's target, title or tags, or disable it")
+    update.add_argument("code")
+    update.add_argument("--url", help="the new target (the code stays the same)")
+    update.add_argument("--title")
+    update.add_argument("--tag", action="append", dest="tags", help="a tag (repeat; replaces the tags)")
+    state = update.add_mutually_exclusive_group()
+    state.add_argument("--disable", action="store_const", const="disabled", dest="status")
+    state.add_argument("--enable", action="store_const", const="active", dest="status")
+
+    delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
+    delete.add_argument("code")
+
+    block = commands.add_parser("block", help="refuse links to a host and its subdomains (admins)")
+    block.add_argument("host")
+    block.add_argument("--reason", default="")
+    unblock = commands.add_parser("unblock", help="allow a blocked host again (admins)")
+    unblock.add_argument("host")
+    commands.add_parser("blocklist", help="list the blocked hosts (admins)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit code says how it went."""
     args = build_parser().parse_args(argv)
@@ -99,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         "shorten": lambda: _shorten(client, args),
         "bulk": lambda: _bulk(client, args),
         "job": lambda: _job(client, args.job_id),
+        "links": lambda: _links(client, args),
+        "link": lambda: _show(client.link(args.code)),
+        "update": lambda: _update(client, args),
+        "delete": lambda: _show(client.delete_link(args.code)),
+        "block": lambda: _show(client.block(args.host, args.reason)),
+        "unblock": lambda: _unblock(client, args.host),
+        "blocklist": lambda: _blocklist(client),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }
@@ -189,6 +231,77 @@ def progress_bar(status: dict[str, Any]) -> str:
 def _job(client: ShortenerClient, job_id: str) -> int:
     status = client.job(job_id)
     print(" ".join(f"{key}={value}" for key, value in status.items()))
+    return EXIT_OK
+
+
+def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
+    cursor, rows = "", []
+    while True:
+        page = client.links(
+            tag=args.tag or "",
+            q=args.search or "",
+            owner=args.owner or "",
+            limit=str(args.limit),
+            cursor=cursor,
+        )
+        rows += page["links"]
+        cursor = page.get("next_cursor") or ""
+        if not (args.all and cursor):
+            break
+    print(format_links(rows))
+    if cursor:
+        print("more links follow: --all lists every page", file=sys.stderr)
+    return EXIT_OK
+
+
+def format_links(links: list[dict[str, Any]]) -> str:
+    """One line per link: code, status, creation date, short URL, target and title."""
+    if not links:
+        return "No links."
+    lines = []
+    for link in links:
+        status = "" if link["status"] == "active" else f" [{link['status']}]"
+        title = f"  {link['title']}" if link.get("title") else ""
+        lines.append(f"{link['short_url']}{status}  {link['created_at'][:10]}  -> {link['url']}{title}")
+    return "\n".join(lines)
+
+
+def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
+    changes = {
+        key: value
+        for key, value in (
+            ("url", args.url),
+            ("title", args.title),
+            ("tags", args.tags),
+            ("status", args.status),
+        )
+        if value is not None
+    }
+    if not changes:
+        print("shortener: nothing to change (--url, --title, --tag, --disable or --enable)", file=sys.stderr)
+        return EXIT_USAGE
+    return _show(client.update_link(args.code, changes))
+
+
+def _show(fields: dict[str, Any]) -> int:
+    for key, value in fields.items():
+        print(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+    return EXIT_OK
+
+
+def _unblock(client: ShortenerClient, host: str) -> int:
+    client.unblock(host)
+    print(f"{host} is no longer blocked")
+    return EXIT_OK
+
+
+def _blocklist(client: ShortenerClient) -> int:
+    hosts = client.blocklist()
+    for entry in hosts:
+        reason = f"  ({entry['reason']})" if entry.get("reason") else ""
+        print(f"{entry['host']}  blocked {entry['created_at'][:10]} by {entry['added_by']}{reason}")
+    if not hosts:
+        print("No blocked hosts.")
     return EXIT_OK
 
 

@@ -13,7 +13,7 @@ from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.template import create_table_arguments
-from shortener import settings
+from shortener import services, settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
 
@@ -30,7 +30,12 @@ freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"
 hypothesis.settings.register_profile("project", deadline=None)
 hypothesis.settings.load_profile("project")
 
-TABLES = {"LINKS_TABLE": "LinksTable", "JOBS_TABLE": "JobsTable", "TOKENS_TABLE": "TokensTable"}
+TABLES = {
+    "LINKS_TABLE": "LinksTable",
+    "JOBS_TABLE": "JobsTable",
+    "TOKENS_TABLE": "TokensTable",
+    "BLOCKLIST_TABLE": "BlocklistTable",
+}
 
 
 def _clear_container_caches() -> None:
@@ -43,6 +48,8 @@ def _clear_container_caches() -> None:
     ):
         getter.cache_clear()
     code_generator.cache_clear()
+    services.api_links.cache_clear()
+    services.api_link_manager.cache_clear()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The API function: single links, redirects, the index page and the app-links document.
-Routes parse, call the layer, and answer; errors are mapped to JSON once, below."""
+"""The API function: single links, redirects, the index page and the app-links document (bulk
+routes in bulk.py, link management and the blocklist in links.py). Routes parse, call the layer,
+and answer; errors are mapped to JSON once, below."""
 
 import json
 from functools import lru_cache
@@ -11,28 +12,30 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener import web
-from shortener.logic.links import LinkService
-from shortener.models.exceptions import LinkNotFoundError, ShortenerError
+from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest
 from shortener.observability import logger, metrics
-from shortener.services import link_service
+from shortener.services import api_links as links
 from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import router as bulk_router
+    from links import router as links_router
+    from links import stage_cache
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
+    from functions.api.links import router as links_router
+    from functions.api.links import stage_cache
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
 # models) would add about 130 ms to every cold start for path parameters that are plain strings.
 app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
-
-
-@lru_cache(maxsize=1)
-def links() -> LinkService:
-    return link_service(api_settings())
+app.include_router(links_router)
+# Answers about a missing or removed link must not be kept by browsers or proxies: the code may
+# be created (404) or re-enabled (410) later.
+_NO_STORE = {"Cache-Control": "no-store"}
 
 
 @lru_cache(maxsize=1)
@@ -41,7 +44,7 @@ def apple_app_site_association() -> str:
     return json.dumps(api_settings().APPLE_APP_SITE_ASSOCIATION, separators=(",", ":"))
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
@@ -61,12 +64,18 @@ def shorten() -> Response[str]:
     settings = api_settings()
     result = links().shorten(
         request,
-        settings.url_policy().with_own_host(web.request_host(event.headers)),
+        settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
         web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage),
+        owner=web.caller_from_event(event.raw_event).owner_id,
     )
     metrics.add_metric(
         name="LinksCreated" if result.created else "LinksFound", unit=MetricUnit.Count, value=1
     )
+    # A custom code may have been followed before it existed (people check whether a code is free
+    # that way): the stage cache would keep answering 404 for its TTL.
+    refresh = stage_cache() if result.created and request.code else None
+    if refresh is not None and refresh(result.code) != settings.REDIRECT_STATUS:
+        logger.warning("The stage cache entry of a new code was not refreshed", extra={"code": result.code})
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
 
 
@@ -76,10 +85,13 @@ def app_site_association() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, apple_app_site_association())
 
 
-# Registered last: the static routes above take precedence over this catch-all.
+# Registered last: the static routes above take precedence over these catch-alls. HEAD answers
+# as GET does, without a body (link checkers and `curl -I`).
 @app.get("/<code>")
+@app.head("/<code>")
 def follow(code: str) -> Response[str]:
-    resolution = links().resolve(code)
+    event = app.current_event
+    resolution = links().resolve(code, fresh=web.wants_fresh(event.headers))
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
     return Response(
@@ -93,9 +105,22 @@ def follow(code: str) -> Response[str]:
 @app.exception_handler(LinkNotFoundError)
 def link_not_found(error: LinkNotFoundError) -> Response[str]:
     metrics.add_metric(name="RedirectMisses", unit=MetricUnit.Count, value=1)
-    if web.wants_html(app.current_event.headers):
-        return Response(404, "text/html; charset=utf-8", page("not_found.html"))
-    return _error(error.status_code, error.error, error.message)
+    return _missing(error, "not_found.html")
+
+
+@app.exception_handler(LinkGoneError)
+def link_gone(error: LinkGoneError) -> Response[str]:
+    metrics.add_metric(name="RedirectsGone", unit=MetricUnit.Count, value=1)
+    return _missing(error, "gone.html")
+
+
+def _missing(error: ShortenerError, html_page: str) -> Response[str]:
+    event = app.current_event
+    if event.http_method == "HEAD":
+        return Response(error.status_code, content_types.APPLICATION_JSON, "", headers=_NO_STORE)
+    if web.wants_html(event.headers):
+        return Response(error.status_code, "text/html; charset=utf-8", page(html_page), headers=_NO_STORE)
+    return _error(error.status_code, error.error, error.message, headers=_NO_STORE)
 
 
 @app.exception_handler(ShortenerError)
@@ -108,8 +133,9 @@ def route_not_found(_: Exception) -> Response[str]:
     return _error(404, "not_found", "No such path or method.")
 
 
-def _error(status: int, error: str, message: str) -> Response[str]:
-    return Response(status, content_types.APPLICATION_JSON, json.dumps({"error": error, "message": message}))
+def _error(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:
+    body = json.dumps({"error": error, "message": message})
+    return Response(status, content_types.APPLICATION_JSON, body, headers=headers)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

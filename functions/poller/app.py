@@ -26,7 +26,7 @@ def poll_loop() -> PollLoop:
         LinksStore(settings.LINKS_TABLE),
         JobsStore(settings.JOBS_TABLE),
         link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
         settings.url_policy(),
         strategy=settings.CODE_STRATEGY,
         find_if_exists=settings.FIND_IF_EXISTS,

@@ -31,11 +31,16 @@ class TablesMixin(_FromEnvironment):
     LINKS_TABLE: str
     JOBS_TABLE: str = ""
     TOKENS_TABLE: str = ""
+    BLOCKLIST_TABLE: str = ""
 
 
 class LinksMixin(_FromEnvironment):
     CODE_STRATEGY: Literal["counter", "hash"] = "counter"
     CODE_ALPHABET: str = ""
+    # The stack's own secret (the UUID of its stack id): keys the codes when no alphabet is set.
+    CODE_KEY: str = ""
+    # The API's custom domain, if it has one: links to it are refused like the other own hosts.
+    DOMAIN_NAME: str = ""
     FIND_IF_EXISTS: bool = True
     ALLOWED_SCHEMES: Annotated[list[str], BeforeValidator(_comma_separated)] = ["http", "https"]
     MAX_URL_LENGTH: int = Field(default=2048, ge=16, le=32768)
@@ -51,11 +56,11 @@ class LinksMixin(_FromEnvironment):
         return value
 
     def url_policy(self) -> UrlPolicy:
-        own_host = _host_of(self.PUBLIC_BASE_URL)
+        own_hosts = {_host_of(self.PUBLIC_BASE_URL), self.DOMAIN_NAME or None}
         return UrlPolicy(
             allowed_schemes=frozenset(self.ALLOWED_SCHEMES),
             max_length=self.MAX_URL_LENGTH,
-            own_hosts=frozenset({own_host}) if own_host else frozenset(),
+            own_hosts=frozenset(host for host in own_hosts if host),
         )
 
 
@@ -64,10 +69,18 @@ class ApiSettings(TablesMixin, LinksMixin):
 
     BULK_QUEUE_URL: str = ""
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
-    REDIRECT_CACHE_CONTROL: str = "public, max-age=86400"
-    # How long a container remembers a code it resolved (a link never changes once written).
+    REDIRECT_CACHE_CONTROL: str = "private, max-age=90"
+    # How long a container remembers a code it resolved, and how often it checks whether any link
+    # was taken down or changed since (then it forgets everything).
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)
     REDIRECT_CACHE_SIZE: int = Field(default=10_000, ge=0)
+    REDIRECT_CACHE_CHECK_SECONDS: float = Field(default=1.0, ge=0)
+    # The stage caches GET /{code} (Stage=prod): a takedown invalidates the code's entry there.
+    API_CACHE_ENABLED: bool = False
+    # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....
+    # The local stack points it at itself, as AWS_ENDPOINT_URL points boto3 at its AWS.
+    AWS_ENDPOINT_URL_EXECUTE_API: str = ""
+    AWS_REGION: str = "us-east-1"
     APPLE_APP_SITE_ASSOCIATION: Annotated[dict[str, Any], BeforeValidator(_json_text)] = {
         "applinks": {"details": []}
     }

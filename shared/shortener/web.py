@@ -3,6 +3,7 @@ calls."""
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -11,6 +12,9 @@ from pydantic import BaseModel, ValidationError
 
 from shortener.models.access import Caller
 from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
+
+# A host name or address and an optional port: what a Host header may put into a short URL.
+_HOST_HEADER = re.compile(r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
 def header(headers: Mapping[str, str] | None, name: str) -> str:
@@ -42,18 +46,31 @@ def parse_fields(raw: bytes, content_type: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InvalidRequestError("The request body is not UTF-8 text.") from exc
     if media_type in ("", "application/json") or media_type.endswith("+json"):
-        try:
-            fields = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"The request body is not valid JSON: {exc.msg}.") from exc
-        if not isinstance(fields, dict):
-            raise InvalidRequestError('Send a JSON object such as {"url": "https://example.com/"}.')
-        return fields
+        return _json_object(text)
     if media_type == "application/x-www-form-urlencoded":
+        if text.lstrip().startswith(("{", "[")):
+            # `curl -d '{...}'` sends JSON as a form post; its "fields" would be nonsense.
+            raise UnsupportedMediaTypeError(
+                "The body looks like JSON but was sent as application/x-www-form-urlencoded (curl -d "
+                "does that); send it with the header Content-Type: application/json."
+            )
         return {key: values[0] for key, values in parse_qs(text, keep_blank_values=False).items()}
     raise UnsupportedMediaTypeError(
         f"Content type '{media_type}' is not accepted; send application/json or a form post."
     )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        fields = json.loads(text) if text.strip() else None
+    except json.JSONDecodeError as exc:
+        raise InvalidRequestError(f"The request body is not valid JSON: {exc.msg}.") from exc
+    except RecursionError as exc:
+        # Python's parser recurses per nesting level; thousands of '[' exhaust the stack.
+        raise InvalidRequestError("The request body is nested too deeply to be a request.") from exc
+    if not isinstance(fields, dict):
+        raise InvalidRequestError('Send a JSON object such as {"url": "https://example.com/"}.')
+    return fields
 
 
 def parse_request[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
@@ -73,8 +90,11 @@ def public_base_url(configured: str, headers: Mapping[str, str] | None, stage: s
     (with the stage path on an execute-api host, where it is part of every URL)."""
     if configured:
         return configured.rstrip("/") + "/"
-    host = header(headers, "host") or "localhost"
-    scheme = header(headers, "x-forwarded-proto") or "https"
+    host = header(headers, "host")
+    if not _HOST_HEADER.fullmatch(host):
+        host = "localhost"
+    # Only http or https, whatever the header says: a short URL must never be javascript:...
+    scheme = "http" if header(headers, "x-forwarded-proto").strip().lower() == "http" else "https"
     if ".execute-api." in host and stage:
         return f"{scheme}://{host}/{stage}/"
     return f"{scheme}://{host}/"
@@ -99,3 +119,42 @@ def caller_from_event(event: Mapping[str, Any]) -> Caller:
         return Caller.model_validate(context)
     except ValidationError:
         return Caller.anonymous()
+
+
+def wants_fresh(headers: Mapping[str, str] | None) -> bool:
+    """Whether the request asks not to be served from a cache (Cache-Control max-age=0 or
+    no-cache: what API Gateway sends on when it refreshes one entry of its cache)."""
+    directives = {part.strip().lower() for part in header(headers, "cache-control").split(",")}
+    return bool(directives & {"max-age=0", "no-cache", "no-store"})
+
+
+def execute_api_host(api_id: str, region: str) -> str:
+    """The API's default host name."""
+    return f"{api_id}.execute-api.{region}.amazonaws.com"
+
+
+def own_hosts(event: Mapping[str, Any], region: str) -> list[str]:
+    """The hosts this request shows the API to have: the Host it was sent to, the domain API
+    Gateway says it came in on, and the API's execute-api host (links to any are refused)."""
+    context = event.get("requestContext") or {}
+    hosts = [request_host(event.get("headers")), context.get("domainName")]
+    if context.get("apiId"):
+        hosts.append(execute_api_host(str(context["apiId"]), region))
+    return [str(host) for host in hosts if host]
+
+
+def stage_base_url(event: Mapping[str, Any], region: str, endpoint: str = "") -> str:
+    """The URL of the API's stage on its execute-api endpoint (``endpoint`` when given, as the
+    local stack gives it), ending with "/"."""
+    if endpoint:
+        return endpoint.rstrip("/") + "/"
+    context = event.get("requestContext") or {}
+    return f"https://{execute_api_host(str(context.get('apiId', '')), region)}/{context.get('stage', '')}/"
+
+
+def whole_number(text: str, name: str, hint: str = "") -> int:
+    """A query parameter that must be a whole number, or InvalidRequestError naming it."""
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 7:
+        raise InvalidRequestError(f"{name} must be a whole number{hint}.")
+    return int(text)

@@ -73,7 +73,7 @@ def state(stack: RunningStack) -> dict[str, Any]:
     dynamodb, sqs = stack.boto3_client("dynamodb"), stack.boto3_client("sqs")
     tables = {
         name: sorted(map(str, dynamodb.scan(TableName=stack.resources[name], ConsistentRead=True)["Items"]))
-        for name in ("LinksTable", "JobsTable", "TokensTable")
+        for name in ("LinksTable", "JobsTable", "TokensTable", "BlocklistTable")
     }
     attributes = sqs.get_queue_attributes(
         QueueUrl=stack.resources["BulkQueue"],
@@ -172,8 +172,9 @@ def test_a_key_over_its_usage_plan_gets_429(start_stack: StartStack) -> None:
     else:
         pytest.fail("the quota was never exceeded")
     assert admitted == 3
-    # While another key has its own plan budget
-    assert stack.post_json("/", {"url": "https://example.com/e2e/limit"}).status == 200
+    # While another key has its own plan budget (another owner: find-if-exists is per owner, so
+    # the same URL is a new link of theirs)
+    assert stack.post_json("/", {"url": "https://example.com/e2e/limit"}).status == 201
 
 
 @pytest.mark.e2e_timeout(120)

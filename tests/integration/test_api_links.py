@@ -30,7 +30,7 @@ def test_post_creates_a_link_that_redirects(api: ModuleType) -> None:
     )
     assert followed["statusCode"] == 301
     assert response_header(followed, "Location") == "https://example.com/b"
-    assert response_header(followed, "Cache-Control") == "public, max-age=86400"
+    assert response_header(followed, "Cache-Control") == "private, max-age=90"
 
 
 def test_same_url_gets_same_code_back_with_200(api: ModuleType) -> None:
@@ -205,20 +205,38 @@ def test_without_find_if_exists_each_request_gets_a_new_code(
 
 
 @pytest.mark.parametrize(
-    ("body", "content_type", "status", "error"),
+    ("body", "content_type", "status", "error", "says"),
     [
-        ("{not json", "application/json", 400, "invalid_request"),
-        ("[1, 2]", "application/json", 400, "invalid_request"),
-        ("url=x", "text/plain", 415, "unsupported_media_type"),
-        ('{"url": 42}', "application/json", 422, "invalid_request"),
+        ("{not json", "application/json", 400, "invalid_request", "not valid JSON"),
+        ("[1, 2]", "application/json", 400, "invalid_request", "JSON object"),
+        ("url=x", "text/plain", 415, "unsupported_media_type", "application/json"),
+        ('{"url": 42}', "application/json", 422, "invalid_request", "url"),
+        # What `curl -d '{...}'` sends: JSON labelled as a form post
+        (
+            '{"url": "https://example.com/"}',
+            "application/x-www-form-urlencoded",
+            415,
+            "unsupported_media_type",
+            "Content-Type: application/json",
+        ),
+        ("[" * 200_000 + "]" * 200_000, "application/json", 400, "invalid_request", "nested too deeply"),
+        (
+            '{"url": "example.com/x"}',
+            "application/json",
+            400,
+            "invalid_url",
+            "Did you mean https://example.com/x?",
+        ),
     ],
 )
-def test_unreadable_bodies_are_clear_4xx(
-    api: ModuleType, body: str, content_type: str, status: int, error: str
+def test_unreadable_or_mistaken_bodies_are_a_4xx_that_says_why(
+    api: ModuleType, body: str, content_type: str, status: int, error: str, says: str
 ) -> None:
     answer = call(api, api_event("POST", "/", body=body, headers={"Content-Type": content_type}))
     assert answer["statusCode"] == status
-    assert json.loads(answer["body"])["error"] == error
+    problem = json.loads(answer["body"])
+    assert problem["error"] == error
+    assert says in problem["message"]
 
 
 def test_bad_input_writes_nothing(api: ModuleType, tables: dict[str, str]) -> None:
@@ -278,3 +296,42 @@ def test_a_transaction_throttled_a_few_times_still_creates_the_link(
     assert injected() == 2
     code = json.loads(answer["body"])["code"]
     assert get_code(api, code)["statusCode"] == 301
+
+
+def test_head_answers_like_get_without_a_body(api: ModuleType) -> None:
+    code = json.loads(post_json(api, {"url": "https://example.com/head"})["body"])["code"]
+    found = get_code(api, code)
+    head = call(api, api_event("HEAD", f"/{code}", resource="/{code}", path_parameters={"code": code}))
+    assert head["statusCode"] == found["statusCode"] == 301
+    assert response_header(head, "Location") == "https://example.com/head"
+    assert head["body"] == ""
+    missing = call(api, api_event("HEAD", "/nope", resource="/{code}", path_parameters={"code": "nope"}))
+    assert (missing["statusCode"], missing["body"]) == (404, "")
+
+
+def test_the_apis_own_execute_api_host_is_refused_whatever_host_the_request_used(api: ModuleType) -> None:
+    # Given a request that came in on the custom domain of API 'a1b2c3' in us-east-1
+    event = api_event(
+        "POST",
+        "/",
+        body=json.dumps({"url": "https://A1B2C3.execute-api.us-east-1.amazonaws.com./prod/abcd"}),
+        headers={"Content-Type": "application/json"},
+    )
+    event["requestContext"]["apiId"] = "a1b2c3"
+    # Then a link to the API's own execute-api host is refused
+    answer = call(api, event)
+    assert answer["statusCode"] == 400
+    assert json.loads(answer["body"])["error"] == "invalid_url"
+
+
+def test_short_urls_are_http_or_https_whatever_the_forwarded_scheme(api: ModuleType) -> None:
+    answer = call(
+        api,
+        api_event(
+            "POST",
+            "/",
+            body=json.dumps({"url": "https://example.com/scheme"}),
+            headers={"Content-Type": "application/json", "X-Forwarded-Proto": "javascript"},
+        ),
+    )
+    assert json.loads(answer["body"])["short_url"].startswith("https://sho.rt/")

@@ -144,6 +144,24 @@ def test_bad_uploads_are_a_clear_4xx_and_write_nothing(
     assert queued_messages(queue_url) == []
 
 
+def test_a_multipart_body_of_many_tiny_parts_is_refused_before_it_is_parsed(
+    api: ModuleType, tables: dict[str, str], queue_url: str
+) -> None:
+    # Given a multipart body of 40,000 tiny parts (about 2 MB, under the size limit)
+    parts = b"".join(
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="f{n}"\r\n\r\nx\r\n'.encode()
+        for n in range(40_000)
+    )
+    body = parts + f"--{BOUNDARY}--\r\n".encode()
+    # When it is uploaded
+    answer = upload(api, body, f"multipart/form-data; boundary={BOUNDARY}")
+    # Then it is a 400 that says why, and nothing was written
+    assert answer["statusCode"] == 400
+    assert "parts" in json.loads(answer["body"])["message"]
+    assert job_items(tables) == []
+    assert queued_messages(queue_url) == []
+
+
 def test_upload_above_the_size_limit_is_413(
     api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,7 +197,8 @@ def test_the_index_page_offers_a_csv_upload(api: ModuleType) -> None:
     assert 'type="file"' in page
 
 
-def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
+@pytest.mark.parametrize("from_chunk", ["-1", "\u00b2", "1e3", "99999999"])
+def test_a_malformed_results_page_cursor_is_400(api: ModuleType, from_chunk: str) -> None:
     accepted = json.loads(upload(api, b"url\nhttps://example.com/a\n")["body"])
     job_id = accepted["job_id"]
     event = api_event(
@@ -188,7 +207,7 @@ def test_a_malformed_results_page_cursor_is_400(api: ModuleType) -> None:
         resource="/jobs/{job_id}/results",
         path_parameters={"job_id": job_id},
     )
-    event["queryStringParameters"] = {"from_chunk": "-1"}
+    event["queryStringParameters"] = {"from_chunk": from_chunk}
     answer = call(api, event)
     assert answer["statusCode"] == 400
     assert json.loads(answer["body"])["error"] == "invalid_request"
@@ -208,3 +227,55 @@ def test_when_the_queue_is_unavailable_the_upload_is_503_and_no_job_remains(
     assert answer["statusCode"] == 503
     assert json.loads(answer["body"])["error"] == "queue_unavailable"
     assert job_items(tables) == []
+
+
+def test_a_members_jobs_are_theirs_alone(api: ModuleType) -> None:
+    from tests.support.api import ApiCaller
+
+    # Given a job uploaded by alice
+    alice, bob, admin = ApiCaller(api, "alice"), ApiCaller(api, "bob"), ApiCaller(api, "ops", role="admin")
+    answer = alice.request(
+        "POST", "/bulk", body=b"url\nhttps://example.com/a\n", headers={"Content-Type": "text/csv"}
+    )
+    job_id = json.loads(answer["body"])["job_id"]
+
+    def job(caller: ApiCaller, suffix: str = "") -> dict[str, Any]:
+        return caller.request(
+            "GET",
+            f"/jobs/{job_id}{suffix}",
+            resource="/jobs/{job_id}" + suffix,
+            path_parameters={"job_id": job_id},
+        )
+
+    # Then bob gets the 404 of an unknown job for its status and its results
+    assert [job(bob)["statusCode"], job(bob, "/results")["statusCode"]] == [404, 404]
+    assert json.loads(job(bob)["body"])["error"] == "job_not_found"
+    # And alice and an admin see it, with its owner
+    assert json.loads(job(alice)["body"])["owner"] == "alice"
+    assert job(admin)["statusCode"] == 200
+
+
+def test_the_callers_jobs_are_listed_newest_first(api: ModuleType) -> None:
+    from freezegun import freeze_time
+
+    from tests.support.api import ApiCaller
+
+    alice, bob = ApiCaller(api, "alice"), ApiCaller(api, "bob")
+    uploaded = []
+    for n in range(3):
+        with freeze_time(f"2026-05-01T10:00:0{n}Z"):
+            answer = alice.request(
+                "POST",
+                "/bulk",
+                body=f"url\nhttps://example.com/{n}\n".encode(),
+                headers={"Content-Type": "text/csv"},
+            )
+        uploaded.append(json.loads(answer["body"])["job_id"])
+    bob.request("POST", "/bulk", body=b"url\nhttps://example.com/b\n", headers={"Content-Type": "text/csv"})
+    first = json.loads(alice.request("GET", "/jobs", query={"limit": "2"})["body"])
+    second = json.loads(alice.request("GET", "/jobs", query={"cursor": first["next_cursor"]})["body"])
+    assert [job["job_id"] for job in first["jobs"] + second["jobs"]] == uploaded[::-1]
+    assert second["next_cursor"] is None
+    assert all(job["status"] == "queued" for job in first["jobs"])
+    # Without a key there is no listing: every keyless caller is the same anonymous owner
+    assert ApiCaller(api, None).request("GET", "/jobs")["statusCode"] == 403

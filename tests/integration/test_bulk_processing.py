@@ -133,7 +133,7 @@ def chunk_processor(client: Any = None) -> ChunkProcessor:
         LinksStore(settings.LINKS_TABLE, client=client),
         JobsStore(settings.JOBS_TABLE, client=client),
         link_service(settings),
-        code_generator(settings.CODE_ALPHABET),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
         settings.url_policy(),
         strategy=settings.CODE_STRATEGY,
         find_if_exists=settings.FIND_IF_EXISTS,
@@ -561,7 +561,7 @@ def test_a_row_throttled_beyond_the_retries_fails_its_message_not_the_row(
     # DynamoDB throttling every try of that transaction on the first delivery
     monkeypatch.setattr(DynamoDBTable, "sleep", staticmethod(lambda _: None))
     queue_url = make_queue(monkeypatch, visibility_timeout=1)
-    custom = code_generator(poller_settings().CODE_ALPHABET).encode(10**9)
+    custom = code_generator(poller_settings().CODE_ALPHABET, poller_settings().CODE_KEY).encode(10**9)
     job_id = upload(
         api,
         csv_text(
@@ -759,3 +759,115 @@ def test_whichever_records_a_chunk_first_stands(tables: dict[str, str], first: s
     assert stood.dead_letter == (first == "dead letter")
     [(_, outcomes)] = list(store.iter_chunk_outcomes(job_id))
     assert outcomes == (errors if first == "dead letter" else codes)
+
+
+def test_rows_to_a_blocked_host_are_row_errors(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    from shortener.dal.blocklist import BlocklistStore
+    from shortener.logic.blocklist import HostGuard
+
+    # Given evil.example is blocked
+    HostGuard(BlocklistStore(bulk_env["BLOCKLIST_TABLE"])).block("evil.example", added_by="ops")
+    # When rows to it (generated and custom-code), to a subdomain and to a fine host are uploaded
+    text = csv_text(
+        [
+            ["https://evil.example/a", ""],
+            ["https://www.evil.example/b", "evilcode"],
+            ["https://fine.example/c", ""],
+        ],
+        header=("url", "code"),
+    )
+    job_id = upload(api, text)
+    drain(bulk_env, queue_url)
+    # Then the blocked rows are row errors saying why, and only the fine row has a link
+    lines = results(api, job_id)
+    assert [line["error"].split(":")[0] for line in lines] == ["blocked_host", "blocked_host", ""]
+    assert "evil.example" in lines[0]["error"]
+    assert lines[2]["code"]
+    assert status(api, job_id)["status"] == "done"
+    assert link_count(bulk_env) == 1
+
+
+def test_bulk_never_overwrites_a_link_at_a_code_the_counter_produces(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str
+) -> None:
+    from datetime import UTC, datetime
+
+    from shortener.models.links import Link
+
+    # Given links already stored at the codes of ids 1 and 2 (made under an earlier code key, say,
+    # or a deleted link's tombstone), and a counter that never handed those ids out
+    generator = code_generator()
+    store = LinksStore(bulk_env["LINKS_TABLE"])
+    old = [
+        Link(
+            code=generator.encode(1), url="https://old.example/1", created_at=datetime(2020, 1, 1, tzinfo=UTC)
+        ),
+        Link(
+            code=generator.encode(2),
+            url="https://old.example/2",
+            created_at=datetime(2020, 1, 1, tzinfo=UTC),
+            status="deleted",
+        ),
+    ]
+    store.put_generated_batch(old)
+    # When a bulk job writes generated codes from id 1 on
+    job_id = upload(api, csv_text([[f"https://new.example/{n}"] for n in range(5)]))
+    drain(bulk_env, queue_url)
+    # Then every row got a code, none of them the two taken ones, and the old links are untouched
+    codes = [line["code"] for line in results(api, job_id)]
+    assert all(codes)
+    assert len(set(codes)) == 5
+    assert not set(codes) & {link.code for link in old}
+    assert store.get_many([link.code for link in old]) == {link.code: link for link in old}
+
+
+def test_a_changed_code_key_leaves_bulk_rows_queued_and_writes_nothing(
+    api: ModuleType, bulk_env: dict[str, str], queue_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shortener.settings import api_settings
+
+    # Given a table whose counter was started under this stack's key, and a job queued under it
+    monkeypatch.setenv("CODE_KEY", "stack-key-one")
+    api_settings.cache_clear()
+    poller_settings.cache_clear()
+    api.links.cache_clear()
+    first = post_json(api, {"url": "https://example.com/before"})
+    assert first["statusCode"] == 201
+    job_id = upload(api, csv_text([["https://example.com/queued"]]))
+    # When the functions start under another key
+    monkeypatch.setenv("CODE_KEY", "stack-key-two")
+    api_settings.cache_clear()
+    poller_settings.cache_clear()
+    api.links.cache_clear()
+    # Then a loop receives nothing and stops, leaving the row queued with its receive count untouched
+    report = drain(bulk_env, queue_url)
+    assert report.paused and not report.reinvoked
+    assert status(api, job_id)["status"] == "queued"
+    waiting = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]["ApproximateNumberOfMessages"]
+    assert waiting == "1"
+    # And the API refuses to shorten or to take uploads, saying what changed and what to do
+    for answer in (
+        post_json(api, {"url": "https://example.com/after"}),
+        call(
+            api,
+            api_event(
+                "POST", "/bulk", body=b"url\nhttps://example.com/x\n", headers={"Content-Type": "text/csv"}
+            ),
+        ),
+    ):
+        assert answer["statusCode"] == 503
+        problem = json.loads(answer["body"])
+        assert problem["error"] == "code_key_changed"
+        assert "CodeAlphabet" in problem["message"]
+    assert link_count(bulk_env) == 1
+    # And once the key is back, the queued row is shortened
+    monkeypatch.setenv("CODE_KEY", "stack-key-one")
+    api_settings.cache_clear()
+    poller_settings.cache_clear()
+    api.links.cache_clear()
+    drain(bulk_env, queue_url)
+    assert status(api, job_id)["status"] == "done"

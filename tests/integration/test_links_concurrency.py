@@ -107,7 +107,7 @@ def test_custom_codes_in_the_generated_space_survive_batch_writers(tables: dict[
                 url=f"https://bulk.example/{n}/{link_id}",
                 created_at=clock.now(),
             )
-            for link_id in store.allocate_ids(4)
+            for link_id in store.allocate_ids(4, generator.fingerprint)
         ]
         store.put_generated_batch(links)
         return links
@@ -121,6 +121,7 @@ def test_custom_codes_in_the_generated_space_survive_batch_writers(tables: dict[
     custom = [result for result in results if isinstance(result, ShortenResult)]
     refused = [result for result in results if isinstance(result, CodeTakenError)]
     batched = [link for result in results if isinstance(result, list) for link in result]
+    assert not [result for result in results if isinstance(result, Exception) and result not in refused]
     assert len(custom) + len(refused) == 96
     assert custom, "some custom codes should have won the race"
     # And no code was handed out twice, and every code holds the URL its writer was told
@@ -136,7 +137,7 @@ def test_counter_skips_ids_reserved_by_custom_codes(tables: dict[str, str]) -> N
     code_for_3 = code_generator().encode(3)
     service.shorten(ShortenRequest(url="https://custom.example/", code=code_for_3), POLICY, "https://sho.rt/")
     # When the counter hands out ids 1..10
-    ids = LinksStore(table).allocate_ids(10)
+    ids = LinksStore(table).allocate_ids(10, code_generator().fingerprint)
     # Then id 3 is not among them
     assert ids == [1, 2, 4, 5, 6, 7, 8, 9, 10]
 
@@ -144,7 +145,7 @@ def test_counter_skips_ids_reserved_by_custom_codes(tables: dict[str, str]) -> N
 def test_custom_code_of_an_already_allocated_id_is_refused(tables: dict[str, str]) -> None:
     # Given the counter has handed out ids 1..10 (possibly in flight in a bulk job)
     table = tables["LINKS_TABLE"]
-    LinksStore(table).allocate_ids(10)
+    LinksStore(table).allocate_ids(10, code_generator().fingerprint)
     # When a user asks for the code of id 5 as a custom code
     # Then it is refused as taken, even though no link is stored under it yet
     with pytest.raises(CodeTakenError):
@@ -165,7 +166,7 @@ def test_batched_claims_and_single_requests_agree_on_one_code_per_url(tables: di
         store = LinksStore(table)
         links = [
             Link(code=generator.encode(link_id), url=url, created_at=clock.now())
-            for link_id, url in zip(store.allocate_ids(len(urls)), urls, strict=True)
+            for link_id, url in zip(store.allocate_ids(len(urls), generator.fingerprint), urls, strict=True)
         ]
         store.put_generated_batch(links)
         winners = store.claim_urls([(url_key(link.url), link) for link in links])

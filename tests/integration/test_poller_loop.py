@@ -41,6 +41,9 @@ class EmptyQueue:
 
 
 class NoProcessing:
+    def check_ready(self) -> None:
+        pass
+
     def process(self, message: ChunkMessage) -> ChunkResult:
         raise AssertionError("nothing to process")
 

@@ -16,6 +16,7 @@ from shortener.logic.codes import (
     IdPermutation,
     hash_code_candidates,
     is_well_formed,
+    keyed_shuffle,
     validate_custom_code,
 )
 from shortener.models.exceptions import InvalidCodeError
@@ -84,6 +85,45 @@ def test_generated_codes_are_never_a_reserved_word_nor_contain_an_offensive_one(
 def test_another_alphabet_gives_other_codes() -> None:
     other = CodeGenerator(OTHER_ALPHABET)
     assert [other.encode(n) for n in range(1, 50)] != [GENERATOR.encode(n) for n in range(1, 50)]
+
+
+def test_a_stack_key_gives_its_own_codes_and_its_own_fingerprint() -> None:
+    # Given two stacks with no alphabet set, each with its own key
+    first, second = CodeGenerator(key="5f1c0e9a-stack-one"), CodeGenerator(key="0b7d2c44-stack-two")
+    # Then their codes differ from each other and from the public built-in sequence
+    built_in = [GENERATOR.encode(n) for n in range(1, 50)]
+    assert [first.encode(n) for n in range(1, 50)] != built_in
+    assert [first.encode(n) for n in range(1, 50)] != [second.encode(n) for n in range(1, 50)]
+    # And the fingerprints tell the three keys apart without containing them
+    fingerprints = {GENERATOR.fingerprint, first.fingerprint, second.fingerprint}
+    assert len(fingerprints) == 3
+    assert all("stack" not in fingerprint for fingerprint in fingerprints)
+
+
+def test_the_built_in_sequence_is_the_documented_one() -> None:
+    # The README and the issue quote these: they are what a key-less deployment used to give.
+    assert [GENERATOR.encode(n) for n in (1, 2, 3)] == ["i55K", "U0iJ", "4zNY"]
+
+
+def test_a_keyed_generator_is_stable_and_round_trips() -> None:
+    # Codes of a stack must never change between containers or Python versions.
+    keyed = CodeGenerator(key="stable-key")
+    again = CodeGenerator(key="stable-key")
+    assert [keyed.encode(n) for n in range(1, 20)] == [again.encode(n) for n in range(1, 20)]
+    assert keyed.fingerprint == again.fingerprint
+    assert all(keyed.id_of(keyed.encode(n)) == n for n in (1, 2**17, 10**12))
+
+
+def test_an_alphabet_keeps_its_codes_whatever_the_stack_key() -> None:
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    assert CodeGenerator(alphabet, key="any").encode(7) == CodeGenerator(alphabet).encode(7)
+
+
+def test_the_keyed_shuffle_is_a_permutation() -> None:
+    shuffled = keyed_shuffle(DEFAULT_ALPHABET, "k")
+    assert sorted(shuffled) == sorted(DEFAULT_ALPHABET)
+    assert shuffled != DEFAULT_ALPHABET
+    assert shuffled == keyed_shuffle(DEFAULT_ALPHABET, "k") != keyed_shuffle(DEFAULT_ALPHABET, "j")
 
 
 @given(
@@ -165,10 +205,20 @@ def sqids_reference(alphabet: str) -> tuple[Sqids, IdPermutation]:
 
 REFERENCES = {alphabet: sqids_reference(alphabet) for alphabet in STORED_CODES}
 GENERATORS = {alphabet: CodeGenerator(alphabet) for alphabet in STORED_CODES}
+# A stack's own key: its alphabet's order and its permutation both derive from it.
+REFERENCES["key"] = (
+    Sqids(
+        alphabet=keyed_shuffle(DEFAULT_ALPHABET, "stack:a-stack-key"),
+        min_length=4,
+        blocklist=sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS),
+    ),
+    IdPermutation("stack:a-stack-key"),
+)
+GENERATORS["key"] = CodeGenerator(key="a-stack-key")
 
 
 @settings(max_examples=1000)
-@given(st.sampled_from(list(STORED_CODES)), st.integers(min_value=1, max_value=2**62))
+@given(st.sampled_from(list(REFERENCES)), st.integers(min_value=1, max_value=2**62))
 def test_codes_are_sqids_of_the_permuted_id(alphabet: str, link_id: int) -> None:
     # Given sqids itself and the permutation, When an id is encoded
     reference, permutation = REFERENCES[alphabet]

@@ -50,10 +50,22 @@ def test_the_api_may_withdraw_a_job_whose_rows_could_not_be_queued() -> None:
     assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-JobsTable") is Decision.ALLOW
 
 
+def test_the_api_may_release_a_find_if_exists_claim_of_a_changed_link() -> None:
+    # link_changes: a link's new target, disabling or deleting removes its URL's claim in a transaction
+    assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable") is Decision.ALLOW
+
+
+def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() -> None:
+    # Given the ByOwner GSIs of the links and jobs tables, When the API queries, Then only those
+    for table in ("LinksTable", "JobsTable"):
+        assert decide("ApiFunction", "dynamodb:Query", f"{TABLE}-{table}/index/ByOwner") is Decision.ALLOW
+    assert decide("ApiFunction", "dynamodb:Query", f"{TABLE}-LinksTable") is Decision.IMPLICIT_DENY
+
+
 @pytest.mark.parametrize(
     ("function", "action", "resource"),
     [
-        ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable"),
+        ("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-LinksTable"),
         ("ApiFunction", "dynamodb:PutItem", f"{TABLE}-TokensTable"),
         ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
         ("PollerFunction", "sqs:SendMessage", QUEUE),

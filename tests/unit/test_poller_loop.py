@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from shortener.logic.poller import LoopOptions, PollLoop, queue_arn, to_lambda_records
+from shortener.models.exceptions import CodeKeyChangedError
 from shortener.models.jobs import ChunkMessage, ChunkResult
 from shortener.models.loops import LoopInvocation
 from tests.support.loops import FakeTokens
@@ -111,6 +112,11 @@ class Processor:
         self.fail_chunks = fail_chunks
         self.during = during or {}  # chunk -> what happens (elsewhere) while it is processed
         self.processed: list[int] = []
+        self.not_ready: CodeKeyChangedError | None = None
+
+    def check_ready(self) -> None:
+        if self.not_ready is not None:
+            raise self.not_ready
 
     def process(self, message: ChunkMessage) -> ChunkResult:
         self.clock.now += self.seconds_per_message
@@ -411,6 +417,25 @@ def test_a_restarter_take_over_stops_the_old_invocation_after_its_batch() -> Non
     new_clock = Clock(budget=8)
     new, _, _ = build(new_clock, tokens, Queue([]), Processor(new_clock))
     assert new.run(taken_over[0], "poller", new_clock.remaining).claimed
+
+
+def test_a_changed_code_key_leaves_the_rows_queued_and_pauses_the_loop() -> None:
+    # Given a loop whose processor may not write codes (the code key changed)
+    clock = Clock(budget=10)
+    queue = Queue([[message(0)]])
+    processor = Processor(clock)
+    processor.not_ready = CodeKeyChangedError("The code key changed.")
+    heartbeats = Heartbeats()
+    loop, starter, metrics = build(clock, heartbeats, queue, processor)
+    # When it runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then it received nothing (the rows stay queued, their receive counts untouched), beat no
+    # heart (the restarter retries once the token is stale) and started no successor
+    assert report.paused
+    assert queue.batches == [[message(0)]]
+    assert heartbeats.calls == 0
+    assert starter.started == []
+    assert ("LoopsPaused", 1) in metrics.added
 
 
 def test_received_messages_take_the_shape_of_lambda_sqs_records() -> None:

@@ -10,13 +10,27 @@ from typing import Any
 import pytest
 
 from shortener_cli.loops import Loop, format_loops
-from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, main, progress_bar
+from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, main, progress_bar
+
+LINK = {
+    "code": "c1",
+    "short_url": "http://sho.rt/c1",
+    "url": "https://example.com/1",
+    "title": "",
+    "tags": [],
+    "status": "active",
+    "created_at": "2026-05-01T10:00:00Z",
+}
 
 
 class FakeApi(BaseHTTPRequestHandler):
-    """POST / and a bulk job that is done on its second status check."""
+    """POST / and a bulk job that is done on its second status check; link and blocklist routes
+    with canned answers. Every request is recorded."""
 
     status_checks = 0
+    requests: list[tuple[str, str, bytes]] = []
+    # Where the first results page says the next one is ({host} is the fake API's address).
+    next_page = "http://{host}/jobs/j1/results?from_chunk=1"
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -28,6 +42,35 @@ class FakeApi(BaseHTTPRequestHandler):
             self._json(400, {"error": "invalid_url", "message": "The URL is not valid."})
 
     def do_GET(self) -> None:
+        FakeApi.requests.append(("GET", self.path, b""))
+        if self.path.startswith("/links"):
+            second = "cursor=c1" in self.path
+            links = (
+                [LINK | {"code": "c3", "short_url": "http://sho.rt/c3"}]
+                if second
+                else [
+                    LINK,
+                    LINK
+                    | {"code": "c2", "short_url": "http://sho.rt/c2", "status": "disabled", "title": "Sale"},
+                ]
+            )
+            self._json(200, {"links": links, "next_cursor": None if second else "c1"})
+            return
+        if self.path == "/blocklist":
+            self._json(
+                200,
+                {
+                    "hosts": [
+                        {
+                            "host": "evil.example",
+                            "created_at": "2026-05-01T10:00:00Z",
+                            "added_by": "ops",
+                            "reason": "phishing",
+                        }
+                    ]
+                },
+            )
+            return
         if self.path == "/jobs/j1":
             FakeApi.status_checks += 1
             done = FakeApi.status_checks >= 2
@@ -47,9 +90,31 @@ class FakeApi(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             if first:
                 host = self.headers["Host"]
-                self.send_header("Link", f'<http://{host}/jobs/j1/results?from_chunk=1>; rel="next"')
+                self.send_header("Link", f'<{FakeApi.next_page.format(host=host)}>; rel="next"')
             self.end_headers()
             self.wfile.write(body)
+
+    def do_PUT(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        FakeApi.requests.append(("PUT", self.path, body))
+        self._json(
+            200,
+            {"host": "evil.example", "created_at": "2026-05-01T10:00:00Z", "added_by": "ops", "reason": ""},
+        )
+
+    def do_PATCH(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        FakeApi.requests.append(("PATCH", self.path, body))
+        self._json(200, LINK | json.loads(body))
+
+    def do_DELETE(self) -> None:
+        FakeApi.requests.append(("DELETE", self.path, b""))
+        if self.path.startswith("/blocklist/"):
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self._json(200, LINK | {"status": "deleted"})
 
     def _json(self, status: int, payload: dict[str, Any]) -> None:
         body = json.dumps(payload).encode()
@@ -66,6 +131,8 @@ class FakeApi(BaseHTTPRequestHandler):
 @pytest.fixture
 def api_url() -> Iterator[str]:
     FakeApi.status_checks = 0
+    FakeApi.requests = []
+    FakeApi.next_page = "http://{host}/jobs/j1/results?from_chunk=1"
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -108,6 +175,25 @@ def test_bulk_waits_and_writes_every_page_of_the_results(
     assert "2/2 rows, 0 failed (done)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("link", ["file:///etc/passwd", "ftp://{host}/results"])
+def test_only_http_result_pages_are_followed(
+    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    # Given an API whose first results page links to a next page that is not http(s)
+    FakeApi.next_page = link
+    upload = tmp_path / "links.csv"
+    upload.write_text("url\nhttps://a/\n")
+    output = tmp_path / "results.csv"
+    # When the CLI fetches the results
+    code = main(
+        ["--api-url", api_url, "bulk", str(upload), "--output", str(output), "--poll-interval", "0.01"]
+    )
+    # Then it refuses to follow the link and says so
+    assert code == EXIT_REFUSED
+    assert "was not followed" in capsys.readouterr().err
+    assert not output.exists()
+
+
 def test_the_progress_bar() -> None:
     bar = progress_bar({"status": "running", "total": 10, "succeeded": 4, "failed": 1})
     assert bar == "[" + "#" * 15 + "." * 15 + "] 5/10 rows, 1 failed (running)"
@@ -123,3 +209,43 @@ def test_loops_are_listed_with_heartbeat_ages() -> None:
     assert "10 s ago" in table
     assert "never" in table
     assert format_loops([]) == "No loops."
+
+
+def test_links_are_listed_page_after_page(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--api-url", api_url, "links", "--tag", "spring", "--all"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["http://sho.rt/c1", "http://sho.rt/c2", "http://sho.rt/c3"]
+    assert "[disabled]" in lines[1]
+    assert "Sale" in lines[1]
+    paths = [path for method, path, _ in FakeApi.requests if method == "GET"]
+    assert paths == ["/links?tag=spring&limit=25", "/links?tag=spring&limit=25&cursor=c1"]
+
+
+def test_a_link_is_changed_and_deleted(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--api-url", api_url, "update", "c1", "--tag", "a", "--tag", "b", "--disable"]) == EXIT_OK
+    assert main(["--api-url", api_url, "delete", "c1"]) == EXIT_OK
+    (patch_method, patch_path, patch_body), delete = FakeApi.requests
+    assert (patch_method, patch_path) == ("PATCH", "/links/c1")
+    assert json.loads(patch_body) == {"tags": ["a", "b"], "status": "disabled"}
+    assert delete[:2] == ("DELETE", "/links/c1")
+    assert "status: deleted" in capsys.readouterr().out
+
+
+def test_nothing_to_change_is_a_usage_error(api_url: str) -> None:
+    assert main(["--api-url", api_url, "update", "c1"]) == EXIT_USAGE
+    assert FakeApi.requests == []
+
+
+def test_hosts_are_blocked_listed_and_unblocked(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--api-url", api_url, "block", "evil.example", "--reason", "phishing"]) == EXIT_OK
+    assert main(["--api-url", api_url, "blocklist"]) == EXIT_OK
+    assert main(["--api-url", api_url, "unblock", "evil.example"]) == EXIT_OK
+    assert [(method, path) for method, path, _ in FakeApi.requests] == [
+        ("PUT", "/blocklist/evil.example"),
+        ("GET", "/blocklist"),
+        ("DELETE", "/blocklist/evil.example"),
+    ]
+    assert json.loads(FakeApi.requests[0][2]) == {"reason": "phishing"}
+    out = capsys.readouterr().out
+    assert "evil.example  blocked 2026-05-01 by ops  (phishing)" in out
+    assert "evil.example is no longer blocked" in out

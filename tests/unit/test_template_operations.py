@@ -12,7 +12,12 @@ from local_stack.intrinsics import parameter_values as local_parameter_values
 from local_stack.resources import Resources, name_resources
 from local_stack.template import expand_sam, load_template
 
-FUNCTIONS = ("ApiFunction", "PollerFunction", "ScalerFunction", "RestarterFunction")
+# Every function of the template: each must have its log group, alarms and dashboard rows.
+FUNCTIONS = tuple(
+    logical_id
+    for logical_id, resource in load_template()["Resources"].items()
+    if resource["Type"] == "AWS::Serverless::Function"
+)
 
 
 def refused(**given: Any) -> str | None:
@@ -149,6 +154,21 @@ def test_every_operations_alarm_says_what_to_do_and_tells_of_recovery() -> None:
         assert len(alarm["AlarmDescription"]) > 80  # what it means and what to do, not a label
         assert alarm["TreatMissingData"] == "notBreaching"
         assert alarm["OKActions"] == [topic]
+
+
+@pytest.mark.parametrize("alarm", ["FunctionErrorsAlarm", "FunctionThrottlesAlarm"])
+def test_the_function_alarms_add_up_every_function(alarm: str) -> None:
+    # Given the alarm's metric math, then it sums one metric of each function of the template
+    queries = load_template()["Resources"][alarm]["Properties"]["Metrics"]
+    summed = [query for query in queries if "Expression" in query]
+    [total] = summed
+    functions = {
+        query["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]: query["Id"]
+        for query in queries
+        if "MetricStat" in query
+    }
+    assert set(functions) == set(FUNCTIONS)
+    assert total["Expression"] == f"SUM([{', '.join(functions.values())}])"
 
 
 def test_the_alarm_email_is_subscribed_only_when_given() -> None:

@@ -46,7 +46,60 @@ def test_app_schemes_can_be_allowed_by_configuration() -> None:
         normalise_url("myapp://product/42", WEB)
 
 
+@pytest.mark.parametrize(
+    ("raw", "suggestion"),
+    [
+        ("example.com/x", "Did you mean https://example.com/x?"),
+        ("www.example.com", "Did you mean https://www.example.com?"),
+        ("example.com:8080/x", "Did you mean https://example.com:8080/x?"),
+    ],
+)
+def test_a_url_without_a_scheme_gets_a_suggestion(raw: str, suggestion: str) -> None:
+    with pytest.raises(InvalidUrlError, match=suggestion.replace(".", r"\.").replace("?", r"\?")):
+        normalise_url(raw, WEB)
+
+
+@pytest.mark.parametrize("raw", ["not a url", "mailto:someone@example.com", "javascript:alert(1)"])
+def test_no_suggestion_when_the_text_is_not_a_host(raw: str) -> None:
+    with pytest.raises(InvalidUrlError) as refused:
+        normalise_url(raw, WEB)
+    assert "Did you mean" not in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "https://sho.rt./abcd",
+        "https://ShO.rT/abcd",
+        "https://user@sho.rt:443/abcd",
+        "https://sh%6F.rt/abcd",
+        "https://\uff53\uff48\uff4f\uff0e\uff52\uff54/abcd",  # full-width letters and dot
+        "http://sho.rt:8080/abcd",
+    ],
+)
+def test_the_own_host_is_refused_in_every_spelling(raw: str) -> None:
+    with pytest.raises(InvalidUrlError, match="this shortener itself"):
+        normalise_url(raw, WEB)
+
+
+def test_an_idn_own_host_is_refused_in_unicode_and_punycode() -> None:
+    policy = UrlPolicy(frozenset({"https"}), 100, own_hosts=frozenset({"Kürz.Example."}))
+    for raw in ("https://kürz.example/x", "https://xn--krz-hoa.example/x", "https://KÜRZ.example./x"):
+        with pytest.raises(InvalidUrlError, match="this shortener itself"):
+            normalise_url(raw, policy)
+
+
 def test_the_request_host_is_refused_too() -> None:
     policy = WEB.with_own_host("abc123.execute-api.us-east-1.amazonaws.com")
     with pytest.raises(InvalidUrlError):
         normalise_url("https://abc123.execute-api.us-east-1.amazonaws.com/prod/x", policy)
+
+
+def test_the_custom_domain_and_the_public_base_are_own_hosts() -> None:
+    from shortener.settings import ApiSettings
+
+    settings = ApiSettings(LINKS_TABLE="t", DOMAIN_NAME="Sho.RT.", PUBLIC_BASE_URL="https://kürz.example/")
+    policy = settings.url_policy()
+    for raw in ("https://sho.rt/abcd", "https://xn--krz-hoa.example/abcd"):
+        with pytest.raises(InvalidUrlError, match="this shortener itself"):
+            normalise_url(raw, policy)

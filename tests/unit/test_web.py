@@ -27,6 +27,10 @@ from shortener.web import (
         ),
         ("", {"host": "sho.rt"}, "prod", "https://sho.rt/"),
         ("", {"Host": "127.0.0.1:3000", "X-Forwarded-Proto": "http"}, "local", "http://127.0.0.1:3000/"),
+        # Only http or https, whatever the forwarded scheme says; a garbled Host is not used
+        ("", {"Host": "sho.rt", "X-Forwarded-Proto": "javascript"}, "prod", "https://sho.rt/"),
+        ("", {"Host": "sho.rt", "X-Forwarded-Proto": "HTTP"}, "prod", "http://sho.rt/"),
+        ("", {"Host": "evil.example/x?", "X-Forwarded-Proto": "https"}, "prod", "https://localhost/"),
     ],
 )
 def test_short_urls_start_with_the_public_base(
@@ -61,6 +65,17 @@ def test_json_and_form_bodies_give_the_same_fields() -> None:
 def test_unreadable_bodies_say_what_is_wrong(raw: bytes, content_type: str, error: type[Exception]) -> None:
     with pytest.raises(error):
         parse_fields(raw, content_type)
+
+
+def test_json_sent_as_a_form_post_says_so() -> None:
+    # Given what `curl -d '{"url": ...}'` sends: JSON labelled as a form post
+    with pytest.raises(UnsupportedMediaTypeError, match=r"Content-Type: application/json"):
+        parse_fields(b'{"url": "https://a.example/"}', "application/x-www-form-urlencoded")
+
+
+def test_json_nested_too_deeply_is_a_clear_error() -> None:
+    with pytest.raises(InvalidRequestError, match="nested too deeply"):
+        parse_fields(b"[" * 200_000 + b"]" * 200_000, "application/json")
 
 
 def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:

@@ -24,6 +24,8 @@ from shortener.models.jobs import ChunkIds, Job, RecordedChunk, RowOutcome
 
 JOB_SK = "job"
 CHUNK_PREFIX = "chunk#"
+# Job items only (chunk items have no owner): an owner's jobs by creation time.
+OWNER_INDEX = "ByOwner"
 # Zero-padded so that the chunks of a job sort in input order (an upload has far fewer chunks).
 _CHUNK_DIGITS = 7
 
@@ -36,19 +38,20 @@ class JobsStore(aws.DynamoDBTable):
     @aws.throttling_is_busy
     def create_job(self, job: Job, expires_at: int) -> None:
         """Write a new job record (its id is fresh, so the condition only guards against a bug)."""
+        item: dict[str, Any] = {
+            "job_id": {"S": job.job_id},
+            "sk": {"S": JOB_SK},
+            "total": {"N": str(job.total)},
+            "chunks": {"N": str(job.chunks)},
+            "succeeded": {"N": "0"},
+            "failed": {"N": "0"},
+            "created_at": {"S": job.created_at.isoformat()},
+            "expires_at": {"N": str(expires_at)},
+        }
+        if job.owner:
+            item["owner"] = {"S": job.owner}
         self.client.put_item(
-            TableName=self.table_name,
-            Item={
-                "job_id": {"S": job.job_id},
-                "sk": {"S": JOB_SK},
-                "total": {"N": str(job.total)},
-                "chunks": {"N": str(job.chunks)},
-                "succeeded": {"N": "0"},
-                "failed": {"N": "0"},
-                "created_at": {"S": job.created_at.isoformat()},
-                "expires_at": {"N": str(expires_at)},
-            },
-            ConditionExpression="attribute_not_exists(job_id)",
+            TableName=self.table_name, Item=item, ConditionExpression="attribute_not_exists(job_id)"
         )
 
     def delete_job(self, job_id: str) -> None:
@@ -64,17 +67,32 @@ class JobsStore(aws.DynamoDBTable):
             ConsistentRead=True,
         )
         item = response.get("Item")
-        if not item:
-            return None
-        return Job(
-            job_id=item["job_id"]["S"],
-            total=int(item["total"]["N"]),
-            chunks=int(item.get("chunks", {}).get("N", "0")),
-            succeeded=int(item.get("succeeded", {}).get("N", "0")),
-            failed=int(item.get("failed", {}).get("N", "0")),
-            created_at=datetime.fromisoformat(item["created_at"]["S"]),
-            updated_at=datetime.fromisoformat(item["updated_at"]["S"]) if "updated_at" in item else None,
-        )
+        return _job_from_item(item) if item else None
+
+    def list_jobs(self, owner: str, *, before: str | None, limit: int) -> tuple[list[Job], str | None]:
+        """Up to ``limit`` of ``owner``'s jobs, newest first, created before the position ``before``
+        ("<created_at>#<job_id>"), and the position after the last one (None: no more)."""
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": OWNER_INDEX,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": "owner"},
+            "ExpressionAttributeValues": {":owner": {"S": owner}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if before is not None:
+            created_at, job_id = before.rsplit("#", 1)
+            arguments["ExclusiveStartKey"] = {
+                "job_id": {"S": job_id},
+                "sk": {"S": JOB_SK},
+                "owner": {"S": owner},
+                "created_at": {"S": created_at},
+            }
+        response = self.client.query(**arguments)
+        jobs = [_job_from_item(item) for item in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")
+        return jobs, (f"{last['created_at']['S']}#{last['job_id']['S']}" if last else None)
 
     # ---- chunks -----------------------------------------------------------------------------
 
@@ -258,6 +276,19 @@ def decode_outcomes(first_row: int, blob: bytes) -> list[RowOutcome]:
         RowOutcome(row=first_row + index, url=row[0], code=row[1], error=row[2] if len(row) > 2 else "")
         for index, row in enumerate(rows)
     ]
+
+
+def _job_from_item(item: dict[str, Any]) -> Job:
+    return Job(
+        job_id=item["job_id"]["S"],
+        total=int(item["total"]["N"]),
+        chunks=int(item.get("chunks", {}).get("N", "0")),
+        succeeded=int(item.get("succeeded", {}).get("N", "0")),
+        failed=int(item.get("failed", {}).get("N", "0")),
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        updated_at=datetime.fromisoformat(item["updated_at"]["S"]) if "updated_at" in item else None,
+        owner=item.get("owner", {}).get("S"),
+    )
 
 
 def _chunk_ids_from_item(item: dict[str, Any], proposed: ChunkIds) -> ChunkIds:

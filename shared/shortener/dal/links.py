@@ -1,24 +1,34 @@
-"""The links table: links, the id counter, find-if-exists claims and reserved ids.
+"""The links table: links, the id counter, find-if-exists claims and reserved ids (the item
+formats are in ``link_items``; changes of existing links in ``link_changes``; listings in
+``link_listing``).
 
-Every write of a link is conditional on the code being free, except ``put_generated_batch``, which
-writes codes that only the counter can produce (see ``insert_reserving_id``), so nothing else can
-already hold them.
+Every write of a new link is conditional on the code being free, except ``put_generated_batch``,
+which writes codes that only the counter can produce (see ``insert_reserving_id``); bulk
+processing still reads those codes first (``get_many``), so a link made under an earlier code key,
+or a tombstone, is never overwritten.
 """
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
+from shortener.dal.link_items import (
+    CLAIM_PREFIX,
+    COUNTER_KEY,
+    RESERVED_PREFIX,
+    TAKEDOWNS_KEY,
+    claim_item,
+    claim_to_link,
+    is_link_item,
+    link_from_item,
+    link_to_item,
+)
 from shortener.models.exceptions import StorageThrottledError
 from shortener.models.links import Link
 
-COUNTER_KEY = "#id-counter"
-CLAIM_PREFIX = "#url#"
-RESERVED_PREFIX = "#reserved#"
 # Ids per reservation item: small enough that the item one allocation reads stays small.
 RESERVED_PAGE_SIZE = 10_000
 _BATCH_WRITE_LIMIT = 25
@@ -34,10 +44,22 @@ _RETRYABLE_CANCELLATIONS = frozenset(
     {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded", "TransactionConflict"}
 )
 _CONDITION_FAILED = "ConditionalCheckFailed"
+_KEY_FINGERPRINT = "key_fingerprint"
+_ID_NOT_HANDED_OUT = "attribute_not_exists(next_id) OR next_id < :id"
+_SAME_KEY = f"attribute_not_exists({_KEY_FINGERPRINT}) OR {_KEY_FINGERPRINT} = :fp"
 
 
 class IdAlreadyAllocatedError(Exception):
     """A code in the generated space was asked for after the counter had handed out its id."""
+
+
+class CounterKeyMismatchError(Exception):
+    """The id counter was started under another code key: codes made now could equal codes made
+    then, so nothing may be written. ``stored`` is the counter's key fingerprint."""
+
+    def __init__(self, stored: str) -> None:
+        super().__init__(f"the id counter's code key fingerprint is {stored}")
+        self.stored = stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +83,14 @@ class LinksStore(aws.DynamoDBTable):
             TableName=self.table_name, Key={"code": {"S": code}}, ConsistentRead=consistent
         )
         item = response.get("Item")
-        return _link_from_item(item) if item and "url" in item else None
+        return link_from_item(item) if item and is_link_item(item) else None
 
     def get_many(self, codes: Sequence[str]) -> dict[str, Link]:
         """The links stored under ``codes`` (consistent reads), by code."""
         found: dict[str, Link] = {}
         for item in self._batch_get([{"code": {"S": code}} for code in dict.fromkeys(codes)]):
-            if "url" in item:
-                link = _link_from_item(item)
+            if is_link_item(item):
+                link = link_from_item(item)
                 found[link.code] = link
         return found
 
@@ -79,28 +101,53 @@ class LinksStore(aws.DynamoDBTable):
             TableName=self.table_name, Key={"code": {"S": CLAIM_PREFIX + key}}, ConsistentRead=True
         )
         item = response.get("Item")
-        return _claim_to_link(item) if item else None
+        return claim_to_link(item) if item else None
 
     def find_claims(self, keys: Sequence[str]) -> dict[str, Link]:
         """find_claim for many URL keys at once, by key."""
         found: dict[str, Link] = {}
         for item in self._batch_get([{"code": {"S": CLAIM_PREFIX + key}} for key in dict.fromkeys(keys)]):
-            found[item["code"]["S"].removeprefix(CLAIM_PREFIX)] = _claim_to_link(item)
+            found[item["code"]["S"].removeprefix(CLAIM_PREFIX)] = claim_to_link(item)
         return found
+
+    def takedown_generation(self) -> int:
+        """How many takedowns (deletions, disablings, changes of target) there have been: a
+        container's redirect cache is stale when this moved."""
+        response = self.client.get_item(
+            TableName=self.table_name, Key={"code": {"S": TAKEDOWNS_KEY}}, ConsistentRead=True
+        )
+        return int(response.get("Item", {}).get("generation", {}).get("N", "0"))
 
     # ---- the counter ------------------------------------------------------------------------
 
-    @aws.throttling_is_busy
-    def allocate_ids(self, count: int) -> list[int]:
-        """Reserve ``count`` consecutive ids with one counter write and return those of them that
-        no custom code has reserved (usually all)."""
-        response = self.client.update_item(
-            TableName=self.table_name,
-            Key={"code": {"S": COUNTER_KEY}},
-            UpdateExpression="ADD next_id :count",
-            ExpressionAttributeValues={":count": {"N": str(count)}},
-            ReturnValues="UPDATED_NEW",
+    def counter_key(self) -> str | None:
+        """The code key fingerprint the id counter was started with (None before any id)."""
+        response = self.client.get_item(
+            TableName=self.table_name, Key={"code": {"S": COUNTER_KEY}}, ConsistentRead=True
         )
+        return response.get("Item", {}).get(_KEY_FINGERPRINT, {}).get("S")
+
+    @aws.throttling_is_busy
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]:
+        """Reserve ``count`` consecutive ids with one counter write and return those of them that
+        no custom code has reserved (usually all). The counter keeps the fingerprint of the code
+        key it was started with (a counter without one adopts ``key_fingerprint``); under another
+        key the write is refused with CounterKeyMismatchError."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={"code": {"S": COUNTER_KEY}},
+                UpdateExpression=f"SET {_KEY_FINGERPRINT} = if_not_exists({_KEY_FINGERPRINT}, :fp) "
+                "ADD next_id :count",
+                ConditionExpression=_SAME_KEY,
+                ExpressionAttributeValues={":count": {"N": str(count)}, ":fp": {"S": key_fingerprint}},
+                ReturnValues="UPDATED_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            raise CounterKeyMismatchError(_stored_key(exc.response.get("Item"))) from exc
         last = int(response["Attributes"]["next_id"]["N"])
         first = last - count + 1
         reserved = self._reserved_ids(first, last)
@@ -121,7 +168,7 @@ class LinksStore(aws.DynamoDBTable):
         try:
             self.client.put_item(
                 TableName=self.table_name,
-                Item=_link_to_item(link),
+                Item=link_to_item(link),
                 ConditionExpression="attribute_not_exists(code)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -129,17 +176,18 @@ class LinksStore(aws.DynamoDBTable):
             if aws.error_code(exc) != "ConditionalCheckFailedException":
                 raise
             old: Any = exc.response.get("Item")
-            return _link_from_item(old) if old else self.get(link.code, consistent=True)
+            return link_from_item(old) if old else self.get(link.code, consistent=True)
         return None
 
-    def insert_reserving_id(self, link: Link, link_id: int) -> Link | None:
-        """Write ``link``, whose code the counter would generate for ``link_id``, and reserve that id
-        so the counter skips it; both in one transaction that fails if the counter already handed
-        the id out. None when written; else the link already there; IdAlreadyAllocatedError when
-        the code is free but its id is in use."""
+    def insert_reserving_id(self, link: Link, link_id: int, key_fingerprint: str) -> Link | None:
+        """Write ``link``, whose code the counter would generate for ``link_id`` under the key
+        ``key_fingerprint`` names, and reserve that id so the counter skips it; both in one
+        transaction that fails if the counter already handed the id out or runs under another key.
+        None when written; else the link already there; IdAlreadyAllocatedError when the code is
+        free but its id is in use; CounterKeyMismatchError under another key."""
         page = link_id // RESERVED_PAGE_SIZE
         items: list[Any] = [
-            self._put_new(_link_to_item(link), return_old=True),
+            self._put_new(link_to_item(link), return_old=True),
             {
                 "Update": {
                     "TableName": self.table_name,
@@ -149,11 +197,14 @@ class LinksStore(aws.DynamoDBTable):
                 }
             },
             {
-                "ConditionCheck": {
+                # The reservation only means something under the counter's key: adopt it or match it.
+                "Update": {
                     "TableName": self.table_name,
                     "Key": {"code": {"S": COUNTER_KEY}},
-                    "ConditionExpression": "attribute_not_exists(next_id) OR next_id < :id",
-                    "ExpressionAttributeValues": {":id": {"N": str(link_id)}},
+                    "UpdateExpression": f"SET {_KEY_FINGERPRINT} = if_not_exists({_KEY_FINGERPRINT}, :fp)",
+                    "ConditionExpression": f"({_ID_NOT_HANDED_OUT}) AND ({_SAME_KEY})",
+                    "ExpressionAttributeValues": {":id": {"N": str(link_id)}, ":fp": {"S": key_fingerprint}},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
         ]
@@ -162,8 +213,11 @@ class LinksStore(aws.DynamoDBTable):
             return None
         if reasons[0].get("Code") == _CONDITION_FAILED:
             old = reasons[0].get("Item")
-            return _link_from_item(old) if old else self.get(link.code, consistent=True)
+            return link_from_item(old) if old else self.get(link.code, consistent=True)
         if reasons[2].get("Code") == _CONDITION_FAILED:
+            stored = _stored_key(reasons[2].get("Item")) or self.counter_key()
+            if stored and stored != key_fingerprint:
+                raise CounterKeyMismatchError(stored)
             raise IdAlreadyAllocatedError(link.code)
         raise TransactionRefusedError(reasons)
 
@@ -171,15 +225,15 @@ class LinksStore(aws.DynamoDBTable):
         """Write a generated ``link`` and the claim that makes it the one link of its URL, in one
         transaction, so two concurrent requests for one URL cannot both create a link."""
         items: list[Any] = [
-            self._put_new(_claim_item(key, link), return_old=True),
-            self._put_new(_link_to_item(link)),
+            self._put_new(claim_item(key, link), return_old=True),
+            self._put_new(link_to_item(link)),
         ]
         reasons = self._transact(items)
         if reasons is None:
             return ClaimOutcome(created=True)
         if reasons[0].get("Code") == _CONDITION_FAILED:
             old = reasons[0].get("Item")
-            existing = _claim_to_link(old) if old else self.find_claim(key)
+            existing = claim_to_link(old) if old else self.find_claim(key)
             if existing is not None:
                 return ClaimOutcome(created=False, existing=existing)
         if reasons[1].get("Code") == _CONDITION_FAILED:
@@ -199,7 +253,7 @@ class LinksStore(aws.DynamoDBTable):
             pending = dict(claims[start : start + _TRANSACTION_LIMIT])
             while pending:
                 items: list[Any] = [
-                    self._put_new(_claim_item(key, link), return_old=True) for key, link in pending.items()
+                    self._put_new(claim_item(key, link), return_old=True) for key, link in pending.items()
                 ]
                 reasons = self._transact(items)
                 if reasons is None:
@@ -209,7 +263,7 @@ class LinksStore(aws.DynamoDBTable):
                 for (key, _), reason in zip(list(pending.items()), reasons, strict=True):
                     if reason.get("Code") == _CONDITION_FAILED:
                         old = reason.get("Item")
-                        existing = _claim_to_link(old) if old else self.find_claim(key)
+                        existing = claim_to_link(old) if old else self.find_claim(key)
                         if existing is not None:
                             winners[key] = existing
                             del pending[key]
@@ -223,7 +277,7 @@ class LinksStore(aws.DynamoDBTable):
         """Write generated links with BatchWriteItem (no conditions: only the counter produces
         these codes, and rewriting one with the same content on a redelivery changes nothing).
         Unprocessed items are retried with exponential backoff."""
-        requests: list[Any] = [{"PutRequest": {"Item": _link_to_item(link)}} for link in links]
+        requests: list[Any] = [{"PutRequest": {"Item": link_to_item(link)}} for link in links]
         for start in range(0, len(requests), _BATCH_WRITE_LIMIT):
             self._batch_write(requests[start : start + _BATCH_WRITE_LIMIT])
 
@@ -304,40 +358,5 @@ class TransactionRefusedError(Exception):
         self.reasons = list(reasons)
 
 
-def _link_to_item(link: Link) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "code": {"S": link.code},
-        "url": {"S": link.url},
-        "created_at": {"S": link.created_at.isoformat()},
-        "is_custom": {"BOOL": link.is_custom},
-    }
-    if link.owner:
-        item["owner"] = {"S": link.owner}
-    return item
-
-
-def _link_from_item(item: dict[str, Any]) -> Link:
-    return Link(
-        code=item["code"]["S"],
-        url=item["url"]["S"],
-        created_at=datetime.fromisoformat(item["created_at"]["S"]),
-        is_custom=item.get("is_custom", {}).get("BOOL", False),
-        owner=item.get("owner", {}).get("S"),
-    )
-
-
-def _claim_item(key: str, link: Link) -> dict[str, Any]:
-    return {
-        "code": {"S": CLAIM_PREFIX + key},
-        "target": {"S": link.code},
-        "url": {"S": link.url},
-        "created_at": {"S": link.created_at.isoformat()},
-    }
-
-
-def _claim_to_link(item: dict[str, Any]) -> Link:
-    return Link(
-        code=item["target"]["S"],
-        url=item["url"]["S"],
-        created_at=datetime.fromisoformat(item["created_at"]["S"]),
-    )
+def _stored_key(item: Any) -> str:
+    return str((item or {}).get(_KEY_FINGERPRINT, {}).get("S", ""))

@@ -17,13 +17,16 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.dal.links import CounterKeyMismatchError
 from shortener.logic.chunks import ChunkOutcomes, expiry
 from shortener.logic.codes import CodeGenerator
-from shortener.logic.links import LinkService
+from shortener.logic.links import LinkService, key_changed_error
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
+from shortener.models.access import Caller
 from shortener.models.exceptions import (
     InvalidCsvError,
     InvalidUrlError,
+    JobNotFoundError,
     PayloadTooLargeError,
     ShortenerError,
     StorageThrottledError,
@@ -53,6 +56,11 @@ _MAX_CODE_CELL = 300
 # A spreadsheet runs a cell starting with one of these as a formula.
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _LINKS_PER_BATCH_WRITE = 25
+# A form upload carries the file and perhaps a few fields; nothing legitimate has more parts.
+MAX_MULTIPART_PARTS = 16
+_MULTIPART_BOUNDARY = re.compile(
+    r'boundary=(?:"(?P<quoted>[^"]{1,200})"|(?P<plain>[^\s;]{1,200}))', re.IGNORECASE
+)
 
 
 # ---- upload -> rows -----------------------------------------------------------------------------
@@ -110,6 +118,16 @@ def parse_csv(text: str, *, max_rows: int) -> list[BulkRow]:
 
 
 def _file_from_multipart(raw: bytes, content_type: str) -> bytes:
+    boundary = _MULTIPART_BOUNDARY.search(content_type)
+    if boundary is None:
+        raise InvalidCsvError("The multipart upload has no boundary in its Content-Type.")
+    # The email parser spends CPU on every part (seconds for tens of thousands of tiny ones, all
+    # within the size limit): count the delimiters first, which costs one pass over the bytes.
+    delimiter = b"--" + (boundary["quoted"] or boundary["plain"]).encode("latin-1", "replace")
+    if raw.count(delimiter) > MAX_MULTIPART_PARTS + 1:
+        raise InvalidCsvError(
+            f"The multipart upload has more than {MAX_MULTIPART_PARTS} parts; send the CSV as one file field."
+        )
     message = BytesParser(policy=HTTP).parsebytes(
         b"Content-Type: " + content_type.encode("latin-1", "replace") + b"\r\n\r\n" + raw
     )
@@ -130,10 +148,29 @@ def _file_from_multipart(raw: bytes, content_type: str) -> bytes:
 
 
 def pack_rows(
-    job_id: str, rows: Sequence[BulkRow], *, own_host: str | None, max_rows: int, max_bytes: int
+    job_id: str,
+    rows: Sequence[BulkRow],
+    *,
+    own_host: str | None,
+    max_rows: int,
+    max_bytes: int,
+    owner: str | None = None,
+    own_hosts: Sequence[str] = (),
 ) -> list[ChunkMessage]:
     """Consecutive rows packed into messages of at most ``max_rows`` rows and about ``max_bytes``
     of row text (a single longer row gets a message of its own)."""
+
+    def _message(chunk: int, first_row: int, batch: list[tuple[str, str]]) -> ChunkMessage:
+        return ChunkMessage(
+            job_id=job_id,
+            chunk=chunk,
+            first_row=first_row,
+            rows=batch,
+            own_host=own_host,
+            own_hosts=list(own_hosts),
+            owner=owner,
+        )
+
     messages: list[ChunkMessage] = []
     batch: list[tuple[str, str]] = []
     size = 0
@@ -142,19 +179,13 @@ def pack_rows(
         # The row's share of the JSON body: two quoted strings, brackets and commas.
         row_size = len(row.url.encode()) + len(row.code.encode()) + 8
         if batch and (len(batch) == max_rows or size + row_size > max_bytes):
-            messages.append(_message(job_id, len(messages), first_row, batch, own_host))
+            messages.append(_message(len(messages), first_row, batch))
             batch, size, first_row = [], 0, number
         batch.append((row.url, row.code))
         size += row_size
     if batch:
-        messages.append(_message(job_id, len(messages), first_row, batch, own_host))
+        messages.append(_message(len(messages), first_row, batch))
     return messages
-
-
-def _message(
-    job_id: str, chunk: int, first_row: int, rows: list[tuple[str, str]], own_host: str | None
-) -> ChunkMessage:
-    return ChunkMessage(job_id=job_id, chunk=chunk, first_row=first_row, rows=rows, own_host=own_host)
 
 
 class JobRecords(Protocol):
@@ -188,14 +219,22 @@ def submit_job(
     queue_url: str,
     own_host: str | None,
     options: BulkOptions,
+    owner: str | None = None,
+    own_hosts: Sequence[str] = (),
 ) -> Job:
-    """Create a job for ``rows``: the job record first (so progress always has a total to count
-    towards), then the rows packed into messages and sent in batches."""
+    """Create ``owner``'s job for ``rows``: the job record first (so progress always has a total
+    to count towards), then the rows packed into messages and sent in batches."""
     job_id = uuid.uuid4().hex
     messages = pack_rows(
-        job_id, rows, own_host=own_host, max_rows=options.rows_per_message, max_bytes=options.message_bytes
+        job_id,
+        rows,
+        own_host=own_host,
+        max_rows=options.rows_per_message,
+        max_bytes=options.message_bytes,
+        owner=owner,
+        own_hosts=own_hosts,
     )
-    job = Job(job_id=job_id, total=len(rows), chunks=len(messages), created_at=clock.now())
+    job = Job(job_id=job_id, total=len(rows), chunks=len(messages), created_at=clock.now(), owner=owner)
     jobs.create_job(job, expires_at=expiry(job.created_at, options.retention_days))
     try:
         queue.send_all(queue_url, [message.model_dump_json() for message in messages])
@@ -204,6 +243,16 @@ def submit_job(
         # sent are processed, but their counts find no job and are dropped.
         jobs.delete_job(job_id)
         raise QueueUnavailableError("The rows could not be queued; please upload the file again.") from exc
+    return job
+
+
+def job_for(caller: Caller, job: Job | None, job_id: str) -> Job:
+    """``job`` if ``caller`` may see it (its owner, or an admin; a job from before owners existed
+    is for admins only), else JobNotFoundError: another owner's job is indistinguishable from no
+    job at all. Without a key every caller is the anonymous owner: its jobs are found by their
+    unguessable ids, as before keys existed."""
+    if job is None or not (caller.is_admin or (job.owner is not None and job.owner == caller.owner_id)):
+        raise JobNotFoundError(f"No job has the id '{job_id[:64]}'.")
     return job
 
 
@@ -218,7 +267,8 @@ def is_job_id(text: str) -> bool:
 class ChunkLinks(Protocol):
     """What chunk processing needs of the links table (``shortener.dal.links.LinksStore``)."""
 
-    def allocate_ids(self, count: int) -> list[int]: ...
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
+    def get_many(self, codes: Sequence[str]) -> dict[str, Link]: ...
     def put_generated_batch(self, links: Iterable[Link]) -> None: ...
     def find_claims(self, keys: Sequence[str]) -> dict[str, Link]: ...
     def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
@@ -238,9 +288,13 @@ class _GeneratedRow:
 
 class ChunkProcessor:
     """Shortens the rows of one message. Idempotent: a redelivered message gets the same codes
-    (its ids were fixed on the chunk item by the first delivery, generated links are rewritten
-    byte for byte, conditional writes find their own earlier link) and is counted once (the job
-    records which chunks it has counted, in the same conditional write that adds the counts)."""
+    (its ids were fixed on the chunk item by the first delivery; links that delivery wrote are
+    found and kept, conditional writes find their own earlier link) and is counted once (the job
+    records which chunks it has counted, in the same conditional write that adds the counts).
+
+    Generated links go in with BatchWriteItem, which cannot be conditional: their codes are read
+    first, and a code that exists with other content (a link made under an earlier code key, a
+    tombstone) gets a fresh id instead, so nothing is ever overwritten."""
 
     def __init__(
         self,
@@ -266,11 +320,16 @@ class ChunkProcessor:
         # Writes of one chunk go out in parallel: each request waits on the network, not the CPU.
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="chunk-writer")
 
+    def check_ready(self) -> None:
+        """CodeKeyChangedError when codes must not be written (the code key changed): the loop
+        then leaves the queued rows alone."""
+        self._link_service.check_code_key()
+
     def process(self, message: ChunkMessage) -> ChunkResult:
         """Shorten every row of ``message`` and record the outcomes on its job."""
         now = clock.now()
         expires_at = expiry(now, self._retention_days)
-        policy = self._policy.with_own_host(message.own_host)
+        policy = self._policy.with_own_host(message.own_host, *message.own_hosts)
         outcomes: list[RowOutcome | None] = [None] * len(message.rows)
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
@@ -282,6 +341,12 @@ class ChunkProcessor:
                 generated.append(_GeneratedRow(index, normalise_url(url, policy)))
             except InvalidUrlError as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
+        for index, error in self._screen(message, generated, conditional, policy).items():
+            outcomes[index] = RowOutcome(
+                row=message.first_row + index, url=message.rows[index][0], error=f"blocked_host: {error}"
+            )
+        generated = [row for row in generated if outcomes[row.index] is None]
+        conditional = [index for index in conditional if outcomes[index] is None]
 
         if generated:
             chunk_ids = self._fix_ids(message, len(generated), now, expires_at)
@@ -295,7 +360,7 @@ class ChunkProcessor:
                     now=now,
                 )
                 return ChunkResult(succeeded=chunk_ids.succeeded, failed=chunk_ids.failed, counted=counted)
-            codes = self._write_generated(generated, chunk_ids)
+            codes = self._write_generated(message, generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
                 outcomes[row.index] = RowOutcome(row=message.first_row + row.index, url=row.url, code=code)
         for index, outcome in self._write_conditional(message, conditional, policy):
@@ -317,6 +382,22 @@ class ChunkProcessor:
         )
         return ChunkResult(succeeded=recorded.succeeded, failed=recorded.failed, counted=counted)
 
+    def _screen(
+        self, message: ChunkMessage, generated: list[_GeneratedRow], conditional: list[int], policy: UrlPolicy
+    ) -> dict[int, str]:
+        """The rows whose host is blocked (one batched read for the whole chunk), with why."""
+        guard = self._link_service.guard
+        if guard is None:
+            return {}
+        urls = {row.index: row.url for row in generated}
+        for index in conditional:
+            try:
+                urls[index] = normalise_url(message.rows[index][0], policy)
+            except InvalidUrlError:
+                continue  # reported when the row is shortened
+        blocked = guard.blocked(urls.values())
+        return {index: blocked[url] for index, url in urls.items() if url in blocked}
+
     def _fix_ids(self, message: ChunkMessage, count: int, now: datetime, expires_at: int) -> ChunkIds:
         proposed = ChunkIds(ids=self._allocate(count), created_at=now)
         fixed = self._jobs.fix_chunk_ids(message.job_id, message.chunk, proposed, expires_at)
@@ -327,41 +408,71 @@ class ChunkProcessor:
 
     def _allocate(self, count: int) -> list[int]:
         ids: list[int] = []
+        fingerprint = self._generator.fingerprint
         while len(ids) < count:
             # allocate_ids skips ids that custom codes reserved, so it can return fewer.
-            ids.extend(self._links.allocate_ids(count - len(ids)))
+            try:
+                ids.extend(self._links.allocate_ids(count - len(ids), fingerprint))
+            except CounterKeyMismatchError as exc:
+                raise key_changed_error(exc.stored, fingerprint) from exc
         return ids
 
-    def _write_generated(self, rows: list[_GeneratedRow], chunk_ids: ChunkIds) -> list[str]:
-        codes = [self._generator.encode(link_id) for link_id in chunk_ids.ids[: len(rows)]]
+    def _write_generated(
+        self, message: ChunkMessage, rows: list[_GeneratedRow], chunk_ids: ChunkIds
+    ) -> list[str]:
+        links = [
+            Link(
+                code=self._generator.encode(link_id),
+                url=row.url,
+                created_at=chunk_ids.created_at,
+                owner=message.owner,
+                job_id=message.job_id,
+            )
+            for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
+        ]
         if self._find_if_exists:
-            return self._write_claimed(rows, codes, chunk_ids.created_at)
-        self._put_batches(
-            [
-                Link(code=code, url=row.url, created_at=chunk_ids.created_at)
-                for row, code in zip(rows, codes, strict=True)
-            ]
-        )
-        return codes
+            return self._write_claimed(message, links)
+        self._put_batches(self._settle(links))
+        return [link.code for link in links]
 
-    def _write_claimed(self, rows: list[_GeneratedRow], codes: list[str], created_at: datetime) -> list[str]:
-        """Find-if-exists: a URL that already has a link keeps its code. Each new URL (once per
-        chunk) gets its row's link written in a batch, then claimed, up to 100 claims a
+    def _write_claimed(self, message: ChunkMessage, links: list[Link]) -> list[str]:
+        """Find-if-exists: a URL that already has a link of the owner keeps its code. Each new URL
+        (once per chunk) gets its row's link written in a batch, then claimed, up to 100 claims a
         transaction; where another writer claimed the URL first, its code wins (and the link
         written here stays, unreferenced but valid)."""
-        keys = [url_key(row.url) for row in rows]
+        keys = [url_key(link.url, message.owner) for link in links]
         found = {key: link.code for key, link in self._links.find_claims(keys).items()}
         first_of_key: dict[str, int] = {}
         for position, key in enumerate(keys):
             if key not in found:
                 first_of_key.setdefault(key, position)
-        new = [
-            (key, Link(code=codes[position], url=rows[position].url, created_at=created_at))
-            for key, position in first_of_key.items()
-        ]
-        self._put_batches([link for _, link in new])
+        new_links = [links[position] for position in first_of_key.values()]
+        self._put_batches(self._settle(new_links))
+        new = list(zip(first_of_key, new_links, strict=True))
         found.update({key: link.code for key, link in self._links.claim_urls(new).items()})
         return [found[key] for key in keys]
+
+    def _settle(self, links: list[Link]) -> list[Link]:
+        """Make every code in ``links`` one that is free (or already this very link, written by an
+        earlier delivery): a code held by anything else gets the code of a fresh id. ``links`` is
+        updated in place; returns the links still to be written."""
+        pending = list(range(len(links)))
+        written_before: set[int] = set()
+        while pending:
+            existing = self._links.get_many([links[position].code for position in pending])
+            taken = []
+            for position in pending:
+                stored = existing.get(links[position].code)
+                if stored is None:
+                    continue
+                if stored == links[position]:
+                    written_before.add(position)
+                else:
+                    taken.append(position)
+            for position, link_id in zip(taken, self._allocate(len(taken)), strict=True):
+                links[position] = links[position].model_copy(update={"code": self._generator.encode(link_id)})
+            pending = taken
+        return [link for position, link in enumerate(links) if position not in written_before]
 
     def _put_batches(self, links: list[Link]) -> None:
         batches = [
@@ -392,7 +503,10 @@ class ChunkProcessor:
             if not url:
                 raise InvalidUrlError("The URL is empty.")
             request = ShortenRequest(url=url, code=code or None)
-            result = self._link_service.shorten(request, policy, base_url="")
+            # The chunk was screened against the blocklist already.
+            result = self._link_service.shorten(
+                request, policy, base_url="", owner=message.owner, screen=False
+            )
         except StorageThrottledError:
             # Not the row's outcome: the message fails and comes back after its visibility timeout.
             raise

@@ -2,6 +2,8 @@
 
 import base64
 import hashlib
+import hmac
+import itertools
 import re
 import string
 import sys
@@ -22,6 +24,8 @@ RESERVED_WORDS = frozenset(
     {
         "bulk",
         "jobs",
+        "links",
+        "blocklist",
         "well-known",
         "apple-app-site-association",
         "api",
@@ -37,8 +41,9 @@ RESERVED_WORDS = frozenset(
     }
 )
 
-# A fixed shuffle of A-Z a-z 0-9. Deployments set their own (CODE_ALPHABET) so that nobody can
-# decode their codes back to ids.
+# A fixed shuffle of A-Z a-z 0-9. It is public (it is in this repository), so codes made with it
+# alone can be counted through; a deployment's codes are keyed by its CODE_ALPHABET or, without
+# one, by its stack's own key (CODE_KEY), and this only serves tests and tools without either.
 DEFAULT_ALPHABET = "kR3uXoTbV8Lq1NjZmWf6yHcE0SgAiP4rD9hKszCnYe7GwQa2vMBtJ5dOlFxIUp"
 
 
@@ -178,11 +183,24 @@ def _sqids_shuffle(alphabet: str) -> str:
 class CodeGenerator:
     """Turns counter ids into codes: at least 4 characters, neighbouring ids give unrelated codes
     (a keyed permutation, then sqids), offensive words never appear and reserved route words are
-    never a whole code (sqids skips them)."""
+    never a whole code (sqids skips them).
 
-    def __init__(self, alphabet: str = "") -> None:
-        alphabet = alphabet or DEFAULT_ALPHABET
-        self._permutation = IdPermutation(alphabet)
+    The key: ``alphabet`` when given (it was the only key before stacks had their own, so codes of
+    deployments that set one do not change); else ``key`` (the stack's own secret, CODE_KEY), from
+    which both the alphabet's order and the permutation are derived; else the public built-in
+    alphabet. ``fingerprint`` names the key without revealing it."""
+
+    def __init__(self, alphabet: str = "", key: str = "") -> None:
+        if alphabet:
+            material, permutation_key = f"alphabet:{alphabet}", alphabet
+        elif key:
+            material = permutation_key = f"stack:{key}"
+            alphabet = keyed_shuffle(DEFAULT_ALPHABET, material)
+        else:
+            alphabet = permutation_key = DEFAULT_ALPHABET
+            material = f"alphabet:{alphabet}"
+        self.fingerprint = hmac.new(material.encode(), b"shortener code key", hashlib.sha256).hexdigest()[:16]
+        self._permutation = IdPermutation(permutation_key)
         blocklist = sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS)
         self._sqids = Sqids(alphabet=alphabet, min_length=MIN_GENERATED_LENGTH, blocklist=blocklist)
         self._encoder = _OneNumberSqids(self._sqids, alphabet, MIN_GENERATED_LENGTH, blocklist)
@@ -205,9 +223,30 @@ class CodeGenerator:
 
 
 @lru_cache(maxsize=4)
-def code_generator(alphabet: str = "") -> CodeGenerator:
-    """One generator per alphabet per container (building the blocklist is not free)."""
-    return CodeGenerator(alphabet)
+def code_generator(alphabet: str = "", key: str = "") -> CodeGenerator:
+    """One generator per key per container (building the blocklist is not free)."""
+    return CodeGenerator(alphabet, key)
+
+
+def keyed_shuffle(characters: str, key: str) -> str:
+    """``characters`` in an order only ``key`` determines: Fisher-Yates driven by HMAC-SHA256 in
+    counter mode (written out rather than random.shuffle, whose algorithm Python may change: the
+    order must stay the same forever, or a deployment's codes would change)."""
+    stream = _keyed_stream(key.encode())
+    order = list(characters)
+    for last in range(len(order) - 1, 0, -1):
+        # Rejection sampling: an unbiased index in [0, last].
+        limit = 256 - 256 % (last + 1)
+        while (byte := next(stream)) >= limit:
+            pass
+        swap = byte % (last + 1)
+        order[last], order[swap] = order[swap], order[last]
+    return "".join(order)
+
+
+def _keyed_stream(key: bytes) -> Iterator[int]:
+    for counter in itertools.count():
+        yield from hmac.new(key, f"alphabet:{counter}".encode(), hashlib.sha256).digest()
 
 
 def is_reserved(code: str) -> bool:

@@ -1,17 +1,26 @@
 """Shortening and resolving single links."""
 
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from cachetools import TTLCache
 
 from shortener import clock
-from shortener.dal.links import ClaimOutcome, IdAlreadyAllocatedError
+from shortener.dal.links import ClaimOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
+from shortener.logic.blocklist import HostGuard
 from shortener.logic.codes import CodeGenerator, hash_code_candidates, is_well_formed, validate_custom_code
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
-from shortener.models.exceptions import CodesExhaustedError, CodeTakenError, LinkNotFoundError
+from shortener.models.exceptions import (
+    CodeKeyChangedError,
+    CodesExhaustedError,
+    CodeTakenError,
+    LinkGoneError,
+    LinkNotFoundError,
+)
 from shortener.models.links import Link, ShortenRequest, ShortenResult
 
 # A generated code is taken only where an old custom or hash code predates its reservation: rare.
@@ -23,10 +32,12 @@ class LinksStorage(Protocol):
 
     def get(self, code: str, *, consistent: bool = False) -> Link | None: ...
     def find_claim(self, key: str) -> Link | None: ...
-    def allocate_ids(self, count: int) -> list[int]: ...
+    def counter_key(self) -> str | None: ...
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
     def insert(self, link: Link) -> Link | None: ...
-    def insert_reserving_id(self, link: Link, link_id: int) -> Link | None: ...
+    def insert_reserving_id(self, link: Link, link_id: int, key_fingerprint: str) -> Link | None: ...
     def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome: ...
+    def takedown_generation(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,21 +48,77 @@ class Resolution:
     from_cache: bool
 
 
+def key_changed_error(stored: str, current: str) -> CodeKeyChangedError:
+    """The 503 that says what changed and what to do."""
+    return CodeKeyChangedError(
+        f"The links table's id counter was started under another code key (fingerprint {stored}); "
+        f"this function runs under {current}. CodeAlphabet (or the stack's own key) changed, and codes "
+        "made now could equal existing ones, so no code is written and queued bulk rows wait. Deploy "
+        "again with the CodeAlphabet the table was started with (empty if it never had one)."
+    )
+
+
 class IdPool:
     """Counter ids reserved in blocks, one counter write per block, handed out one at a time.
     Thread-safe: one pool serves a container."""
 
-    def __init__(self, storage: LinksStorage, block_size: int) -> None:
+    def __init__(self, storage: LinksStorage, block_size: int, key_fingerprint: str) -> None:
         self._storage = storage
         self._block_size = block_size
+        self._key_fingerprint = key_fingerprint
         self._ids: deque[int] = deque()
         self._lock = threading.Lock()
 
     def next_id(self) -> int:
         with self._lock:
             while not self._ids:
-                self._ids.extend(self._storage.allocate_ids(self._block_size))
+                try:
+                    self._ids.extend(self._storage.allocate_ids(self._block_size, self._key_fingerprint))
+                except CounterKeyMismatchError as exc:
+                    raise key_changed_error(exc.stored, self._key_fingerprint) from exc
             return self._ids.popleft()
+
+
+class RedirectCache:
+    """The container's memory of the links it resolved. A link can change (a takedown, a new
+    target), and another container may have changed it: the whole memory is dropped whenever the
+    table's takedown generation moved, which is read at most every ``check_seconds``."""
+
+    def __init__(
+        self,
+        generation: Callable[[], int],
+        *,
+        ttl_seconds: float,
+        size: int,
+        check_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._generation = generation
+        self._entries: TTLCache[str, Link] = TTLCache(maxsize=size, ttl=ttl_seconds, timer=monotonic)
+        self._check_seconds = check_seconds
+        self._monotonic = monotonic
+        self._known_generation: int | None = None
+        self._checked_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def get(self, code: str) -> Link | None:
+        with self._lock:
+            now = self._monotonic()
+            if now - self._checked_at >= self._check_seconds:
+                generation = self._generation()
+                if generation != self._known_generation:
+                    self._entries.clear()
+                    self._known_generation = generation
+                self._checked_at = now
+            return self._entries.get(code)
+
+    def put(self, link: Link) -> None:
+        with self._lock:
+            self._entries[link.code] = link
+
+    def forget(self, code: str) -> None:
+        with self._lock:
+            self._entries.pop(code, None)
 
 
 class LinkService:
@@ -68,73 +135,125 @@ class LinkService:
         id_block_size: int = 10,
         cache_seconds: float = 300,
         cache_size: int = 10_000,
+        cache_check_seconds: float = 1.0,
+        guard: HostGuard | None = None,
     ) -> None:
         self._storage = storage
         self._generator = generator
         self._strategy = strategy
         self._find_if_exists = find_if_exists
-        self._ids = IdPool(storage, id_block_size)
-        self._cache: TTLCache[str, str] | None = (
-            TTLCache(maxsize=cache_size, ttl=cache_seconds) if cache_seconds > 0 and cache_size > 0 else None
+        self._guard = guard
+        self._ids = IdPool(storage, id_block_size, generator.fingerprint)
+        self._cache = (
+            RedirectCache(
+                storage.takedown_generation,
+                ttl_seconds=cache_seconds,
+                size=cache_size,
+                check_seconds=cache_check_seconds,
+            )
+            if cache_seconds > 0 and cache_size > 0
+            else None
         )
 
-    def shorten(self, request: ShortenRequest, policy: UrlPolicy, base_url: str) -> ShortenResult:
-        """Create (or find) the link for ``request``; ``created`` is False when an existing link
-        is returned."""
+    @property
+    def guard(self) -> HostGuard | None:
+        return self._guard
+
+    def shorten(
+        self,
+        request: ShortenRequest,
+        policy: UrlPolicy,
+        base_url: str,
+        *,
+        owner: str | None = None,
+        screen: bool = True,
+    ) -> ShortenResult:
+        """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
+        link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once)."""
         url = normalise_url(request.url, policy)
+        if screen and self._guard is not None:
+            self._guard.check(url)
+        template = Link(
+            code="-",
+            url=url,
+            created_at=clock.now(),
+            owner=owner,
+            title=request.title,
+            tags=tuple(request.tags),
+        )
         if request.code:
-            link, created = self._claim_code(validate_custom_code(request.code), url, is_custom=True)
+            link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)
         elif self._strategy == "hash":
-            link, created = self._shorten_by_hash(url)
+            link, created = self._shorten_by_hash(template)
         else:
-            link, created = self._shorten_generated(url)
+            link, created = self._shorten_generated(template)
         return ShortenResult(code=link.code, short_url=base_url + link.code, url=link.url, created=created)
 
-    def resolve(self, code: str) -> Resolution:
-        """The URL behind ``code``. A malformed code is LinkNotFoundError without any read."""
+    def resolve(self, code: str, *, fresh: bool = False) -> Resolution:
+        """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
+        without any read), LinkGoneError for a deleted or disabled one. ``fresh`` skips the
+        container's memory (a client asked for it, or API Gateway is refilling its cache)."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
-        if self._cache is not None and (cached := self._cache.get(code)) is not None:
-            return Resolution(url=cached, from_cache=True)
-        link = self._storage.get(code)
+        if not fresh and self._cache is not None and (cached := self._cache.get(code)) is not None:
+            return Resolution(url=_followable(cached).url, from_cache=True)
+        # A strongly consistent read: right after a takedown, an eventually consistent one could
+        # still return the old link, and API Gateway would cache that answer for its TTL.
+        link = self._storage.get(code, consistent=True)
         if link is None:
             raise LinkNotFoundError(f"No link has the code '{code}'.")
         if self._cache is not None:
-            self._cache[code] = link.url
-        return Resolution(url=link.url, from_cache=False)
+            self._cache.put(link)
+        return Resolution(url=_followable(link).url, from_cache=False)
 
-    def _claim_code(self, code: str, url: str, *, is_custom: bool) -> tuple[Link, bool]:
-        """Write ``code`` -> ``url`` unless the code is held; holding the same URL is success."""
-        link = Link(code=code, url=url, created_at=clock.now(), is_custom=is_custom)
+    def forget(self, code: str) -> None:
+        """Drop ``code`` from this container's memory (it was just changed here)."""
+        if self._cache is not None:
+            self._cache.forget(code)
+
+    def check_code_key(self) -> None:
+        """CodeKeyChangedError when the id counter was started under another code key."""
+        stored = self._storage.counter_key()
+        if stored and stored != self._generator.fingerprint:
+            raise key_changed_error(stored, self._generator.fingerprint)
+
+    def _claim_code(self, code: str, template: Link, *, is_custom: bool) -> tuple[Link, bool]:
+        """Write ``code`` -> the URL unless the code is held; the owner holding it for the same
+        URL is success. A code that was deleted or disabled is never given out again."""
+        link = template.model_copy(update={"code": code, "is_custom": is_custom})
         generated_id = self._generator.id_of(code)
         try:
             existing = (
                 self._storage.insert(link)
                 if generated_id is None
-                else self._storage.insert_reserving_id(link, generated_id)
+                else self._storage.insert_reserving_id(link, generated_id, self._generator.fingerprint)
             )
         except IdAlreadyAllocatedError as exc:
             raise CodeTakenError(f"The code '{code}' is already in use.") from exc
+        except CounterKeyMismatchError as exc:
+            raise key_changed_error(exc.stored, self._generator.fingerprint) from exc
         if existing is None:
             return link, True
-        if existing.url == url:
+        if not existing.active:
+            raise CodeTakenError(f"The code '{code}' was used before and is never given out again.")
+        if existing.url == link.url and existing.owner == link.owner:
             return existing, False
         raise CodeTakenError(f"The code '{code}' is already in use for another URL.")
 
-    def _shorten_by_hash(self, url: str) -> tuple[Link, bool]:
-        for candidate in hash_code_candidates(url):
+    def _shorten_by_hash(self, template: Link) -> tuple[Link, bool]:
+        for candidate in hash_code_candidates(template.url):
             try:
-                return self._claim_code(candidate, url, is_custom=False)
+                return self._claim_code(candidate, template, is_custom=False)
             except CodeTakenError:
                 continue
-        raise CodesExhaustedError(url)
+        raise CodesExhaustedError(template.url)
 
-    def _shorten_generated(self, url: str) -> tuple[Link, bool]:
-        key = url_key(url)
+    def _shorten_generated(self, template: Link) -> tuple[Link, bool]:
+        key = url_key(template.url, template.owner)
         if self._find_if_exists and (existing := self._storage.find_claim(key)) is not None:
             return existing, False
         for _ in range(_MAX_CODE_ATTEMPTS):
-            link = Link(code=self._generator.encode(self._ids.next_id()), url=url, created_at=clock.now())
+            link = template.model_copy(update={"code": self._generator.encode(self._ids.next_id())})
             if self._find_if_exists:
                 outcome = self._storage.insert_with_claim(link, key)
                 if outcome.created:
@@ -143,4 +262,10 @@ class LinkService:
                     return outcome.existing, False
             elif self._storage.insert(link) is None:
                 return link, True
-        raise CodesExhaustedError(url)
+        raise CodesExhaustedError(template.url)
+
+
+def _followable(link: Link) -> Link:
+    if not link.active:
+        raise LinkGoneError(f"The link '{link.code}' was taken down by its owner or an admin.")
+    return link

@@ -27,6 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from shortener.models.exceptions import CodeKeyChangedError
 from shortener.models.jobs import ChunkMessage, ChunkResult
 from shortener.models.loops import LoopInvocation
 
@@ -62,6 +63,7 @@ class LoopStarting(Protocol):
 class MessageProcessor(Protocol):
     """``shortener.logic.bulk.ChunkProcessor``."""
 
+    def check_ready(self) -> None: ...
     def process(self, message: ChunkMessage) -> ChunkResult: ...
 
 
@@ -92,6 +94,7 @@ class LoopReport:
     """What one invocation of the loop did."""
 
     stopped: bool = False  # the token was deleted, taken over or claimed by another delivery
+    paused: bool = False  # rows must not be processed now (the code key changed): no successor
     reinvoked: bool = False
     claimed: bool = False  # the first heartbeat claimed this invocation's sequence number
     polls: int = 0
@@ -135,6 +138,10 @@ class PollLoop:
         """Poll while more than the re-invoke margin remains, then start the successor; stop
         without one when the heartbeat says this invocation is not (or no longer) the loop's."""
         report = LoopReport()
+        try:
+            self._processor.check_ready()
+        except CodeKeyChangedError as exc:
+            return self._pause(loop, report, exc)
         # This invocation's own mark on the token: a second delivery of the same event draws
         # another, so the two can never both hold the sequence number.
         holder = uuid.uuid4().hex
@@ -240,6 +247,15 @@ class PollLoop:
         self._count(report, "LoopsStopped", 1)
         self._flush(report)
         report.stopped = True
+        return report
+
+    def _pause(self, loop: LoopInvocation, report: LoopReport, error: CodeKeyChangedError) -> LoopReport:
+        # No receive (the rows stay queued, their receive counts untouched) and no successor:
+        # the token's heartbeat goes stale and the restarter tries again a few minutes later.
+        self._log.error(f"Bulk rows are not processed: {error.message}", extra={"token": loop.token})
+        self._count(report, "LoopsPaused", 1)
+        self._flush(report)
+        report.paused = True
         return report
 
     def _reinvoke(self, loop: LoopInvocation, holder: str, function_name: str) -> None:

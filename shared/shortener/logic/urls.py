@@ -14,17 +14,38 @@ _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 @dataclass(frozen=True, slots=True)
 class UrlPolicy:
     """What may be shortened: the allowed schemes, a length cap, and hosts that are refused (the
-    shortener's own, so short links cannot chain into loops)."""
+    shortener's own, in every spelling, so short links cannot chain into loops)."""
 
     allowed_schemes: frozenset[str]
     max_length: int
     own_hosts: frozenset[str] = frozenset()
 
-    def with_own_host(self, host: str | None) -> "UrlPolicy":
-        """The same policy, also refusing ``host`` (the host a request arrived on)."""
-        if not host:
+    def __post_init__(self) -> None:
+        # Compared in one canonical form: 'SHO.RT.', 'sho.rt' and an IDN's Unicode and punycode
+        # spellings are one host.
+        canonical = frozenset(filter(None, (canonical_host(host) for host in self.own_hosts)))
+        object.__setattr__(self, "own_hosts", canonical)
+
+    def with_own_host(self, *hosts: str | None) -> "UrlPolicy":
+        """The same policy, also refusing ``hosts`` (the host a request arrived on, the API's
+        execute-api host, ...)."""
+        added = frozenset(host for host in hosts if host)
+        if not added:
             return self
-        return UrlPolicy(self.allowed_schemes, self.max_length, self.own_hosts | {host.lower()})
+        return UrlPolicy(self.allowed_schemes, self.max_length, self.own_hosts | added)
+
+
+def canonical_host(host: str) -> str | None:
+    """``host`` as the URL parser serialises it (lower case, IDNA punycode, percent-decoded), without
+    a port or a trailing dot; None when it is not a host."""
+    text = host.strip()
+    if not text:
+        return None
+    try:
+        hostname = ada_url.URL(f"http://{text}/").hostname
+    except ValueError:
+        return None
+    return hostname.rstrip(".") or None
 
 
 def normalise_url(raw: str, policy: UrlPolicy) -> str:
@@ -39,17 +60,21 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     try:
         parsed = ada_url.URL(candidate)
     except ValueError as exc:
-        raise InvalidUrlError(f"Not a valid absolute URL: {_shorten_for_message(candidate)}") from exc
+        raise InvalidUrlError(
+            f"Not a valid absolute URL: {_shorten_for_message(candidate)}{_did_you_mean(candidate)}"
+        ) from exc
     scheme = parsed.protocol.removesuffix(":")
     if scheme not in policy.allowed_schemes:
         allowed = ", ".join(sorted(policy.allowed_schemes))
-        raise InvalidUrlError(f"The scheme '{scheme}' is not allowed; allowed: {allowed}.")
+        # 'example.com:8080/x' parses with the "scheme" example.com: it is a host without a scheme.
+        hint = _did_you_mean(candidate) if "." in scheme else ""
+        raise InvalidUrlError(f"The scheme '{scheme}' is not allowed; allowed: {allowed}.{hint}")
     # Each attribute of an ada URL is a call into the library and a new string (a bulk row's CPU
     # counts, make bench ARGS=cpu): the host is read once.
     hostname = parsed.hostname
     if scheme in _SPECIAL_SCHEMES and not hostname:
         raise InvalidUrlError("The URL has no host.")
-    if hostname and hostname.lower() in policy.own_hosts:
+    if hostname and hostname.rstrip(".") in policy.own_hosts:
         raise InvalidUrlError("Links to this shortener itself cannot be shortened.")
     normalised = parsed.href
     if len(normalised) > policy.max_length:
@@ -57,9 +82,25 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     return normalised
 
 
-def url_key(normalised_url: str) -> str:
-    """A fixed-size key for a normalised URL (find-if-exists claims)."""
-    return hashlib.sha256(normalised_url.encode()).hexdigest()
+def url_key(normalised_url: str, owner: str | None = None) -> str:
+    """A fixed-size key for a normalised URL (find-if-exists claims). Claims are per owner: one
+    owner's link is never handed to another, who could not manage it (links made before owners
+    existed keep their owner-less keys)."""
+    text = normalised_url if owner is None else f"{owner}\n{normalised_url}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _did_you_mean(candidate: str) -> str:
+    """' Did you mean https://...?' when ``candidate`` reads as a host and path without a scheme."""
+    if "://" in candidate:
+        return ""
+    try:
+        hostname = ada_url.URL(f"https://{candidate}").hostname
+    except ValueError:
+        return ""
+    if "." not in hostname.strip(".") and hostname != "localhost":
+        return ""
+    return f" Did you mean https://{_shorten_for_message(candidate)}?"
 
 
 def _shorten_for_message(text: str, limit: int = 80) -> str:

@@ -79,6 +79,49 @@ class CodesExhaustedError(Exception):
     """No free code could be found within the retry budget (an operational fault, not a caller's)."""
 
 
+class LinkGoneError(ShortenerError):
+    """The code was deleted or disabled by its owner or an admin; it is never given out again."""
+
+    status_code = 410
+    error = "gone"
+
+
+class BlockedHostError(ShortenerError):
+    """The URL's host (or a domain above it) is on the blocklist."""
+
+    status_code = 400
+    error = "blocked_host"
+
+
+class NotBlockedError(ShortenerError):
+    """The host to unblock is not on the blocklist."""
+
+    status_code = 404
+    error = "not_blocked"
+
+
+class ForbiddenError(ShortenerError):
+    """The route is for admins."""
+
+    status_code = 403
+    error = "forbidden"
+
+
+class ConflictError(ShortenerError):
+    """The link changed while this request was changing it; read it again and retry."""
+
+    status_code = 409
+    error = "conflict"
+
+
+class CodeKeyChangedError(ShortenerError):
+    """The function runs under another code key than the one the id counter was started with:
+    codes made now could equal existing ones, so none is written."""
+
+    status_code = 503
+    error = "code_key_changed"
+
+
 class InvalidKeyRequestError(ShortenerError):
     """A key cannot be made as asked (a bad name, owner or role)."""
 

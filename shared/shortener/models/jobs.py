@@ -30,6 +30,8 @@ class Job(BaseModel):
     created_at: datetime
     # When the job last made progress (a chunk counted); None until the first one.
     updated_at: datetime | None = None
+    # The uploader's owner id; None for jobs from before owners existed (admins only).
+    owner: str | None = None
 
     @property
     def processed(self) -> int:
@@ -56,6 +58,14 @@ class JobStatusView(BaseModel):
     # A job that is not done and has not moved for minutes is stuck; see its results and the DLQ.
     updated_at: datetime
     results_url: str
+    owner: str | None = None
+
+
+class JobList(BaseModel):
+    """A page of ``GET /jobs``: newest first; ``next_cursor`` fetches the next page."""
+
+    jobs: list[JobStatusView]
+    next_cursor: str | None = None
 
 
 class JobAccepted(BaseModel):
@@ -76,8 +86,12 @@ class ChunkMessage(BaseModel):
     chunk: int = Field(ge=0)
     first_row: int = Field(ge=1)
     rows: list[tuple[str, str]] = Field(min_length=1)
-    # The host the upload arrived on: links back to the shortener itself are refused.
+    # The host the upload arrived on (and the shortener's other hosts): links back to the
+    # shortener itself are refused.
     own_host: str | None = None
+    own_hosts: list[str] = []
+    # The uploader's owner id: every link of the job is theirs.
+    owner: str | None = None
 
     def bulk_rows(self) -> list[BulkRow]:
         return [BulkRow(url=url, code=code) for url, code in self.rows]

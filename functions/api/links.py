@@ -1,0 +1,136 @@
+"""Link management and the blocklist: the caller's links (list, show, change, disable, delete)
+and the admins' blocklist of hosts. Included into the API's resolver by app.py; errors raised here
+are mapped to JSON there."""
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from shortener import web
+from shortener.dal.api_cache import StageCache
+from shortener.logic.blocklist import HostGuard
+from shortener.logic.link_management import Change, StageCacheInvalidator
+from shortener.models.access import Caller
+from shortener.models.blocklist import Blocklist, BlockRequest
+from shortener.models.exceptions import ForbiddenError, NotBlockedError
+from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
+from shortener.observability import logger, metrics
+from shortener.services import api_link_manager, api_links
+from shortener.settings import api_settings
+
+router = APIGatewayRouter()
+
+
+@router.get("/links")
+def list_links() -> Response[str]:
+    event = router.current_event
+    found, cursor = api_link_manager().list(
+        _caller(),
+        owner=event.get_query_string_value("owner", None),
+        cursor=event.get_query_string_value("cursor", None),
+        limit=web.whole_number(event.get_query_string_value("limit", "25") or "25", "limit"),
+        tag=event.get_query_string_value("tag", None),
+        contains=event.get_query_string_value("q", None),
+    )
+    base = _base_url()
+    page = LinkList(links=[LinkView.of(link, base) for link in found], next_cursor=cursor)
+    return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
+
+
+@router.get("/links/<code>")
+def show_link(code: str) -> Response[str]:
+    return _link_answer(api_link_manager().get(_caller(), code))
+
+
+@router.patch("/links/<code>")
+def change_link(code: str) -> Response[str]:
+    event = router.current_event
+    settings = api_settings()
+    fields = web.parse_fields(
+        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
+    )
+    update = web.parse_request(LinkUpdate, fields)
+    policy = settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION))
+    change = api_link_manager().update(_caller(), code, update, policy, stage_cache())
+    return _changed(change)
+
+
+@router.delete("/links/<code>")
+def delete_link(code: str) -> Response[str]:
+    change = api_link_manager().delete(_caller(), code, stage_cache())
+    metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
+    return _changed(change)
+
+
+@router.get("/blocklist")
+def show_blocklist() -> Response[str]:
+    _admin()
+    entries = _guard().entries()
+    return Response(200, content_types.APPLICATION_JSON, Blocklist(hosts=entries).model_dump_json())
+
+
+@router.put("/blocklist/<host>")
+def block_host(host: str) -> Response[str]:
+    caller = _admin()
+    event = router.current_event
+    raw = web.body_bytes(event.body, event.is_base64_encoded)
+    fields = web.parse_fields(raw, web.header(event.headers, "content-type")) if raw.strip() else {}
+    request = web.parse_request(BlockRequest, fields)
+    entry = _guard().block(host, added_by=caller.owner_id, reason=request.reason)
+    logger.info("Host blocked", extra={"host": entry.host, "by": caller.owner_id})
+    return Response(200, content_types.APPLICATION_JSON, entry.model_dump_json())
+
+
+@router.delete("/blocklist/<host>")
+def unblock_host(host: str) -> Response[str]:
+    caller = _admin()
+    if not _guard().unblock(host):
+        raise NotBlockedError(f"{host[:80]} is not on the blocklist.")
+    logger.info("Host unblocked", extra={"host": host, "by": caller.owner_id})
+    return Response(204, content_types.APPLICATION_JSON, "")
+
+
+def _caller() -> Caller:
+    return web.caller_from_event(router.current_event.raw_event)
+
+
+def _admin() -> Caller:
+    caller = _caller()
+    if not caller.is_admin:
+        raise ForbiddenError("Only an admin can read or change the blocklist.")
+    return caller
+
+
+def _guard() -> HostGuard:
+    guard = api_links().guard
+    if guard is None:
+        raise ForbiddenError("This stack has no blocklist table.")
+    return guard
+
+
+def stage_cache() -> StageCacheInvalidator | None:
+    """The prod stage's cache of GET /{code}, when the stage has one: refreshes one code's entry."""
+    settings = api_settings()
+    if not settings.API_CACHE_ENABLED:
+        return None
+    event = router.current_event.raw_event
+    base_url = web.stage_base_url(event, settings.AWS_REGION, settings.AWS_ENDPOINT_URL_EXECUTE_API)
+    return StageCache(base_url, settings.AWS_REGION).invalidate
+
+
+def _changed(change: Change) -> Response[str]:
+    if change.stage_cache_invalidated is False:
+        # The change stands; API Gateway may serve the old answer until its TTL ends.
+        logger.error("The stage cache entry was not refreshed", extra={"code": change.link.code})
+        metrics.add_metric(name="StageCacheInvalidationFailed", unit=MetricUnit.Count, value=1)
+    return _link_answer(change.link)
+
+
+def _link_answer(link: Link) -> Response[str]:
+    view = LinkView.of(link, _base_url())
+    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
+
+
+def _base_url() -> str:
+    event = router.current_event
+    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)

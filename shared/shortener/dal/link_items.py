@@ -1,0 +1,102 @@
+"""How links and the links table's internal items are stored: one item per code, plus the id
+counter, find-if-exists claims, reserved ids and the takedown generation. "#" never appears in a
+code, so internal keys cannot clash with links.
+
+Links with an owner carry the keys of the ByOwner index (``list_pk`` = owner and a shard number,
+``list_sk`` = creation time and code); no internal item does, so the index holds links only. The
+partition is split in LIST_SHARDS because a bulk upload writes one owner's links faster than one
+index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice)."""
+
+import zlib
+from datetime import datetime
+from typing import Any
+
+from shortener.models.links import Link
+
+COUNTER_KEY = "#id-counter"
+CLAIM_PREFIX = "#url#"
+RESERVED_PREFIX = "#reserved#"
+TAKEDOWNS_KEY = "#takedowns"
+LIST_INDEX = "ByOwner"
+LIST_SHARDS = 4
+
+
+def list_partition(owner: str, shard: int) -> str:
+    return f"{owner}#{shard}"
+
+
+def list_position(link: Link) -> str:
+    """The link's place in its owner's listing: newest first sorts by this, descending."""
+    return f"{link.created_at.isoformat()}#{link.code}"
+
+
+def shard_of(code: str) -> int:
+    return zlib.crc32(code.encode()) % LIST_SHARDS
+
+
+def link_to_item(link: Link) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "code": {"S": link.code},
+        "url": {"S": link.url},
+        "created_at": {"S": link.created_at.isoformat()},
+        "is_custom": {"BOOL": link.is_custom},
+    }
+    if link.owner:
+        item["owner"] = {"S": link.owner}
+        if link.status != "deleted":
+            item["list_pk"] = {"S": list_partition(link.owner, shard_of(link.code))}
+            item["list_sk"] = {"S": list_position(link)}
+    if link.title:
+        item["title"] = {"S": link.title}
+    if link.tags:
+        item["tags"] = {"SS": list(link.tags)}
+    if link.status != "active":
+        item["status"] = {"S": link.status}
+    if link.updated_at is not None:
+        item["updated_at"] = {"S": link.updated_at.isoformat()}
+    if link.job_id:
+        item["job_id"] = {"S": link.job_id}
+    return item
+
+
+def link_from_item(item: dict[str, Any]) -> Link:
+    updated_at = item.get("updated_at", {}).get("S")
+    return Link(
+        code=item["code"]["S"],
+        url=item["url"]["S"],
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        is_custom=item.get("is_custom", {}).get("BOOL", False),
+        owner=item.get("owner", {}).get("S"),
+        title=item.get("title", {}).get("S", ""),
+        tags=tuple(sorted(item.get("tags", {}).get("SS", []))),
+        status=item.get("status", {}).get("S", "active"),
+        updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
+        job_id=item.get("job_id", {}).get("S"),
+    )
+
+
+def is_link_item(item: dict[str, Any] | None) -> bool:
+    """Whether ``item`` is a link (a tombstone included), not one of the table's internal items."""
+    return item is not None and "url" in item and not item["code"]["S"].startswith("#")
+
+
+def claim_item(key: str, link: Link) -> dict[str, Any]:
+    """The find-if-exists claim that makes ``link`` the one generated link of its URL (per owner)."""
+    item = {
+        "code": {"S": CLAIM_PREFIX + key},
+        "target": {"S": link.code},
+        "url": {"S": link.url},
+        "created_at": {"S": link.created_at.isoformat()},
+    }
+    if link.owner:
+        item["owner"] = {"S": link.owner}
+    return item
+
+
+def claim_to_link(item: dict[str, Any]) -> Link:
+    return Link(
+        code=item["target"]["S"],
+        url=item["url"]["S"],
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        owner=item.get("owner", {}).get("S"),
+    )

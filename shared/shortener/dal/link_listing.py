@@ -1,0 +1,84 @@
+"""An owner's links, newest first, from the ByOwner index of the links table.
+
+The owner's index partition is split in LIST_SHARDS (see ``link_items``), so a page is a merge of
+one Query per shard, each newest first from the same position. DynamoDB applies ``Limit`` before a
+filter, so a shard may stop early; the page then ends where every shard has been read (the
+highest position a shard stopped at), and the next page starts there. A position is a sort key
+value (creation time and code), so the cursor needs nothing of the caller but where they were."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from shortener.dal import aws
+from shortener.dal.link_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition
+from shortener.models.links import Link
+
+# Above every position: ISO times start with a digit.
+_NEWEST = "~"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPage:
+    """Links newest first, and the position the next page starts below (None: no more)."""
+
+    links: list[Link]
+    next_position: str | None
+
+
+class LinkIndex(aws.DynamoDBTable):
+    """Reads of the ByOwner index."""
+
+    def list_links(
+        self,
+        owner: str,
+        *,
+        before: str | None,
+        limit: int,
+        tag: str | None = None,
+        contains: str | None = None,
+    ) -> LinkPage:
+        """Up to ``limit`` of ``owner``'s links (deleted ones are not in the index) created before
+        the position ``before`` (None: from the newest), with the tag ``tag`` and ``contains`` in
+        their URL when given."""
+        found: list[tuple[str, Link]] = []
+        frontier: str | None = None
+        for shard in range(LIST_SHARDS):
+            partition = list_partition(owner, shard)
+            items, stopped_at = self._query(partition, before or _NEWEST, limit, tag, contains)
+            found += [(item["list_sk"]["S"], link_from_item(item)) for item in items]
+            if stopped_at is not None and (frontier is None or stopped_at > frontier):
+                frontier = stopped_at
+        # Only what lies at or above the frontier has been read in every shard.
+        complete = sorted(
+            (entry for entry in found if frontier is None or entry[0] >= frontier),
+            key=lambda entry: entry[0],
+            reverse=True,
+        )
+        if len(complete) > limit:
+            return LinkPage([link for _, link in complete[:limit]], complete[limit - 1][0])
+        return LinkPage([link for _, link in complete], frontier)
+
+    def _query(
+        self, partition: str, before: str, limit: int, tag: str | None, contains: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": LIST_INDEX,
+            "KeyConditionExpression": "list_pk = :partition AND list_sk < :before",
+            "ExpressionAttributeValues": {":partition": {"S": partition}, ":before": {"S": before}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        filters = []
+        if tag:
+            filters.append("contains(tags, :tag)")
+            arguments["ExpressionAttributeValues"][":tag"] = {"S": tag}
+        if contains:
+            filters.append("contains(#url, :contains)")
+            arguments["ExpressionAttributeValues"][":contains"] = {"S": contains}
+            arguments["ExpressionAttributeNames"] = {"#url": "url"}
+        if filters:
+            arguments["FilterExpression"] = " AND ".join(filters)
+        response = self.client.query(**arguments)
+        last = response.get("LastEvaluatedKey")
+        return list(response.get("Items", [])), (last["list_sk"]["S"] if last else None)

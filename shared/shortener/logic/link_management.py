@@ -1,0 +1,195 @@
+"""Link management: an owner lists, reads, changes, disables and deletes their links; an admin
+any link. A member never learns that another owner's link exists (it is a 404, as an unknown code
+is). A change that redirects see (a new target, disabling, deleting) reaches every cache at once:
+this container's, the other containers' (the takedown generation), and API Gateway's stage cache
+(one entry invalidated, when the stage caches)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from shortener import clock
+from shortener.dal.link_changes import LinkChangedError
+from shortener.dal.link_listing import LinkPage
+from shortener.logic.codes import is_well_formed
+from shortener.logic.links import LinkService
+from shortener.logic.paging import decode_cursor, encode_cursor, page_size
+from shortener.logic.urls import UrlPolicy, normalise_url, url_key
+from shortener.models.access import Caller
+from shortener.models.exceptions import (
+    ConflictError,
+    ForbiddenError,
+    LinkGoneError,
+    LinkNotFoundError,
+)
+from shortener.models.links import Link, LinkUpdate
+
+
+class StoredLinks(Protocol):
+    """``shortener.dal.links.LinksStore``."""
+
+    def get(self, code: str, *, consistent: bool = False) -> Link | None: ...
+
+
+class LinkChanges(Protocol):
+    """``shortener.dal.link_changes.LinkChangesStore``."""
+
+    def replace(self, seen: Link, changed: Link, *, drop_claim: str | None, takedown: bool) -> None: ...
+
+
+class OwnerIndex(Protocol):
+    """``shortener.dal.link_listing.LinkIndex``."""
+
+    def list_links(
+        self,
+        owner: str,
+        *,
+        before: str | None,
+        limit: int,
+        tag: str | None = None,
+        contains: str | None = None,
+    ) -> LinkPage: ...
+
+
+# Refreshes the stage cache's entry of a code: the status of the fresh answer (None: no answer).
+StageCacheInvalidator = Callable[[str], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A change made, and whether API Gateway's cache took it (None: the stage has no cache)."""
+
+    link: Link
+    stage_cache_invalidated: bool | None = None
+
+
+class LinkManager:
+    """The link routes' rules (one instance per container)."""
+
+    def __init__(
+        self,
+        links: StoredLinks,
+        changes: LinkChanges,
+        index: OwnerIndex,
+        service: LinkService,
+        *,
+        redirect_status: int = 301,
+    ) -> None:
+        self._links = links
+        self._changes = changes
+        self._index = index
+        self._service = service
+        self._redirect_status = redirect_status
+
+    def get(self, caller: Caller, code: str) -> Link:
+        """The caller's link ``code`` (any link for an admin)."""
+        link = self._visible(caller, code)
+        if link.status == "deleted":
+            raise LinkGoneError(f"The link '{code}' was deleted.")
+        return link
+
+    def list(
+        self,
+        caller: Caller,
+        *,
+        owner: str | None = None,
+        cursor: str | None = None,
+        limit: int = 25,
+        tag: str | None = None,
+        contains: str | None = None,
+    ) -> tuple[list[Link], str | None]:
+        """A page of the caller's links (an admin may name another ``owner``), newest first, and
+        the cursor of the next page."""
+        require_key(caller)
+        wanted = owner or caller.owner_id
+        if wanted != caller.owner_id and not caller.is_admin:
+            raise ForbiddenError("Only an admin can list another owner's links.")
+        before, size = decode_cursor(cursor), page_size(limit)
+        page = self._index.list_links(
+            wanted, before=before, limit=size, tag=tag or None, contains=contains or None
+        )
+        next_cursor = encode_cursor(page.next_position) if page.next_position else None
+        return page.links, next_cursor
+
+    def update(
+        self,
+        caller: Caller,
+        code: str,
+        update: LinkUpdate,
+        policy: UrlPolicy,
+        stage_cache: StageCacheInvalidator | None = None,
+    ) -> Change:
+        """Change the link's target, title, tags or status; the code stays the same."""
+        link = self.get(caller, code)
+        fields: dict[str, object] = {"updated_at": clock.now()}
+        if update.url is not None:
+            url = normalise_url(update.url, policy)
+            if url != link.url and self._service.guard is not None:
+                self._service.guard.check(url)
+            fields["url"] = url
+        if update.title is not None:
+            fields["title"] = update.title
+        if update.tags is not None:
+            fields["tags"] = tuple(update.tags)
+        if update.status is not None:
+            fields["status"] = update.status
+        changed = link.model_copy(update=fields)
+        retargeted = changed.url != link.url
+        # The old URL's find-if-exists claim must not hand out this code for it any more; nor
+        # may a disabled link be handed out. A re-enabled link does not claim its URL again.
+        leaves_claim = retargeted or (changed.status != "active" and link.status == "active")
+        return self._apply(
+            link,
+            changed,
+            drop_claim=url_key(link.url, link.owner) if leaves_claim else None,
+            takedown=retargeted or changed.status != link.status,
+            stage_cache=stage_cache,
+        )
+
+    def delete(self, caller: Caller, code: str, stage_cache: StageCacheInvalidator | None = None) -> Change:
+        """Delete the link: its code answers 410 from now on and is never given out again."""
+        link = self.get(caller, code)
+        tombstone = link.model_copy(update={"status": "deleted", "updated_at": clock.now()})
+        return self._apply(
+            link, tombstone, drop_claim=url_key(link.url, link.owner), takedown=True, stage_cache=stage_cache
+        )
+
+    def _apply(
+        self,
+        link: Link,
+        changed: Link,
+        *,
+        drop_claim: str | None,
+        takedown: bool,
+        stage_cache: StageCacheInvalidator | None,
+    ) -> Change:
+        try:
+            self._changes.replace(link, changed, drop_claim=drop_claim, takedown=takedown)
+        except LinkChangedError as exc:
+            raise ConflictError(
+                f"The link '{link.code}' changed meanwhile; read it again and retry."
+            ) from exc
+        if not takedown:
+            return Change(changed)
+        self._service.forget(link.code)
+        if stage_cache is None:
+            return Change(changed)
+        # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.
+        expected = self._redirect_status if changed.active else 410
+        return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected)
+
+    def _visible(self, caller: Caller, code: str) -> Link:
+        require_key(caller)
+        link = self._links.get(code, consistent=True) if is_well_formed(code) else None
+        if link is None or not (
+            caller.is_admin or (link.owner is not None and link.owner == caller.owner_id)
+        ):
+            # Another owner's link is indistinguishable from no link at all.
+            raise LinkNotFoundError(f"You have no link with the code '{code[:64]}'.")
+        return link
+
+
+def require_key(caller: Caller) -> None:
+    """ForbiddenError for a caller without a key (everyone is the same anonymous owner then)."""
+    if caller.role == "anonymous":
+        raise ForbiddenError("Managing links needs an API key (send it in X-Api-Key).")
