@@ -4,8 +4,10 @@ import itertools
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqids import Sqids
+from sqids.constants import DEFAULT_BLOCKLIST
 
 from shortener.logic.codes import (
     DEFAULT_ALPHABET,
@@ -20,6 +22,7 @@ from shortener.logic.codes import (
 from shortener.models.exceptions import InvalidCodeError
 
 GENERATOR = CodeGenerator()
+OTHER_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 URL_SAFE = re.compile(r"[A-Za-z0-9_-]+")
 ids = st.integers(min_value=1, max_value=2**53)
 
@@ -80,7 +83,7 @@ def test_generated_codes_are_never_a_reserved_word_nor_contain_an_offensive_one(
 
 
 def test_another_alphabet_gives_other_codes() -> None:
-    other = CodeGenerator("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    other = CodeGenerator(OTHER_ALPHABET)
     assert [other.encode(n) for n in range(1, 50)] != [GENERATOR.encode(n) for n in range(1, 50)]
 
 
@@ -152,3 +155,82 @@ def test_hash_codes_are_growing_prefixes_of_one_digest() -> None:
     assert all(later.startswith(candidates[0]) for later in candidates)
     assert candidates == list(hash_code_candidates("https://example.com/"))
     assert candidates[0] != next(hash_code_candidates("https://example.org/"))
+
+
+# Codes are a stored contract: links written with them exist. These were generated before code
+# generation was made faster, for a spread of ids, for ids whose permuted number sqids pads to four
+# characters (permuted 1, 2, 61, 62, 3843), and for ids whose first code held a blocked word (sqids
+# generated another: the codes differ from those of a Sqids without a blocklist).
+STORED_CODES = {
+    "": {
+        1: "i55K", 2: "U0iJ", 3: "4zNY", 62: "at5g", 3843: "feAl", 3844: "GAVX", 131071: "7aCd",
+        131072: "c6Xz", 131073: "qXzm", 999999: "Lmkj4", 5000000: "IMleY", 2147483647: "1voD6rj",
+        2147483648: "vs11aAt", 1000000000000: "BcPKoegq", 9007199254740992: "4TkNJhRitA",
+        117723: "GMoH", 117643: "yaBK", 95311: "mO7U", 119078: "hHHw", 47756: "mOy7",
+        2758: "i74j", 58689: "YfYo", 83379: "ycpl", 148192: "hRL3", 151661: "Zcpl", 151750: "AmL0",
+        5016387: "RjKnt", 5022075: "RZG7Z", 5023345: "kKjR5", 1000001177: "Fo8tTHG",
+        1000003296: "rexOYo", 1000003427: "Pcm0RV", 1099511631604: "5kC4KLRn",
+        1099511631655: "6Ht3ocJd", 1099511632117: "m1yQnYvI",
+    },
+    OTHER_ALPHABET: {
+        1: "E8Xx", 2: "jVKh", 3: "UGdH", 62: "Yc28", 3843: "nG2s", 3844: "5SRO", 131071: "qLSi",
+        131072: "a2ao", 131073: "b414", 999999: "y35z7", 5000000: "I2UIU", 2147483647: "ghOnaKE",
+        2147483648: "4t4M5xG", 1000000000000: "Ub7c9J2Q", 9007199254740992: "2ZS6K2L3CxI",
+        15517: "GmNt", 98508: "qltY", 3165: "OGT5", 102998: "5NNT", 16440: "OGNT",
+        1328: "bZ30", 18271: "ymGz", 47614: "5adz", 193552: "JIjz", 201905: "JFpq", 273223: "tjCN1",
+        5019049: "T3Ej2", 5020478: "bDfyk", 5032032: "6yG7B", 1000000990: "bjzmsrJ",
+        1000001639: "IIKcSX", 1000004819: "a38txjt", 1099511629274: "y5YlmYyk",
+        1099511629636: "RmMCxMpE", 1099511630441: "gZ0Q2x3r",
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("alphabet", list(STORED_CODES))
+def test_ids_keep_the_codes_they_were_given(alphabet: str) -> None:
+    # Given ids whose codes were stored, some of them padded or re-generated around a blocked word
+    generator = CodeGenerator(alphabet)
+    # When they are encoded (twice: the second time from the permutation's cache)
+    first = {link_id: generator.encode(link_id) for link_id in STORED_CODES[alphabet]}
+    again = {link_id: generator.encode(link_id) for link_id in STORED_CODES[alphabet]}
+    # Then the codes are those stored
+    assert first == again == STORED_CODES[alphabet]
+
+
+def sqids_reference(alphabet: str) -> tuple[Sqids, IdPermutation]:
+    """sqids itself with the generator's alphabet, minimum length and blocklist, and the permutation."""
+    alphabet = alphabet or DEFAULT_ALPHABET
+    blocklist = sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS)
+    return Sqids(alphabet=alphabet, min_length=4, blocklist=blocklist), IdPermutation(alphabet)
+
+
+REFERENCES = {alphabet: sqids_reference(alphabet) for alphabet in STORED_CODES}
+GENERATORS = {alphabet: CodeGenerator(alphabet) for alphabet in STORED_CODES}
+# A stack's own key: its alphabet's order and its permutation both derive from it.
+REFERENCES["key"] = (
+    Sqids(
+        alphabet=keyed_shuffle(DEFAULT_ALPHABET, "stack:a-stack-key"),
+        min_length=4,
+        blocklist=sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS),
+    ),
+    IdPermutation("stack:a-stack-key"),
+)
+GENERATORS["key"] = CodeGenerator(key="a-stack-key")
+
+
+@settings(max_examples=1000)
+@given(st.sampled_from(list(REFERENCES)), st.integers(min_value=1, max_value=2**62))
+def test_codes_are_sqids_of_the_permuted_id(alphabet: str, link_id: int) -> None:
+    # Given sqids itself and the permutation, When an id is encoded
+    reference, permutation = REFERENCES[alphabet]
+    code = GENERATORS[alphabet].encode(link_id)
+    # Then its code is sqids' code of the permuted id
+    assert code == reference.encode([permutation.forward(link_id)])
+
+
+def test_every_first_band_number_gets_sqids_code_blocked_and_padded_ones_included() -> None:
+    # Given numbers of the first band, where sqids pads short codes and meets blocked words
+    reference, permutation = REFERENCES[""]
+    numbers = range(1, 2**17, 7)
+    # When the ids the permutation maps to them are encoded, Then each code is sqids' own
+    codes = [GENERATOR.encode(permutation.inverse(n)) for n in numbers]
+    assert codes == [reference.encode([n]) for n in numbers]

@@ -5,7 +5,9 @@ import hashlib
 import hmac
 import itertools
 import re
-from collections.abc import Iterator
+import string
+import sys
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from sqids import Sqids
@@ -49,6 +51,9 @@ DEFAULT_ALPHABET = "kR3uXoTbV8Lq1NjZmWf6yHcE0SgAiP4rD9hKszCnYe7GwQa2vMBtJ5dOlFxI
 # codes grow with the counter instead of starting long.
 _FIRST_BAND_BITS = 17
 _FEISTEL_ROUNDS = 4
+# Round outputs kept per permutation: a round's input has half a band's bits, so ids below 2**26
+# (67 million links) need at most 4 * 2**13 of them; beyond, the least recently used go.
+_ROUND_CACHE_SIZE = 1 << 15
 
 
 class IdPermutation:
@@ -58,6 +63,9 @@ class IdPermutation:
 
     def __init__(self, key: str) -> None:
         self._key = hashlib.blake2b(key.encode(), digest_size=32).digest()
+        # A keyed hash per round was most of a code's CPU (make bench ARGS=cpu); its inputs repeat
+        # (half a band's bits each), so each is computed once.
+        self._cached_round: Callable[[int, int, int], int] = lru_cache(maxsize=_ROUND_CACHE_SIZE)(self._round)
 
     def forward(self, number: int) -> int:
         base, bits = self._band(number)
@@ -87,9 +95,9 @@ class IdPermutation:
         rounds = range(_FEISTEL_ROUNDS - 1, -1, -1) if inverse else range(_FEISTEL_ROUNDS)
         for round_number in rounds:
             if inverse:
-                left, right = right ^ self._round(round_number, left, half), left
+                left, right = right ^ self._cached_round(round_number, left, half), left
             else:
-                left, right = right, left ^ self._round(round_number, right, half)
+                left, right = right, left ^ self._cached_round(round_number, right, half)
         return (left << half) | right
 
     def _round(self, round_number: int, value: int, half: int) -> int:
@@ -97,6 +105,79 @@ class IdPermutation:
             f"{round_number}:{half}:{value}".encode(), key=self._key, digest_size=16
         ).digest()
         return int.from_bytes(digest) & ((1 << half) - 1)
+
+
+class _OneNumberSqids:
+    """``Sqids.encode([number])`` with less CPU per code, giving exactly the same codes: sqids'
+    algorithm for one number, with the alphabet's rotations computed once and the blocklist checked
+    by looking the code's substrings up in a set instead of scanning every word (that scan was most
+    of sqids' time). A code that sqids would pad to the minimum length, or generate again because
+    its first form holds a blocked word, is left to sqids itself. tests/unit/test_codes.py holds
+    codes generated before this class existed, and compares it with sqids."""
+
+    def __init__(self, sqids: Sqids, alphabet: str, min_length: int, blocklist: list[str]) -> None:
+        self._sqids = sqids
+        # Three-character codes are checked against the blocklist differently: left to sqids.
+        self._shortest = max(min_length, 4)
+        # As in sqids: the alphabet is shuffled once; the number picks a rotation of it, whose
+        # first character is the code's prefix and whose other characters, reversed, are the
+        # digits the number is written in.
+        self._alphabet = _sqids_shuffle(alphabet)
+        self._rotations: list[tuple[str, str]] = []
+        for offset in range(len(alphabet)):
+            rotation = self._alphabet[offset:] + self._alphabet[:offset]
+            self._rotations.append((rotation[0], rotation[::-1][1:]))
+        # sqids' partition of the blocklist: three-letter words only ever match a whole
+        # three-letter code (never one of ours); words with a digit match at either end; other
+        # words anywhere.
+        words = {word.lower() for word in blocklist if len(word) > 3}
+        self._blocked_at_ends = tuple(sorted(word for word in words if set(word) & _DIGITS))
+        self._blocked_anywhere = frozenset(word for word in words if not set(word) & _DIGITS)
+        self._anywhere_lengths = sorted({len(word) for word in self._blocked_anywhere})
+
+    def encode(self, number: int) -> str:
+        size = len(self._alphabet)
+        if not 0 <= number <= sys.maxsize:
+            return self._sqids.encode([number])  # sqids' own error
+        prefix, digits = self._rotations[(ord(self._alphabet[number % size]) + 1) % size]
+        base = size - 1
+        written: list[str] = []
+        rest = number
+        while True:
+            written.append(digits[rest % base])
+            rest //= base
+            if not rest:
+                break
+        code = prefix + "".join(reversed(written))
+        if len(code) < self._shortest or self._is_blocked(code.lower()):
+            return self._sqids.encode([number])
+        return code
+
+    def _is_blocked(self, code: str) -> bool:
+        if code.startswith(self._blocked_at_ends) or code.endswith(self._blocked_at_ends):
+            return True
+        for length in self._anywhere_lengths:
+            if length > len(code):
+                break
+            for start in range(len(code) - length + 1):
+                if code[start : start + length] in self._blocked_anywhere:
+                    return True
+        return False
+
+
+_DIGITS = frozenset(string.digits)
+
+
+def _sqids_shuffle(alphabet: str) -> str:
+    """sqids' deterministic shuffle of an alphabet (``Sqids.__shuffle``)."""
+    chars = list(alphabet)
+    i, j = 0, len(chars) - 1
+    while j > 0:
+        r = (i * j + ord(chars[i]) + ord(chars[j])) % len(chars)
+        chars[i], chars[r] = chars[r], chars[i]
+        i += 1
+        j -= 1
+    return "".join(chars)
 
 
 class CodeGenerator:
@@ -120,15 +201,13 @@ class CodeGenerator:
             material = f"alphabet:{alphabet}"
         self.fingerprint = hmac.new(material.encode(), b"shortener code key", hashlib.sha256).hexdigest()[:16]
         self._permutation = IdPermutation(permutation_key)
-        self._sqids = Sqids(
-            alphabet=alphabet,
-            min_length=MIN_GENERATED_LENGTH,
-            blocklist=sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS),
-        )
+        blocklist = sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS)
+        self._sqids = Sqids(alphabet=alphabet, min_length=MIN_GENERATED_LENGTH, blocklist=blocklist)
+        self._encoder = _OneNumberSqids(self._sqids, alphabet, MIN_GENERATED_LENGTH, blocklist)
 
     def encode(self, link_id: int) -> str:
         """The code of counter id ``link_id`` (a positive integer)."""
-        return self._sqids.encode([self._permutation.forward(link_id)])
+        return self._encoder.encode(self._permutation.forward(link_id))
 
     def id_of(self, code: str) -> int | None:
         """The counter id that generates exactly ``code``, or None when no id ever would. Custom and
