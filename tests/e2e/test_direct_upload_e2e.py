@@ -119,7 +119,10 @@ def test_with_no_loop_idle_costs_only_the_schedule_and_new_work_starts_its_own_l
 ) -> None:
     # Given a stack with the default MinLoops of 0, its requests recorded
     recording = tmp_path / "recording.jsonl"
-    stack = start_stack(time_scale=IDLE_TIME_SCALE, env={"MOTO_RECORDER_FILEPATH": str(recording)})
+    # moto's request recorder is one of its admin paths, which the stack refuses unless asked.
+    stack = start_stack(
+        "--moto-api", time_scale=IDLE_TIME_SCALE, env={"MOTO_RECORDER_FILEPATH": str(recording)}
+    )
     time.sleep(2)  # the schedule's first run at start
     assert loop_count(stack) == 0
     # When it stays idle for ten simulated minutes

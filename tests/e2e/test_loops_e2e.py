@@ -40,8 +40,9 @@ def results(running: RunningStack, job_id: str) -> list[dict[str, str]]:
 def test_a_second_delivery_of_a_running_loops_event_stops_at_its_first_heartbeat(
     start_stack: StartStack,
 ) -> None:
-    # Given the stack's one loop running (its token holds the sequence number it claimed)
-    running = start_stack(time_scale=TIME_SCALE)
+    # Given the stack's one loop running (its token holds the sequence number it claimed; MinLoops
+    # defaults to 0, so one is asked for)
+    running = start_stack(time_scale=TIME_SCALE, params={"MinLoops": "1"})
     probe = StackProbe(running.info)
     row = wait_for(lambda: next((t for t in probe.tokens() if t.get("holder")), None), 60, "a running loop")
     event = {key: row[key] for key in ("queue_url", "token", "loop_id")} | {"seq": int(row["seq"])}

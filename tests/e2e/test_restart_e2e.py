@@ -14,8 +14,14 @@ TIME_SCALE = 20
 # Stale loops would be revived only after this: a job that finishes after a restart shows that
 # restored loops were revived at start, not by the threshold.
 # Loops never go stale on their own here, and the writers' key is not throttled (the default usage
-# plan allows 10 requests/s: its 429s are not what these tests are about).
-NEVER_STALE = {"StaleHeartbeatSeconds": "3600", "KeyRateLimit": "1000", "KeyBurstLimit": "1000"}
+# plan allows 10 requests/s: its 429s are not what these tests are about), and one loop always runs
+# (MinLoops defaults to 0: these tests are about loops surviving a restart).
+NEVER_STALE = {
+    "StaleHeartbeatSeconds": "3600",
+    "KeyRateLimit": "1000",
+    "KeyBurstLimit": "1000",
+    "MinLoops": "1",
+}
 
 
 def bulk_csv(rows: int, tag: str) -> str:
