@@ -115,15 +115,18 @@ def test_a_poisoned_message_ends_its_job_done_with_its_rows_failed(start_stack: 
     assert depth["ApproximateNumberOfMessages"] == "0"
 
 
-SLOW_VISIBILITY_SECONDS = 6
-SLOW_WRITE_SECONDS = 2
+# A visibility timeout that one loop's two messages outlast (so the renewals are what keeps them
+# hidden), renewed every third of it: several seconds of slack before a late renewal would let SQS
+# deliver again, which a loaded 2-core CI needs (6 s with a renewal every 2 s was not enough there).
+SLOW_VISIBILITY_SECONDS = 20
+SLOW_WRITE_SECONDS = 6
 
 
-@pytest.mark.e2e_timeout(150)
+@pytest.mark.e2e_timeout(360)
 def test_a_batch_slower_than_the_visibility_timeout_is_not_delivered_twice(start_stack: StartStack) -> None:
-    # Given two loops polling, a visibility timeout of 6 s, and link batch writes that take 2 s
-    # each: a message of 250 rows is 10 writes on 8 threads (two rounds, 4 s), so a loop that
-    # receives both messages of a 500-row job works on them for 8 s or more
+    # Given two loops polling, a visibility timeout of 20 s, and link batch writes that take 6 s
+    # each: a message of 250 rows is 10 writes on 8 threads (two rounds, 12 s), so a loop that
+    # receives both messages of a 500-row job works on them for 24 s or more
     running = start_stack(
         time_scale=TIME_SCALE,
         params={
@@ -137,7 +140,7 @@ def test_a_batch_slower_than_the_visibility_timeout_is_not_delivered_twice(start
     wait_for(lambda: sum(1 for t in probe.tokens() if t.get("holder")) == 2, 60, "two running loops")
     # When a 500-row job is processed
     job_id = upload(running, [(f"https://example.com/slow/{n}", "") for n in range(500)])
-    status = wait_for(lambda: (s := job(running, job_id))["status"] == "done" and s, 90, "end of the job")
+    status = wait_for(lambda: (s := job(running, job_id))["status"] == "done" and s, 240, "end of the job")
     # Then every row has its code, and no message was received a second time
     assert (status["succeeded"], status["failed"]) == (500, 0)
     assert "Message delivered again" not in running.log()
