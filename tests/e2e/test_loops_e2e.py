@@ -79,7 +79,7 @@ POISON_VISIBILITY_SECONDS = 3
 MAX_RECEIVE_COUNT = 5  # the template's redrive policy
 
 
-@pytest.mark.e2e_timeout(150)
+@pytest.mark.e2e_timeout(360)
 def test_a_poisoned_message_ends_its_job_done_with_its_rows_failed(start_stack: StartStack) -> None:
     # Given loops whose link batch writes always fail (every message with generated rows is
     # poisoned), a short visibility timeout, and custom-code rows, which need no batch write

@@ -59,6 +59,11 @@ def test_the_api_may_release_a_find_if_exists_claim_of_a_changed_link() -> None:
     assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable") is Decision.ALLOW
 
 
+def test_the_poller_may_renew_the_visibility_of_a_batch_it_works_on() -> None:
+    # ChangeMessageVisibilityBatch, every third of the visibility timeout while a batch is processed
+    assert decide("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE) is Decision.ALLOW
+
+
 def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() -> None:
     # Given the ByOwner GSIs of the links and jobs tables, When the API queries, Then only those
     for table in ("LinksTable", "JobsTable"):
@@ -73,7 +78,6 @@ def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() ->
         ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
         ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
         ("PollerFunction", "sqs:SendMessage", QUEUE),
-        ("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE),
         ("PollerFunction", "sqs:GetQueueAttributes", QUEUE),
         ("PollerFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
         ("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-ApiFunction"),
