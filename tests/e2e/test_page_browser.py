@@ -6,6 +6,7 @@ after a reload; a wrong key, a missing key and a key over its limit each get a c
 Screenshots of each step are kept in test-artifacts/page-browser/ (printed at the end of the
 module). Without chromium and chromium-driver the module is skipped, saying how to install them."""
 
+import base64
 import contextlib
 import http.server
 import os
@@ -114,7 +115,13 @@ def snap(browser: WebDriver, artifacts: Path, request: pytest.FixtureRequest) ->
     test = request.node.name.removeprefix("test_")
 
     def take(step: str) -> None:
-        browser.save_screenshot(str(artifacts / f"{test}-{next(steps):02d}-{step}.png"))
+        # The whole page, not only the window: the lists are below the fold.
+        size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]  # type: ignore[attr-defined]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        shot = browser.execute_cdp_cmd(  # type: ignore[attr-defined]
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        )
+        (artifacts / f"{test}-{next(steps):02d}-{step}.png").write_bytes(base64.b64decode(shot["data"]))
 
     return take
 
@@ -286,7 +293,7 @@ def test_a_csv_upload_shows_progress_and_its_results(
     assert seen["disabled"] is True, "the upload button was not disabled during the upload"
     assert any(re.search(r"\d+ of 41 rows", text) for text in seen["statuses"]), seen["statuses"]
     assert (
-        "done: 41 of 41 rows (40 shortened, 1 with errors)" in browser.find_element(By.ID, "bulk-status").text
+        "Done: 41 of 41 rows (40 shortened, 1 with errors)" in browser.find_element(By.ID, "bulk-status").text
     )
     kept_jobs = [value for name, value in seen["kept"] if name == "shortener.job"]
     assert len(kept_jobs) == 1, seen["kept"]
