@@ -17,10 +17,16 @@ NODE = shutil.which("node")
 HARNESS = r"""
 const elements = {};
 const element = (id) => elements[id] || (elements[id] = {
-  id, hidden: true, textContent: "", value: 0, max: 1, href: "#", listeners: {},
+  id, hidden: true, textContent: "", value: 0, max: 1, href: "#", listeners: {}, disabled: false,
   files: id === "bulk-file" ? [FILE] : [],
   addEventListener(type, listener) { this.listeners[type] = listener; },
+  focus() {}, setAttribute() {}, removeAttribute() {}, replaceChildren() {}, append() {},
 });
+const kept = {};
+globalThis.localStorage = {
+  getItem: (name) => kept[name] ?? null, setItem: (name, value) => { kept[name] = String(value); },
+  removeItem: (name) => { delete kept[name]; },
+};
 const FILE = {name: "catalogue.csv", size: SIZE, type: "text/csv"};
 globalThis.document = {getElementById: element};
 globalThis.location = {pathname: "/"};
@@ -29,8 +35,11 @@ globalThis.FormData = class { constructor(form) { this.form = form.id; } };
 globalThis.setTimeout = (callback) => { callback(); return 0; };
 const calls = [];
 const statuses = STATUSES;
-const answer = (status, body) => ({ok: status < 300, status, json: async () => body});
+const answer = (status, body) => ({ok: status < 300, status, headers: new Headers(), json: async () => body});
 globalThis.fetch = async (url, options = {}) => {
+  // The caller's recent links and jobs (empty here) are answered apart from the calls under test.
+  if (url.startsWith("/links?")) return answer(200, {links: []});
+  if (url.startsWith("/jobs?")) return answer(200, {jobs: []});
   const body = options.body instanceof FormData ? "form" : options.body || null;
   calls.push([options.method || "GET", url, body]);
   if (url === "/bulk/uploads") return answer(201, {job_id: "j1", status_url: "/jobs/j1", upload: {
