@@ -79,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     loops = commands.add_parser("loops", help="list the loops draining the queues, with their heartbeats")
     loops.add_argument(
         "--aws-endpoint",
-        default=os.environ.get("AWS_ENDPOINT_URL", DEFAULT_AWS_ENDPOINT),
-        help="AWS endpoint (env AWS_ENDPOINT_URL; default: the local stack; 'aws' for real AWS)",
+        default=os.environ.get("AWS_ENDPOINT_URL"),
+        help="AWS endpoint (env AWS_ENDPOINT_URL; default: the running local stack's; 'aws' for real AWS)",
     )
     loops.add_argument("--tokens-table", help="the tokens table (default: the one table named *TokensTable*)")
     loops.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
@@ -390,7 +390,9 @@ def _blocklist(client: ShortenerClient) -> int:
 
 
 def _loops(args: argparse.Namespace) -> int:
-    endpoint = None if args.aws_endpoint == "aws" else args.aws_endpoint
+    endpoint = (
+        None if args.aws_endpoint == "aws" else args.aws_endpoint or local_aws_endpoint(args.local_stack)
+    )
     try:
         dynamodb = dynamodb_client(endpoint, args.region)
         table = args.tokens_table or find_tokens_table(dynamodb)
@@ -402,6 +404,13 @@ def _loops(args: argparse.Namespace) -> int:
         print(f"shortener: cannot read the loops: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK
+
+
+def local_aws_endpoint(data_dir: str | None) -> str:
+    """The embedded AWS of the running local stack (`make run` may have put it on another port than
+    3001), else the default port."""
+    found = local_stacks(data_dir)
+    return str(found[0].info.get("aws_endpoint") or DEFAULT_AWS_ENDPOINT) if found else DEFAULT_AWS_ENDPOINT
 
 
 def _keys(args: argparse.Namespace) -> int:

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from shortener_cli.loops import Loop, format_loops
-from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, main, progress_bar
+from shortener_cli.main import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    local_aws_endpoint,
+    main,
+    progress_bar,
+)
 
 LINK = {
     "code": "c1",
@@ -373,3 +381,14 @@ def test_the_progress_of_a_file_being_read_shows_how_much_of_it_was_read() -> No
         "upload": {"file_name": "a.csv", "size": 1000, "bytes_read": 310},
     }
     assert "file read 31%" in progress_bar(status)
+
+
+def test_loops_look_for_the_running_local_stacks_aws(tmp_path: Path) -> None:
+    # Given a local stack whose embedded AWS is not on the default port
+    (tmp_path / "stack.json").write_text(
+        json.dumps({"api_url": "http://127.0.0.1:4000/", "aws_endpoint": "http://127.0.0.1:4001"})
+    )
+    # When the loops command picks its AWS endpoint
+    # Then it is that stack's, and the default port only when no stack is found
+    assert local_aws_endpoint(str(tmp_path)) == "http://127.0.0.1:4001"
+    assert local_aws_endpoint(str(tmp_path / "none")) == "http://127.0.0.1:3001"
