@@ -16,6 +16,12 @@
    and the restore time it reports.
 4. --crash-links more links are written, the stack is killed with SIGKILL (its process group and
    its workers), and started again: the time until READY, with those writes replayed from the journal.
+5. S3: an object of --s3-mb MB put into the bulk bucket of an embedded AWS in this process, with
+   and without the durable state attached (its body written and fsynced to a file of its own), then
+   a clean stop (the snapshot) and a restore of the stack holding it. The stack of 3 also holds
+   such an object when it is stopped.
+
+    python -m benchmarks persistence --s3-only [--s3-mb 100]   (5 alone: seconds, not minutes)
 """
 
 import argparse
@@ -43,8 +49,15 @@ def main() -> None:
     parser.add_argument("--crash-links", type=int, default=50_000, help="links written before kill -9")
     parser.add_argument("--journal-writes", type=int, default=10_000, help="links per journal-cost round")
     parser.add_argument("--rounds", type=int, default=5, help="journal-cost rounds (median taken)")
+    parser.add_argument("--s3-mb", type=int, default=100, help="size of the S3 object held")
+    parser.add_argument("--s3-only", action="store_true", help="only the S3 figures (5)")
     options = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+    s3 = measure_s3_in_process(options.s3_mb)
+    print_s3_figures(options.s3_mb, s3)
+    if options.s3_only:
+        return
 
     journal = measure_journal_cost(options.journal_writes, options.rounds)
     snapshot = measure_snapshot_in_process(options.links)
@@ -210,6 +223,9 @@ def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[s
     figures: dict[str, Any] = {"first_start": timed(stack.start, START_TIMEOUT)}
     try:
         figures["fill"] = fill(stack, links, "c")
+        stack.boto3_client("s3").put_object(
+            Bucket=stack.resources["BulkBucket"], Key="uploads/bench.csv", Body=os.urandom(100 * 1024 * 1024)
+        )
         figures["stop"] = timed(stack.stop, STOP_TIMEOUT)
         figures["saved"] = _reported(stack.log(), r"Saved (\d+) items .* in ([\d.]+) s")
         figures["start"] = timed(stack.start, START_TIMEOUT)
@@ -256,6 +272,79 @@ def _reported(log: str, pattern: str) -> tuple[str, ...]:
     return tuple(last) if isinstance(last, tuple) else (last,)
 
 
+# ---- 5. S3 objects ---------------------------------------------------------------------------------
+
+
+def measure_s3_in_process(megabytes: int) -> dict[str, float]:
+    """Seconds of: a PUT of a ``megabytes`` MB object without and with the durable state, the
+    clean stop of a state holding it, and the restore of it into a fresh bucket."""
+    from local_stack.aws import aws_client
+    from local_stack.durability import DurableState, S3State
+    from local_stack.intrinsics import ACCOUNT_ID
+    from local_stack.moto_server import EmbeddedAws
+    from local_stack.resources import BUCKET
+
+    body = os.urandom(megabytes * 1024 * 1024)
+    server = EmbeddedAws(0)
+    server.start()
+    figures: dict[str, float] = {}
+    try:
+        resources = fresh_resources(server)
+        s3 = aws_client("s3", resources.aws_endpoint, resources.region)
+        bucket = resources.physical_id("BulkBucket")
+        started = time.perf_counter()
+        s3.put_object(Bucket=bucket, Key="uploads/plain.csv", Body=body)
+        figures["put_plain"] = time.perf_counter() - started
+        with tempfile.TemporaryDirectory(prefix="bench-s3-") as folder:
+            buckets = {
+                logical_id: resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)
+            }
+
+            def open_state() -> DurableState:
+                state = DurableState(
+                    Path(folder),
+                    [S3State(ACCOUNT_ID, Path(folder), buckets)],
+                    resources.names,
+                    exclusive=server.exclusive,
+                )
+                state.restore()
+                server.request_end_hooks.append(state.end_request)
+                state.start()
+                return state
+
+            resources = fresh_resources(server)
+            state = open_state()
+            started = time.perf_counter()
+            s3.put_object(Bucket=bucket, Key="uploads/journaled.csv", Body=body)
+            figures["put_journaled"] = time.perf_counter() - started
+            server.request_end_hooks.remove(state.end_request)
+            started = time.perf_counter()
+            state.close()
+            figures["stop"] = time.perf_counter() - started
+            resources = fresh_resources(server)
+            started = time.perf_counter()
+            state = open_state()
+            figures["restore"] = time.perf_counter() - started
+            head = s3.head_object(Bucket=bucket, Key="uploads/journaled.csv")
+            assert head["ContentLength"] == len(body), head
+            server.request_end_hooks.remove(state.end_request)
+            state.abandon()
+    finally:
+        server.stop()
+    return figures
+
+
+def print_s3_figures(megabytes: int, figures: dict[str, float]) -> None:
+    print(
+        f"\nS3 in the durable state: one {megabytes} MB object, in-process "
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n"
+        f"    PUT without / with the state  {figures['put_plain']:.2f} s / {figures['put_journaled']:.2f} s "
+        "(body written and fsynced)\n"
+        f"    clean stop holding it         {figures['stop']:.2f} s\n"
+        f"    start restoring it            {figures['restore']:.2f} s"
+    )
+
+
 def print_figures(
     options: argparse.Namespace,
     journal: dict[str, float],
@@ -277,7 +366,8 @@ def print_figures(
         f"    save                       {snapshot['save_wall']:.1f} s ({snapshot['save_cpu']:.1f} s CPU)",
         f"    restore                    {snapshot['restore_wall']:.1f} s "
         f"({snapshot['restore_cpu']:.1f} s CPU)",
-        f"  a stack holding {options.links:,} links (filled in {lifecycle['fill']:.1f} s by BatchWriteItem)",
+        f"  a stack holding {options.links:,} links (filled in {lifecycle['fill']:.1f} s by BatchWriteItem) "
+        "and a 100 MB upload",
         f"    clean stop (SIGTERM to exit)  {lifecycle['stop']:.1f} s   "
         f"(saving {int(saved_items):,} items: {float(saved_seconds):.1f} s)",
         f"    start (to READY)              {lifecycle['start']:.1f} s   "

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -341,19 +341,28 @@ class LambdaRuntime:
         """RequestResponse: run and wait for the outcome."""
         return self._pools[name].invoke(event, slot_timeout)
 
-    def invoke_async(self, name: str, event: Any) -> str:
+    def invoke_async(self, name: str, event: Any, on_done: Callable[[], None] | None = None) -> str:
         """Event: queue the invocation and return at once; failures are retried like Lambda's. Under
-        the duplicate-async fault the event may be delivered a second time, as Lambda's queue may."""
+        the duplicate-async fault the event may be delivered a second time, as Lambda's queue may.
+        ``on_done`` is called once the event has left Lambda's queue for good (an invocation
+        succeeded, or the last retry failed), never when the runtime stopped first."""
         request_id = str(uuid.uuid4())
-        self._deliver(name, event, request_id, None)
+        self._deliver(name, event, request_id, None, on_done)
         if (delay := self._duplicator.second_delivery()) is not None:
             self._deliver(name, event, request_id, delay)
         return request_id
 
-    def _deliver(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
+    def _deliver(
+        self,
+        name: str,
+        event: Any,
+        request_id: str,
+        duplicate_after: float | None,
+        on_done: Callable[[], None] | None = None,
+    ) -> None:
         thread = threading.Thread(
             target=self._run_async,
-            args=(name, event, request_id, duplicate_after),
+            args=(name, event, request_id, duplicate_after, on_done),
             name=f"async-{name}-{request_id[:8]}" + ("-duplicate" if duplicate_after is not None else ""),
             daemon=True,
         )
@@ -375,7 +384,14 @@ class LambdaRuntime:
         for pool in self._pools.values():
             pool.close()
 
-    def _run_async(self, name: str, event: Any, request_id: str, duplicate_after: float | None) -> None:
+    def _run_async(
+        self,
+        name: str,
+        event: Any,
+        request_id: str,
+        duplicate_after: float | None,
+        on_done: Callable[[], None] | None,
+    ) -> None:
         try:
             if duplicate_after is not None:
                 if self._stopping.wait(duplicate_after):
@@ -393,7 +409,11 @@ class LambdaRuntime:
                     return
                 # Asynchronous events wait in Lambda's queue while the function is at its limit.
                 invocation = self._pools[name].invoke(event, slot_timeout=None, background=True)
-                if invocation.error is None or self._stopping.is_set():
+                if self._stopping.is_set():
+                    return
+                if invocation.error is None:
+                    if on_done is not None:
+                        on_done()
                     return
                 log.warning(
                     "%s failed (%s: %s), attempt %d",
@@ -404,6 +424,8 @@ class LambdaRuntime:
                 )
                 if attempt < len(delays) and self._stopping.wait(delays[attempt] / self._settings.time_scale):
                     return
+            if on_done is not None:  # the retries are spent: Lambda drops the event
+                on_done()
         finally:
             with self._threads_lock:
                 self._threads.discard(threading.current_thread())

@@ -20,6 +20,7 @@ from local_stack.durability import (
     ApiKeysState,
     DurableState,
     DynamoDbState,
+    S3State,
     ServiceState,
     SqsState,
     StateSummary,
@@ -33,7 +34,15 @@ from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.log_format import LogFormat
 from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import API_STAGE, REST_API, TABLE, Resources, create_resources, name_resources
+from local_stack.resources import (
+    API_STAGE,
+    BUCKET,
+    REST_API,
+    TABLE,
+    Resources,
+    create_resources,
+    name_resources,
+)
 from local_stack.schedules import Scheduler, schedules_of
 from local_stack.stack_id import stack_uuid
 from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
@@ -98,6 +107,7 @@ class LocalStack:
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
         self._state: DurableState | None = None
+        self._s3_state: S3State | None = None
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
         self._undo_s3_notifications: Callable[[], None] | None = None
@@ -248,9 +258,10 @@ class LocalStack:
     def _restore_state(self, resources: Resources) -> None:
         """Bring back the data dir's state, then journal every change before it is answered."""
         assert self._moto is not None
+        services = durable_services(resources, self.options.data_dir)
         state = DurableState(
             self.options.data_dir,
-            durable_services(resources),
+            services,
             resources.names,
             exclusive=self._moto.exclusive,
         )
@@ -258,13 +269,30 @@ class LocalStack:
         self._moto.request_end_hooks.append(state.end_request)
         state.start()
         self._state = state
+        self._s3_state = next((service for service in services if isinstance(service, S3State)), None)
+        if self._s3_state is not None:
+            # Events S3 sent whose invocation had not finished when the stack stopped: Lambda's
+            # queue would still hold them (see durability/s3.py).
+            redelivered = self._s3_state.redeliver(self._invoke_tracked)
+            if redelivered:
+                log.info(
+                    "S3: %d event notifications not yet handled before the restart delivered again",
+                    redelivered,
+                )
 
     def _invoke_for_s3(self, function_arn: str, event: dict[str, Any]) -> bool:
-        """S3 invokes a notified function asynchronously."""
+        """S3 invokes a notified function asynchronously; the durable state keeps the event with its
+        object until the invocation is over."""
+        on_done = self._s3_state.event_sent(event, function_arn) if self._s3_state is not None else None
+        return self._invoke_tracked(function_arn, event, on_done)
+
+    def _invoke_tracked(
+        self, function_arn: str, event: dict[str, Any], on_done: Callable[[], None] | None
+    ) -> bool:
         spec = self._runtime.function(function_arn) if self._runtime is not None else None
         if spec is None or self._runtime is None:
             return False
-        self._runtime.invoke_async(spec.name, event)
+        self._runtime.invoke_async(spec.name, event, on_done)
         return True
 
     def stop(self, save: bool = True) -> StateSummary | None:
@@ -303,6 +331,7 @@ class LocalStack:
             else:
                 self._state.abandon()
             self._state = None
+            self._s3_state = None
         return summary
 
     def ready_info(self) -> dict[str, Any]:
@@ -364,12 +393,15 @@ def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:
     return flush
 
 
-def durable_services(resources: Resources) -> list[ServiceState]:
-    """What the durable state keeps: the tables' items, the queues' messages, the API keys."""
+def durable_services(resources: Resources, data_dir: Path) -> list[ServiceState]:
+    """What the durable state keeps: the tables' items, the queues' messages, the API keys, the
+    buckets' objects (their bodies in files of their own in ``data_dir``)."""
+    buckets = {logical_id: resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)}
     return [
         DynamoDbState(ACCOUNT_ID, resources.region, forget_on_restart(resources)),
         SqsState(ACCOUNT_ID, resources.region),
         ApiKeysState(ACCOUNT_ID, resources.region),
+        S3State(ACCOUNT_ID, data_dir, buckets),
     ]
 
 

@@ -60,6 +60,9 @@ class ApiKeysState:
     def dump(self) -> Iterator[list[Record]]:
         yield [[SERVICE, "keys", self._keys()]]
 
+    def after_snapshot(self) -> None:
+        """Nothing lives outside the snapshot."""
+
     def apply(self, record: Record, renames: Mapping[str, str]) -> None:
         _, operation, keys = record
         if operation == "keys":

@@ -107,6 +107,9 @@ class DynamoDbState:
             if batch:
                 yield [[SERVICE, "items", table.name, batch]]
 
+    def after_snapshot(self) -> None:
+        """Nothing lives outside the snapshot."""
+
     def apply(self, record: Record, renames: Mapping[str, str]) -> None:
         """Replay one record into the tables (which the template already created)."""
         _, operation, name, value = record

@@ -1,6 +1,6 @@
 """What a service's part of the durable state provides, and what it journals into.
 
-To make another service durable (S3 next), write one class with this shape and add it to the list
+To make another service durable, write one class with this shape and add it to the list
 the local stack builds (``local_stack.stack``); the journal, snapshots, compaction and replay stay
 as they are. Large values (object bodies) belong in files of their own beside the journal, written
 before the record that names them."""
@@ -43,6 +43,11 @@ class ServiceState(Protocol):
         """The whole state as batches of records, each record ending with its list of things (called
         with requests to serialised services held off; what is journaled during the dump is
         replayed after it, so the dump may be approximate for anything changed meanwhile)."""
+        ...
+
+    def after_snapshot(self) -> None:
+        """A new snapshot is in place and the journal before it deleted (called with requests to
+        serialised services held off): drop what only those files referred to (S3's bodies)."""
         ...
 
     def apply(self, record: Record, renames: Mapping[str, str]) -> None:

@@ -81,6 +81,9 @@ class SqsState:
                 batch = [_message_json(message) for message in messages[start : start + _SNAPSHOT_BATCH]]
                 yield [[SERVICE, "messages", queue.name, batch]]
 
+    def after_snapshot(self) -> None:
+        """Nothing lives outside the snapshot."""
+
     def apply(self, record: Record, renames: Mapping[str, str]) -> None:
         """Replay one record into the queues (which the template already created)."""
         operation, name = record[1], record[2]

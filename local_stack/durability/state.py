@@ -7,6 +7,8 @@ Files in the data dir:
 - ``snapshot.dat``: the whole state at one moment, written to a temporary file, fsynced and renamed
   over the old one, so there is always one whole snapshot. Its header names the first segment that
   follows it; older segments are deleted once it is in place. Its last frame marks it complete.
+- ``s3-bodies/``: S3 objects' bodies, one file each, named by the records (``s3.py``); those no
+  object refers to are deleted after each snapshot.
 
 Guarantees: a change is in the journal (in the OS page cache) before the request that made it is
 answered, so it survives the process being killed (`kill -9`, a closed terminal). The journal is
@@ -220,6 +222,9 @@ class DurableState:
             for number, path in self._segments():
                 if number < first_kept:
                     path.unlink()
+            with self._exclusive():
+                for service in self._services.values():
+                    service.after_snapshot()
             self._replayed_bytes = 0
             return StateSummary(self._counts, 0, 0, self._snapshot_bytes, time.perf_counter() - started)
 

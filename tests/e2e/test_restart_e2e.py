@@ -1,13 +1,22 @@
 """What the local stack acknowledged survives a clean stop and `kill -9` of its whole process group:
-links, jobs and their results, loops, the id counter and the queued rows."""
+links, jobs and their results, loops, the id counter, the queued rows, and the files in S3 (uploads
+and results files)."""
 
+import csv
+import io
 import signal
 import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import RunningStack, StartStack
 from tests.e2e.test_bulk_e2e import results_of, stored_urls, wait_until_done
+from tests.e2e.test_direct_upload_e2e import generated_csv, status
+from tests.e2e.test_direct_upload_e2e import wait_for as wait_for_job
 from tests.e2e.test_scaling_e2e import wait_for
 
 TIME_SCALE = 20
@@ -163,3 +172,70 @@ def test_kill_9_mid_job_keeps_every_answered_write(start_stack: StartStack) -> N
     assert not (answered.keys() & bulk.keys())
     everything = {**answered, **bulk, **after}
     assert stored_urls(stack, list(everything)) == everything
+
+
+def direct_upload(stack: RunningStack, source: Path, rows: int) -> str:
+    """A generated file of ``rows`` rows uploaded straight to S3 (POST /bulk/uploads, presigned
+    PUT); the job's id."""
+    client = ShortenerClient(stack.api_url, api_key=stack.api_key)
+    size = generated_csv(source, rows)
+    job = client.start_upload(source.name, size)
+    client.put_file(job["upload"], source, lambda _: None)
+    return str(job["job_id"])
+
+
+def downloaded_results(stack: RunningStack, job_id: str) -> list[dict[str, Any]]:
+    """GET /jobs/{id}/results: a 303 to the presigned results file, downloaded."""
+    answer = stack.request("GET", f"jobs/{job_id}/results")
+    assert answer.status == 303, (answer.status, answer.text, stack.log()[-3000:])
+    with urllib.request.urlopen(answer.headers["Location"], timeout=60) as download:
+        return list(csv.DictReader(io.TextIOWrapper(download, encoding="utf-8", newline="")))
+
+
+@pytest.mark.e2e_timeout(300)
+def test_a_direct_uploads_results_file_survives_a_clean_restart_and_kill_9(
+    start_stack: StartStack, tmp_path: Path
+) -> None:
+    # Given a finished direct-upload job whose results are a file in S3
+    stack = start_stack(time_scale=TIME_SCALE, params=NEVER_STALE)
+    rows = 300
+    job_id = direct_upload(stack, tmp_path / "catalogue.csv", rows)
+    done = wait_for_job(stack, job_id, "done", 120)
+    assert (done["phase"], done["succeeded"]) == ("done", rows), (done, stack.log()[-3000:])
+    before = downloaded_results(stack, job_id)
+    assert [int(line["row"]) for line in before] == list(range(1, rows + 1))
+    # When the stack stops cleanly and starts again
+    stack.restart()
+    # Then the results file is still downloadable through the API, the same
+    assert "Saved " in stack.log()
+    assert downloaded_results(stack, job_id) == before
+    # When the whole process group is killed and the stack started again
+    stack.kill()
+    stack.restart()
+    # Then it is still there, the same
+    assert status(stack, job_id)["phase"] == "done"
+    assert downloaded_results(stack, job_id) == before
+
+
+@pytest.mark.e2e_timeout(300)
+def test_an_upload_answered_but_not_yet_split_is_split_after_kill_9(
+    start_stack: StartStack, tmp_path: Path
+) -> None:
+    # Given a stack whose files function is slow to start a split (its first read of the job waits)
+    slow_split = "delay-in=FilesFunction.GetItem:600"
+    stack = start_stack(time_scale=TIME_SCALE, params=NEVER_STALE, faults=[slow_split])
+    rows = 300
+    # And an upload answered 200, whose split has not started when the process group is killed
+    job_id = direct_upload(stack, tmp_path / "catalogue.csv", rows)
+    assert status(stack, job_id)["phase"] == "awaiting_upload"
+    stack.kill()
+    # When the stack starts again (the files function no longer slow)
+    stack.args = [arg for arg in stack.args if arg not in ("--fault", slow_split)]
+    stack.restart()
+    # Then the file is back, the event S3 sent for it is delivered again, and the job is done with
+    # one outcome per row
+    assert "delivered again" in stack.log()
+    done = wait_for_job(stack, job_id, "done", 120)
+    assert (done["phase"], done["succeeded"] + done["failed"]) == ("done", rows), (done, stack.log()[-3000:])
+    lines = downloaded_results(stack, job_id)
+    assert [int(line["row"]) for line in lines] == list(range(1, rows + 1))

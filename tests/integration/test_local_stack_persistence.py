@@ -45,7 +45,7 @@ class Stacks:
         resources = resources or build(self.aws)
         state = DurableState(
             self.data_dir,
-            durable_services(resources),
+            durable_services(resources, self.data_dir),
             resources.names,
             exclusive=self.aws.exclusive,
             **options,
