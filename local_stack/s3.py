@@ -171,7 +171,10 @@ def presigned_url_problem(
     https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html"""
     query = environ.get("QUERY_STRING", "")
     params = parse_qs(query, keep_blank_values=True)
-    if "X-Amz-Signature" not in params:
+    # A browser's CORS preflight (OPTIONS, to the same URL) carries no signature of its own: S3
+    # answers it from the bucket's CORS rules alone.
+    # https://docs.aws.amazon.com/AmazonS3/latest/API/RESTOPTIONSobject.html
+    if "X-Amz-Signature" not in params or environ.get("REQUEST_METHOD") == "OPTIONS":
         return None
     try:
         access_key, _, region, service, _ = params["X-Amz-Credential"][0].split("/")

@@ -99,6 +99,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
     ):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     driver.set_page_load_timeout(STEP_SECONDS)
     yield driver
@@ -389,3 +390,46 @@ def test_a_key_over_its_limit_gets_a_clear_message(
     # Then the page says that the key is over its limit, and keeps the key
     assert re.search(r"Too Many Requests|Limit Exceeded", message), message
     assert kept_key(browser) == limited.api_key
+
+
+def test_a_file_above_4_mb_goes_from_the_browser_straight_to_storage(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap, tmp_path: Path
+) -> None:
+    # Given a person with their key on the page, and a CSV above the 4 MB that the API takes in a
+    # body (few rows, each with a wide column that the job ignores)
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    rows = [f"http://localhost:{landing}/big/{number}" for number in range(100)]
+    padding = "x" * 45_000
+    csv_file = tmp_path / "catalogue.csv"
+    csv_file.write_text("url,note\n" + "".join(f"{row},{padding}\n" for row in rows), encoding="utf-8")
+    assert csv_file.stat().st_size > 4_000_000
+    # When it is uploaded
+    browser.find_element(By.ID, "bulk-file").send_keys(str(csv_file))
+    browser.find_element(By.ID, "bulk-submit").click()
+    # Then the browser sends it to the presigned URL (the storage's CORS answers it), the job reads
+    # it, and its results file is linked
+    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5).until(
+        lambda _: (
+            browser.find_element(By.ID, "bulk-results").is_displayed()
+            or browser.find_element(By.ID, "bulk-error").is_displayed()
+        )
+    )
+    snap("results")
+    error = browser.find_element(By.ID, "bulk-error")
+    assert not error.is_displayed(), (error.text, browser.get_log("browser"))
+    assert (
+        "Done: 100 of 100 rows (100 shortened, 0 with errors)"
+        in browser.find_element(By.ID, "bulk-status").text
+    )
+    assert browser.find_element(By.ID, "bulk-upload-label").text.startswith("Uploading")
+    # And the results file, a presigned download from storage, holds one line per row
+    href = browser.find_element(By.ID, "bulk-results").get_attribute("href")
+    assert href is not None and "X-Amz-Signature=" in href, href
+    results = browser.execute_async_script(
+        "fetch(arguments[0]).then((r) => r.text(), (e) => 'error: ' + e).then(arguments[1])", href
+    )
+    lines = results.strip().splitlines()
+    assert lines[0] == "row,url,code,short_url,error", lines[:2]
+    assert len(lines) == 1 + len(rows)
+    assert all(row in line for row, line in zip(rows, lines[1:], strict=True))

@@ -49,6 +49,16 @@ def test_a_presigned_put_of_the_signed_length_passes_and_any_other_length_is_ref
     assert code == "SignatureDoesNotMatch"
 
 
+def test_a_browsers_preflight_of_a_presigned_put_is_answered_by_cors_not_the_signature() -> None:
+    # Given a presigned PUT, and the OPTIONS request a browser sends before it (no body, no length)
+    url = presign("put_object", {"Bucket": "b", "Key": "uploads/x.csv", "ContentLength": 10})
+    preflight = arriving(
+        url, "OPTIONS", HTTP_ORIGIN="http://127.0.0.1:3000", HTTP_ACCESS_CONTROL_REQUEST_METHOD="PUT"
+    )
+    # Then S3 does not check the signature against it (the bucket's CORS rules answer it)
+    assert presigned_url_problem(preflight, SECRETS) is None
+
+
 def test_a_presigned_download_with_response_headers_passes() -> None:
     url = presign(
         "get_object",
