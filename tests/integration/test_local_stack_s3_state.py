@@ -15,40 +15,31 @@ import pytest
 
 from local_stack import s3
 from local_stack.aws import aws_client
-from local_stack.durability import DurableState, S3State, StateSummary
+from local_stack.durability import DurableState, S3State
 from local_stack.durability.s3 import BODIES_DIR
 from local_stack.intrinsics import ACCOUNT_ID
 from local_stack.moto_server import EmbeddedAws
+from tests.integration.test_local_stack_persistence import Stacks
 
 REGION = "us-east-1"
 LOGICAL_ID = "BulkBucket"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:files"
 
 
-@pytest.fixture(scope="module")
-def aws() -> Iterator[EmbeddedAws]:
-    server = EmbeddedAws(0)
-    server.start()
-    yield server
-    server.stop()
-
-
-class Runs:
-    """Successive runs of a stack holding one bucket, over one data dir."""
+class Runs(Stacks):
+    """Successive runs of a stack holding one bucket, over one data dir (crash and stop as in the
+    persistence tests)."""
 
     def __init__(self, aws: EmbeddedAws, data_dir: Path) -> None:
-        self.aws = aws
-        self.data_dir = data_dir
+        super().__init__(aws, data_dir)
         self.client = aws_client("s3", aws.url, REGION)
         self.bucket = "shortener-bulk-test"
-        self.state: DurableState | None = None
         self.s3: S3State | None = None
-        self.restored: StateSummary | None = None
         # The events the bucket sent, and for each what the stack calls once its invocation is over.
         self.announced: list[dict[str, Any]] = []
         self.finished: list[Callable[[], None]] = []
 
-    def open(self, bucket: str | None = None) -> None:
+    def open_bucket(self, bucket: str | None = None) -> None:
         """A fresh embedded AWS whose bucket notifies a function of each upload, and the state."""
         self.aws.reset()
         self.bucket = bucket or self.bucket
@@ -80,22 +71,6 @@ class Runs:
         self.announced.append(event)
         self.finished.append(self.s3.event_sent(event, function_arn))
         return True
-
-    def crash(self) -> None:
-        assert self.state is not None
-        self.state.abandon()
-        self._detach()
-
-    def stop(self) -> StateSummary:
-        assert self.state is not None
-        summary = self.state.close()
-        self._detach()
-        return summary
-
-    def _detach(self) -> None:
-        assert self.state is not None
-        self.aws.request_end_hooks.remove(self.state.end_request)
-        self.state = None
 
     def bodies(self) -> set[str]:
         folder = self.data_dir / BODIES_DIR
@@ -165,12 +140,12 @@ def everything(runs: Runs) -> dict[str, dict[str, Any]]:
 
 def test_every_answered_object_write_survives_a_crash(runs: Runs) -> None:
     # Given objects written every way S3 writes them
-    runs.open()
+    runs.open_bucket()
     write_objects(runs)
     before = everything(runs)
     # When the process dies and the stack starts again
     runs.crash()
-    runs.open()
+    runs.open_bucket()
     # Then the same objects are there: bodies, ETags (a multipart one too), content types, metadata
     assert everything(runs) == before
     assert sorted(before) == ["results/a.csv", "results/big.csv", "results/copy.csv", "results/twice.csv"]
@@ -181,7 +156,7 @@ def test_every_answered_object_write_survives_a_crash(runs: Runs) -> None:
 
 def test_objects_survive_a_clean_stop_and_compaction_drops_unreferenced_bodies(runs: Runs) -> None:
     # Given objects written, one of them overwritten and one deleted (their old bodies unreferenced)
-    runs.open()
+    runs.open_bucket()
     write_objects(runs)
     before = everything(runs)
     assert len(runs.bodies()) == 6  # one file per write
@@ -192,13 +167,13 @@ def test_objects_survive_a_clean_stop_and_compaction_drops_unreferenced_bodies(r
     assert len(runs.bodies()) == 4
     assert sorted(path.name for path in runs.data_dir.glob("journal-*.dat")) == []
     # And they come back whole after a start
-    runs.open()
+    runs.open_bucket()
     assert everything(runs) == before
 
 
 def test_a_body_is_on_disk_before_the_record_that_names_it(runs: Runs) -> None:
     # Given an object written (the request answered)
-    runs.open()
+    runs.open_bucket()
     body = bytes(range(256)) * 1000
     runs.client.put_object(Bucket=runs.bucket, Key="uploads/job.csv", Body=body)
     # Then its body is already a whole file of its own, not inside the journal
@@ -213,7 +188,7 @@ def test_a_body_is_on_disk_before_the_record_that_names_it(runs: Runs) -> None:
 
 def test_an_object_whose_body_file_is_incomplete_is_dropped_not_served_short(runs: Runs) -> None:
     # Given two objects, and the body file of one cut short (a disk that lost its end)
-    runs.open()
+    runs.open_bucket()
     runs.client.put_object(Bucket=runs.bucket, Key="results/kept.csv", Body=b"kept")
     runs.client.put_object(Bucket=runs.bucket, Key="results/cut.csv", Body=b"0123456789")
     runs.crash()
@@ -221,19 +196,19 @@ def test_an_object_whose_body_file_is_incomplete_is_dropped_not_served_short(run
         if path.read_bytes() == b"0123456789":
             path.write_bytes(b"01234")
     # When the stack starts again, then only the whole one is there
-    runs.open()
+    runs.open_bucket()
     assert runs.object_keys() == ["results/kept.csv"]
 
 
 def test_restored_objects_are_not_announced_again(runs: Runs) -> None:
     # Given an upload that its bucket announced once, whose invocation finished
-    runs.open()
+    runs.open_bucket()
     runs.client.put_object(Bucket=runs.bucket, Key="uploads/job.csv", Body=b"url\nhttps://example.com\n")
     assert len(runs.announced) == 1
     runs.finished[0]()
     # When the stack is killed and started again
     runs.crash()
-    runs.open()
+    runs.open_bucket()
     # Then the object is back without a second notification, and nothing is delivered again
     assert runs.object_keys() == ["uploads/job.csv"]
     assert len(runs.announced) == 1
@@ -243,12 +218,12 @@ def test_restored_objects_are_not_announced_again(runs: Runs) -> None:
 
 def test_an_event_whose_invocation_had_not_finished_is_delivered_again_once(runs: Runs) -> None:
     # Given an upload answered 200 whose event was sent, but whose invocation had not finished
-    runs.open()
+    runs.open_bucket()
     runs.client.put_object(Bucket=runs.bucket, Key="uploads/job.csv", Body=b"url\nhttps://example.com\n")
     assert len(runs.finished) == 1
     # When the stack is killed and started again
     runs.crash()
-    runs.open()
+    runs.open_bucket()
     # Then that event is delivered again (as Lambda's queue would have), to the same function
     delivered: list[tuple[str, dict[str, Any], Callable[[], None]]] = []
     assert runs.s3 is not None
@@ -258,18 +233,18 @@ def test_an_event_whose_invocation_had_not_finished_is_delivered_again_once(runs
     # And once that invocation is over, a further restart (clean this time) delivers nothing
     done()
     runs.stop()
-    runs.open()
+    runs.open_bucket()
     assert runs.s3 is not None
     assert runs.s3.redeliver(lambda arn, event, done: pytest.fail("delivered again")) == 0
 
 
 def test_objects_follow_their_bucket_to_a_new_name(runs: Runs) -> None:
     # Given an object in the template's bucket
-    runs.open()
+    runs.open_bucket()
     runs.client.put_object(Bucket=runs.bucket, Key="results/a.csv", Body=b"a")
     runs.crash()
     # When the bucket has another name in the next run (records name it by its logical id)
-    runs.open(bucket="shortener-bulk-renamed")
+    runs.open_bucket(bucket="shortener-bulk-renamed")
     # Then the object is in it
     assert runs.object_keys() == ["results/a.csv"]
     assert runs.get("results/a.csv")["body"] == b"a"
