@@ -707,6 +707,39 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     assert dead_letters_waiting() == 0
 
 
+class RecordingFilesFunction:
+    """The files function by name; the results files asked of it are recorded (all instances share
+    one list) instead of invoked, as moto runs no Lambda code."""
+
+    requested: list[str] = []
+
+    def __init__(self, function_name: str) -> None:
+        self.function_name = function_name
+
+    def request_results(self, job_id: str) -> None:
+        RecordingFilesFunction.requested.append(job_id)
+
+
+def test_a_job_completed_by_a_dead_letter_settlement_asks_for_its_results_file(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job of one message that SQS moved to the dead-letter queue, and a restarter that
+    # knows the files function
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    monkeypatch.setenv("FILES_FUNCTION", "test-files")
+    monkeypatch.setattr(RecordingFilesFunction, "requested", [])
+    restarter = restarter_for(queue_url, monkeypatch)
+    monkeypatch.setattr(restarter, "FilesFunction", RecordingFilesFunction)
+    # When the scheduled restarter settles it (nobody reads the job's status)
+    run_restarter(restarter)
+    # Then the settlement that completed the job asked the files function for its results file,
+    # once, as the count of a delivery does
+    assert RecordingFilesFunction.requested == [job_id]
+    assert status(api, job_id)["status"] == "done"
+
+
 def drain_message(body: str) -> Any:
     """Process one message body as a loop would (a delivery that arrives late)."""
     return chunk_processor().process(ChunkMessage.model_validate_json(body))
