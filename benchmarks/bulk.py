@@ -2,7 +2,7 @@
 URL, and end-to-end URLs per second.
 
     python -m benchmarks bulk [--count-rows 1000] [--rows 100000] [--time-scale 20]
-                              [--find-if-exists false] [--direct]
+                              [--find-if-exists false] [--direct] [--param MaxLoops=4 ...]
 
     make bench ARGS="bulk --direct --rows 2000000"     # a 2,000,000-row file straight to S3
 
@@ -65,10 +65,19 @@ def main() -> None:
     parser.add_argument(
         "--direct", action="store_true", help="upload files straight to S3 (POST /bulk/uploads)"
     )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a template parameter for the local stack (repeatable), e.g. MaxLoops=4",
+    )
     options = parser.parse_args()
+    params = {"FindIfExists": options.find_if_exists}
+    params.update(param.split("=", 1) for param in options.param)
 
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as folder:
-        stack = LocalStack(Path(folder), options.time_scale, {"FindIfExists": options.find_if_exists})
+        stack = LocalStack(Path(folder), options.time_scale, params)
         try:
             counted = count_requests(stack, options.count_rows, direct=options.direct)
             rate = measure_throughput(stack, options.rows, direct=options.direct) if options.rows else None
@@ -465,7 +474,10 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
     links_index = counted["units"].get("LinksTable index", 0)
     jobs_index = counted["units"].get("JobsTable index", 0)
     index_units = links_index + jobs_index
-    print(f"Bulk on the local stack (find-if-exists {options.find_if_exists}, {os.cpu_count()} CPUs)")
+    print(
+        f"Bulk on the local stack (find-if-exists {options.find_if_exists}, {os.cpu_count()} CPUs, "
+        f"time x{options.time_scale:g}{''.join(', ' + param for param in options.param)})"
+    )
     print()
     print(f"AWS requests for a {rows:,}-row job ({counted['seconds']:.1f} s, recorded at the moto server):")
     print(
