@@ -656,14 +656,23 @@ def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_
     assert (settled["settled"], settled["rows_failed"]) == (2, 300)
 
 
+def dead_lettered_job(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
+    """(queue URL, job id) of a 20-row job whose one message SQS moved to the dead-letter queue
+    on its first failed delivery."""
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    return queue_url, job_id
+
+
 def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a dead-lettered message of a job, whose settlement dies after recording it (before
     # the message is deleted)
-    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
-    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
-    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    queue_url, job_id = dead_lettered_job(api, bulk_env, monkeypatch)
     # (a dead letter received and not deleted is visible again at once)
     sqs = boto3.client("sqs")
     sqs.set_queue_attributes(QueueUrl=dead_letter_queue_url(), Attributes={"VisibilityTimeout": "0"})
@@ -725,9 +734,7 @@ def test_a_job_completed_by_a_dead_letter_settlement_asks_for_its_results_file(
 ) -> None:
     # Given a job of one message that SQS moved to the dead-letter queue, and a restarter that
     # knows the files function
-    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
-    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
-    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    queue_url, job_id = dead_lettered_job(api, bulk_env, monkeypatch)
     monkeypatch.setenv("FILES_FUNCTION", "test-files")
     monkeypatch.setattr(RecordingFilesFunction, "requested", [])
     restarter = restarter_for(queue_url, monkeypatch)
