@@ -605,7 +605,7 @@ def restarter_for(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType
 
     restarter_settings.cache_clear()
     monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    for cached in (app.tokens, app.scaler, app.dead_letters):
+    for cached in (app.tokens, app.scaler, app.targets, app.dead_letters):
         cached.cache_clear()
     app.scaler().starter = RecordingStarter()
     return app
