@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.bulk import LocalStack, _body, _operation
+from benchmarks.bulk import LocalStack
+from local_stack import request_log
 
 
 def main() -> None:
@@ -90,6 +91,7 @@ def _send(url: Any, method: str, path: str, body: str | None, headers: dict[str,
 
 
 def _reads_table(entry: dict[str, Any], table: str) -> bool:
-    if _operation(entry) != "DynamoDB_20120810.GetItem":
+    request = request_log.parse(entry)
+    if request.name != "dynamodb.GetItem":
         return False
-    return bool(json.loads(_body(entry) or b"{}").get("TableName") == table)
+    return bool(json.loads(request.body or b"{}").get("TableName") == table)

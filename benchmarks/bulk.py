@@ -2,7 +2,7 @@
 URL, and end-to-end URLs per second.
 
     python -m benchmarks bulk [--count-rows 1000] [--rows 100000] [--time-scale 20]
-                              [--find-if-exists false] [--direct]
+                              [--find-if-exists false] [--direct] [--param MaxLoops=4 ...]
 
     make bench ARGS="bulk --direct --rows 2000000"     # a 2,000,000-row file straight to S3
 
@@ -15,7 +15,8 @@ job starts the loops it needs), then:
    records every AWS request while one job of --count-rows rows is uploaded and processed. Each
    request is classified by its X-Amz-Target and table; write units are computed from the recorded
    request bodies with DynamoDB's item-size rules (1 unit per started KB of the item written, twice
-   that inside a transaction; an UpdateItem's item is estimated from its key and values).
+   that inside a transaction; an UpdateItem's item is estimated from its key and values), and the
+   ByOwner indexes' write units by DynamoDB's rules for global secondary indexes (ByOwnerIndexes).
    Lambda invokes go to the local Lambda endpoint, not to moto, and are not in the count (a loop
    re-invokes itself once per invocation, every few minutes).
 2. throughput: one job of --rows rows (one upload: 100,000 short URLs fit the 4 MB limit),
@@ -24,10 +25,17 @@ job starts the loops it needs), then:
 With --direct both jobs are files uploaded straight to S3 (POST /bulk/uploads, a presigned PUT),
 split by the files function as the object's S3 event arrives; the timed job's results are
 downloaded through the presigned link, and the splitter's peak memory (Lambda's "Max Memory Used"
-from the REPORT lines the local stack logs) and the job's own cost line are printed too.
+from the REPORT lines the local stack logs) and the job's own cost line are printed too. Every
+run checks that each input row has exactly one outcome in the results, and prints the CPU time of
+the whole local stack per row and its peak memory; a long job prints its progress every minute.
+
+On 2 shared cores the embedded AWS (one process) is the bottleneck at about 200-300 rows/s, and
+with MaxLoops 10 a loop's batch can outlast its invocation (a 10-message batch started 30 s before
+the 300 s timeout): a long run goes better with `--time-scale 1 --param MaxLoops=3`.
 """
 
 import argparse
+import csv
 import json
 import os
 import re
@@ -42,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from local_stack import request_log
-from shortener.dal.usage import write_units
+from shortener.dal.usage import item_size, update_size, write_units
 from shortener_cli.client import ShortenerClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,10 +72,19 @@ def main() -> None:
     parser.add_argument(
         "--direct", action="store_true", help="upload files straight to S3 (POST /bulk/uploads)"
     )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a template parameter for the local stack (repeatable), e.g. MaxLoops=4",
+    )
     options = parser.parse_args()
+    params = {"FindIfExists": options.find_if_exists}
+    params.update(param.split("=", 1) for param in options.param)
 
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as folder:
-        stack = LocalStack(Path(folder), options.time_scale, {"FindIfExists": options.find_if_exists})
+        stack = LocalStack(Path(folder), options.time_scale, params)
         try:
             counted = count_requests(stack, options.count_rows, direct=options.direct)
             rate = measure_throughput(stack, options.rows, direct=options.direct) if options.rows else None
@@ -157,16 +174,44 @@ class LocalStack:
             (int(found) for found in pattern.findall(self.log_path.read_text(errors="replace"))), default=0
         )
 
-    def wait_until_done(self, job_id: str, seconds: float) -> dict[str, Any]:
-        deadline = time.monotonic() + seconds
+    def job(self, job_id: str) -> dict[str, Any]:
+        """GET /jobs/{id}."""
+        status = urllib.request.Request(f"{self.api_url}jobs/{job_id}", headers=self.key_header)
+        with urllib.request.urlopen(status, timeout=60) as answer:
+            return dict(json.loads(answer.read()))
+
+    def wait_until_done(
+        self, job_id: str, seconds: float, *, until_file: bool = False, progress_every: float = 0
+    ) -> dict[str, Any]:
+        """The job once done (and, ``until_file``, once its results file is written); with
+        ``progress_every``, a line of rows done and the rate so far that often (a run cut short
+        still says how far it got)."""
+        started = time.monotonic()
+        deadline, reported = started + seconds, started
         while time.monotonic() < deadline:
-            status = urllib.request.Request(f"{self.api_url}jobs/{job_id}", headers=self.key_header)
-            with urllib.request.urlopen(status, timeout=30) as answer:
-                job = dict(json.loads(answer.read()))
-            if job["status"] == "done":
+            job = self.job(job_id)
+            if job["status"] == "done" and (not until_file or job.get("results_file_url")):
                 return job
-            time.sleep(0.25)
+            now = time.monotonic()
+            if progress_every and now - reported >= progress_every:
+                reported = now
+                done = job["succeeded"] + job["failed"]
+                print(
+                    f"  [{time.strftime('%H:%M:%S')}] {now - started:7.0f} s: {done:,} of {job['total']:,} "
+                    f"rows done ({job.get('phase')}), {done / (now - started):,.0f} rows/s so far",
+                    flush=True,
+                )
+            time.sleep(0.25 if not progress_every else 2)
         raise RuntimeError(f"job {job_id} was not done after {seconds} s: {job}")
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time of the stack's process and all its descendants so far
+        (/proc/<pid>/stat utime, stime, cutime, cstime; Linux only, 0 elsewhere)."""
+        return sum(_proc_stat(pid, cpu=True) for pid in _process_tree(self.process.pid))
+
+    def peak_rss_mb(self) -> int:
+        """Peak resident memory (VmHWM) of the stack's process and its live descendants, summed."""
+        return int(sum(_proc_stat(pid, cpu=False) for pid in _process_tree(self.process.pid))) // 1024
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -176,6 +221,36 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+
+
+def _process_tree(root: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending += parents.get(pid, [])
+    return tree
+
+
+def _proc_stat(pid: int, *, cpu: bool) -> int | float:
+    """CPU seconds (cpu) or peak RSS in KiB of one process; 0 if it is gone."""
+    try:
+        if cpu:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def bulk_csv(rows: int, prefix: str) -> str:
@@ -195,6 +270,10 @@ def count_requests(stack: LocalStack, rows: int, *, direct: bool = False) -> dic
     tables = {stack.info["resources"][name]: name for name in ("LinksTable", "JobsTable", "TokensTable")}
     by_operation: Counter[str] = Counter()
     units: Counter[str] = Counter()
+    resources = stack.info["resources"]
+    indexes = ByOwnerIndexes(
+        {resources["LinksTable"]: ("list_pk", "list_sk"), resources["JobsTable"]: ("owner", "created_at")}
+    )
     for request in request_log.read_recording(stack.recording):
         if not request.by_function:
             by_operation["(local stack: alarm evaluation)"] += 1
@@ -203,6 +282,8 @@ def count_requests(stack: LocalStack, rows: int, *, direct: bool = False) -> dic
         if request.service == "dynamodb":
             for table, table_units in _write_units(request.operation, request.body):
                 units[tables.get(table, table)] += table_units
+            for table, index_units in indexes.write_units(request.operation, request.body):
+                units[tables.get(table, table) + " index"] += index_units
     # The status polls of this script are API reads of the job record, not bulk work.
     status_reads = by_operation.pop("dynamodb.GetItem", 0)
     background = sum(count for operation, count in by_operation.items() if _is_background(operation))
@@ -239,33 +320,156 @@ def _write_units(name: str, body: bytes) -> list[tuple[str, int]]:
     return [(table, write_units(name, request))] if table else []
 
 
+class ByOwnerIndexes:
+    """Write units of the tables' ByOwner indexes (template.yaml: projection ALL on both tables),
+    by DynamoDB's rules for global secondary indexes ("Provisioned throughput considerations for
+    global secondary indexes", Amazon DynamoDB Developer Guide, GSI.html#GSI.ThroughputConsiderations.Writes):
+    a table write costs its own units plus those of every index it updates; an item enters an index
+    only if it carries both of the index's key attributes; writing such an item is one index write,
+    by the size of the index entry (with ALL projected, the item); an update of an item in the index
+    that changes only projected attributes is one write, one that changes an index key two (the old
+    entry deleted, the new one put); deleting an indexed item is one write. An UpdateItem's request
+    does not say whether its item is in the index, so the keys of the indexed items written during
+    the recording are remembered (every job item and owned link of the counted job is written first
+    by a put)."""
+
+    def __init__(self, index_keys: dict[str, tuple[str, str]]) -> None:
+        # table name -> its ByOwner index's key attributes (hash, range)
+        self._keys = index_keys
+        self._indexed: set[str] = set()
+
+    def write_units(self, name: str, body: bytes) -> list[tuple[str, int]]:
+        """(table, index write units) for one recorded DynamoDB request."""
+        request = json.loads(body or b"{}")
+        found: list[tuple[str, int]] = []
+        if name == "PutItem":
+            found += self._put(request["TableName"], request["Item"])
+        elif name == "BatchWriteItem":
+            for table, writes in request["RequestItems"].items():
+                for write in writes:
+                    if "PutRequest" in write:
+                        found += self._put(table, write["PutRequest"]["Item"])
+                    else:
+                        found += self._delete(table, write["DeleteRequest"]["Key"])
+        elif name == "TransactWriteItems":
+            for action in request["TransactItems"]:
+                kind, detail = next(iter(action.items()))
+                # Inside a transaction every write, the index's too, costs twice.
+                if kind == "Put":
+                    found += [
+                        (table, 2 * units) for table, units in self._put(detail["TableName"], detail["Item"])
+                    ]
+                elif kind == "Update":
+                    found += [(table, 2 * units) for table, units in self._update(detail)]
+        elif name == "UpdateItem":
+            found += self._update(request)
+        elif name == "DeleteItem":
+            found += self._delete(request["TableName"], request["Key"])
+        return found
+
+    def _put(self, table: str, item: dict[str, Any]) -> list[tuple[str, int]]:
+        keys = self._keys.get(table)
+        if keys is None or not all(key in item for key in keys):
+            return []
+        self._indexed.add(_item_key(table, item))
+        return [(table, max(1, -(-item_size(item) // 1024)))]
+
+    def _update(self, request: dict[str, Any]) -> list[tuple[str, int]]:
+        table = request["TableName"]
+        keys = self._keys.get(table)
+        if keys is None or _item_key(table, request["Key"]) not in self._indexed:
+            return []
+        names = request.get("ExpressionAttributeNames", {})
+        written = {
+            names.get(token, token) for token in re.findall(r"#?\w+", request.get("UpdateExpression", ""))
+        }
+        changes_key = any(key in written for key in keys)
+        return [(table, (2 if changes_key else 1) * max(1, -(-update_size(request) // 1024)))]
+
+    def _delete(self, table: str, key: dict[str, Any]) -> list[tuple[str, int]]:
+        if _item_key(table, key) in self._indexed:
+            self._indexed.discard(_item_key(table, key))
+            return [(table, 1)]
+        return []
+
+
+def _item_key(table: str, item: dict[str, Any]) -> str:
+    """The primary key of an item of either table (links: code; jobs: job_id and sk)."""
+    parts = [table] + [
+        json.dumps(item[name], sort_keys=True) for name in ("code", "job_id", "sk") if name in item
+    ]
+    return "|".join(parts)
+
+
 def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) -> dict[str, Any]:
     """Time one job of ``rows`` rows from the upload until it is done, then read its results."""
     text = bulk_csv(rows, "timed")
+    size = len(text.encode())
+    cpu_before = stack.cpu_seconds()
     started = time.monotonic()
     accepted = stack.upload(text, direct=direct)
+    del text  # a 2,000,000-row file is 90 MB of text: not kept while the job runs
     uploaded = time.monotonic() - started
-    job = stack.wait_until_done(accepted["job_id"], 7200)
+    job = stack.wait_until_done(accepted["job_id"], 6 * 3600, progress_every=60)
     elapsed = time.monotonic() - started
-    # Every line of the results (pages, or the file the API redirects to), counted as it streams.
+    cpu = stack.cpu_seconds() - cpu_before
     results_path = stack.log_path.parent / "results.csv"
-    with results_path.open("wb") as out:
-        ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
-            accepted["job_id"], out, deadline=time.monotonic() + 600
-        )
-    with results_path.open("rb") as written:
-        result_lines = sum(1 for _ in written) - 1
+    if direct:
+        # The results file through the presigned link the job status gives (no API key): the
+        # path a person's browser takes.
+        job = stack.wait_until_done(accepted["job_id"], 1800, until_file=True)
+        with (
+            urllib.request.urlopen(job["results_file_url"], timeout=600) as answer,
+            results_path.open("wb") as out,
+        ):
+            while block := answer.read(1 << 20):
+                out.write(block)
+        fetched = "through the presigned link"
+    else:
+        with results_path.open("wb") as out:
+            ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
+                accepted["job_id"], out, deadline=time.monotonic() + 600
+            )
+        fetched = "through the API"
     return {
         "rows": rows,
-        "bytes": len(text.encode()),
+        "bytes": size,
         "upload_seconds": uploaded,
         "seconds": elapsed,
         "succeeded": job["succeeded"],
-        "result_lines": result_lines,
+        "failed": job["failed"],
+        "outcomes": check_outcomes(results_path, rows),
+        "fetched": fetched,
         "direct": direct,
         "splitter_peak_mb": stack.peak_memory_mb("shortener-local-files") if direct else None,
+        "stack_peak_rss_mb": stack.peak_rss_mb(),
+        "cpu_seconds": cpu,
         "cost": job.get("cost"),
     }
+
+
+def check_outcomes(path: Path, rows: int) -> dict[str, int]:
+    """Every input row has exactly one outcome in the results CSV at ``path``: a code or an error,
+    never both nor neither, each row number 1..rows once (a bitmap, not a set of 2,000,000 ints)."""
+    seen = bytearray(rows + 1)
+    counts = {"lines": 0, "codes": 0, "errors": 0, "duplicates": 0, "malformed": 0}
+    with path.open(newline="", encoding="utf-8") as results:
+        for line in csv.DictReader(results):
+            counts["lines"] += 1
+            row = int(line["row"]) if line["row"].isdigit() else 0
+            has_code, has_error = bool(line["code"]), bool(line["error"])
+            if not 1 <= row <= rows or has_code == has_error:
+                counts["malformed"] += 1
+                continue
+            if seen[row]:
+                counts["duplicates"] += 1
+            seen[row] = 1
+            counts["codes" if has_code else "errors"] += 1
+    counts["missing"] = rows - sum(seen)
+    counts["ok"] = int(
+        counts["lines"] == rows and not counts["duplicates"] + counts["malformed"] + counts["missing"]
+    )
+    return counts
 
 
 def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: dict[str, Any] | None) -> None:
@@ -274,8 +478,13 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
     links_units = counted["units"].get("LinksTable", 0)
     jobs_units = counted["units"].get("JobsTable", 0)
     token_units = counted["units"].get("TokensTable", 0)
-    index_units = counted["units"].get("LinksTable index", 0) + counted["units"].get("JobsTable index", 0)
-    print(f"Bulk on the local stack (find-if-exists {options.find_if_exists}, {os.cpu_count()} CPUs)")
+    links_index = counted["units"].get("LinksTable index", 0)
+    jobs_index = counted["units"].get("JobsTable index", 0)
+    index_units = links_index + jobs_index
+    print(
+        f"Bulk on the local stack (find-if-exists {options.find_if_exists}, {os.cpu_count()} CPUs, "
+        f"time x{options.time_scale:g}{''.join(', ' + param for param in options.param)})"
+    )
     print()
     print(f"AWS requests for a {rows:,}-row job ({counted['seconds']:.1f} s, recorded at the moto server):")
     print(
@@ -291,17 +500,30 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
     print(f"  links table  {links_units:>7,}   {links_units / rows:.3f} per URL")
     print(f"  jobs table   {jobs_units:>7,}   {jobs_units / rows:.3f} per URL")
     print(f"  per URL, links + jobs: {(links_units + jobs_units) / rows:.3f} (target <= 1.2)")
-    print(f"  owner indexes {index_units:>6,}   {index_units / rows:.3f} per URL (each owned link is listed)")
+    print(f"  ByOwner index of links {links_index:>6,}   {links_index / rows:.3f} per URL (every owned link)")
+    print(f"  ByOwner index of jobs  {jobs_index:>6,}   (the job item's every update rewrites its entry)")
     print(f"  per URL, tables and indexes: {(links_units + jobs_units + index_units) / rows:.3f}")
     print(f"  loop heartbeats (tokens table): {token_units:,}")
     if rate:
         print()
         how = "straight to S3" if rate["direct"] else "in the request"
+        outcomes = rate["outcomes"]
         print(
             f"Throughput: {rate['rows']:,} rows ({rate['bytes'] / 1e6:.1f} MB, uploaded {how} in "
             f"{rate['upload_seconds']:.1f} s) done in {rate['seconds']:.1f} s = "
             f"{rate['rows'] / rate['seconds']:,.0f} URLs/s end to end (target >= 1,000); "
-            f"{rate['succeeded']:,} shortened, {rate['result_lines']:,} result lines"
+            f"{rate['succeeded']:,} shortened, {rate['failed']:,} failed"
+        )
+        print(
+            f"  results {rate['fetched']}: {outcomes['lines']:,} lines, {outcomes['codes']:,} codes, "
+            f"{outcomes['errors']:,} errors, {outcomes['missing']:,} rows missing, "
+            f"{outcomes['duplicates']:,} duplicated, {outcomes['malformed']:,} malformed: every row exactly "
+            f"one outcome: {'yes' if outcomes['ok'] else 'NO'}"
+        )
+        print(
+            f"  CPU of the whole local stack (API, functions, embedded AWS): {rate['cpu_seconds']:,.0f} s "
+            f"= {rate['cpu_seconds'] * 1e6 / rate['rows']:,.0f} us per row; its peak memory (RSS, "
+            f"all processes): {rate['stack_peak_rss_mb']:,} MB"
         )
         if rate["splitter_peak_mb"] is not None:
             print(f"  splitter (files function) peak memory: {rate['splitter_peak_mb']} MB")

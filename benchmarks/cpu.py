@@ -147,6 +147,10 @@ class FakeDynamoDB:
                 # ADD next_id :count, ReturnValues UPDATED_NEW: the counter's new value.
                 self.next_id += int(payload["ExpressionAttributeValues"][":count"]["N"])
                 return {"Attributes": {"next_id": {"N": str(self.next_id)}}}
+            if payload.get("ReturnValues") == "ALL_NEW":
+                # A chunk's count (JobsStore.count_chunk): the job item after it, far from complete
+                # (a job of more rows than the benchmark processes), so no results file is asked for.
+                return {"Attributes": self._job_item(payload["Key"]["job_id"]["S"])}
             return {}
         if operation == "BatchGetItem":
             # Nothing reserved by custom codes, no URL claimed before: every row is new.
@@ -157,6 +161,17 @@ class FakeDynamoDB:
         if operation in ("PutItem", "TransactWriteItems"):
             return {}
         raise AssertionError(f"the bulk path made an unexpected request: {operation}")
+
+    @staticmethod
+    def _job_item(job_id: str) -> dict[str, Any]:
+        return {
+            "job_id": {"S": job_id},
+            "sk": {"S": "job"},
+            "total": {"N": "1000000000"},
+            "chunks": {"N": "4000000"},
+            "succeeded": {"N": "250"},
+            "created_at": {"S": "2026-01-01T00:00:00+00:00"},
+        }
 
 
 def message_bodies(count: int, rows: int, *, start: int = 0) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
 from shortener.dal.loops import LoopsStore, LoopStarter
 from shortener.dal.queue import BulkQueue
@@ -46,6 +47,8 @@ def dead_letters() -> DeadLetterSettler:
         BulkQueue(),
         QueueMetrics(),
         retention_days=settings.JOB_RETENTION_DAYS,
+        # A settlement that completes a job asks the files function for its results file.
+        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
     )
 
 

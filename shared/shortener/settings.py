@@ -177,6 +177,8 @@ class RestarterSettings(LoopsMixin):
     JOBS_TABLE: str = ""
     # How long the chunk items of dead-lettered rows are kept (as a delivery's would be).
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # The function that writes a job's results file, asked when a settlement completes a job.
+    FILES_FUNCTION: str = ""
 
 
 class AuthorizerSettings(_FromEnvironment):

@@ -605,7 +605,7 @@ def restarter_for(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType
 
     restarter_settings.cache_clear()
     monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    for cached in (app.tokens, app.scaler, app.dead_letters):
+    for cached in (app.tokens, app.scaler, app.targets, app.dead_letters):
         cached.cache_clear()
     app.scaler().starter = RecordingStarter()
     return app
@@ -656,14 +656,23 @@ def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_
     assert (settled["settled"], settled["rows_failed"]) == (2, 300)
 
 
+def dead_lettered_job(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
+    """(queue URL, job id) of a 20-row job whose one message SQS moved to the dead-letter queue
+    on its first failed delivery."""
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    return queue_url, job_id
+
+
 def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a dead-lettered message of a job, whose settlement dies after recording it (before
     # the message is deleted)
-    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
-    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
-    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    queue_url, job_id = dead_lettered_job(api, bulk_env, monkeypatch)
     # (a dead letter received and not deleted is visible again at once)
     sqs = boto3.client("sqs")
     sqs.set_queue_attributes(QueueUrl=dead_letter_queue_url(), Attributes={"VisibilityTimeout": "0"})
@@ -705,6 +714,37 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     assert (job["status"], job["succeeded"], job["failed"]) == ("done", 20, 0)
     assert report["dead_letters"][0]["already_recorded"] == 1
     assert dead_letters_waiting() == 0
+
+
+class RecordingFilesFunction:
+    """The files function by name; the results files asked of it are recorded (all instances share
+    one list) instead of invoked, as moto runs no Lambda code."""
+
+    requested: list[str] = []
+
+    def __init__(self, function_name: str) -> None:
+        self.function_name = function_name
+
+    def request_results(self, job_id: str) -> None:
+        RecordingFilesFunction.requested.append(job_id)
+
+
+def test_a_job_completed_by_a_dead_letter_settlement_asks_for_its_results_file(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job of one message that SQS moved to the dead-letter queue, and a restarter that
+    # knows the files function
+    queue_url, job_id = dead_lettered_job(api, bulk_env, monkeypatch)
+    monkeypatch.setenv("FILES_FUNCTION", "test-files")
+    monkeypatch.setattr(RecordingFilesFunction, "requested", [])
+    restarter = restarter_for(queue_url, monkeypatch)
+    monkeypatch.setattr(restarter, "FilesFunction", RecordingFilesFunction)
+    # When the scheduled restarter settles it (nobody reads the job's status)
+    run_restarter(restarter)
+    # Then the settlement that completed the job asked the files function for its results file,
+    # once, as the count of a delivery does
+    assert RecordingFilesFunction.requested == [job_id]
+    assert status(api, job_id)["status"] == "done"
 
 
 def drain_message(body: str) -> Any:

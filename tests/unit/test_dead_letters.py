@@ -2,11 +2,11 @@
 with the reason and counted before its message is deleted, and one bad message holds up no other."""
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from shortener.logic.dead_letters import DeadLetterSettler, dead_letter_error
-from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
+from shortener.models.jobs import ChunkMessage, Job, RecordedChunk, RowOutcome
 from shortener.models.scaling import DeadLetterTarget, LoopTarget, QueueDepth
 
 TARGET = LoopTarget(queue_name="bulk", queue_url="https://sqs/1/bulk", function_name="poller")
@@ -16,10 +16,14 @@ DLQ = DeadLetterTarget(queue_url="https://sqs/1/bulk-dlq", max_receive_count=5)
 class Jobs:
     """Chunk records and counts in memory, with the once-only semantics of JobsStore."""
 
-    def __init__(self, failing_jobs: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, failing_jobs: frozenset[str] = frozenset(), totals: dict[str, int] | None = None
+    ) -> None:
         self.chunks: dict[tuple[str, int], list[RowOutcome]] = {}
         self.counted: dict[tuple[str, int], tuple[int, int]] = {}
         self.failing_jobs = failing_jobs
+        # Rows of each job (a job not named here has more rows than any test settles).
+        self.totals = totals or {}
 
     def record_outcomes(
         self,
@@ -38,11 +42,34 @@ class Jobs:
         self.chunks.setdefault((job_id, chunk), list(outcomes))
         return RecordedChunk(succeeded=0, failed=len(outcomes), dead_letter=True)
 
-    def count_chunk(self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime) -> bool:
+    def count_chunk(
+        self, job_id: str, chunk: int, *, succeeded: int, failed: int, now: datetime
+    ) -> Job | None:
         if (job_id, chunk) in self.counted:
-            return False
+            return None
         self.counted[(job_id, chunk)] = (succeeded, failed)
-        return True
+        return self.get_job(job_id)
+
+    def get_job(self, job_id: str) -> Job | None:
+        counts = [count for (job, _), count in self.counted.items() if job == job_id]
+        return Job(
+            job_id=job_id,
+            total=self.totals.get(job_id, 1_000_000),
+            chunks=len(counts),
+            succeeded=sum(succeeded for succeeded, _ in counts),
+            failed=sum(failed for _, failed in counts),
+            created_at=datetime(2025, 1, 1, tzinfo=UTC),
+        )
+
+
+class Files:
+    """The files function: the jobs whose results file was asked for, in order."""
+
+    def __init__(self) -> None:
+        self.requested: list[str] = []
+
+    def request_results(self, job_id: str) -> None:
+        self.requested.append(job_id)
 
 
 class DeadLetters:
@@ -140,3 +167,38 @@ def test_a_queue_without_a_redrive_policy_has_nothing_to_settle() -> None:
     # Then nothing is read or changed
     assert queue.requests == []
     assert report.settled == 0
+
+
+def test_a_settlement_that_completes_a_job_asks_for_its_results_file() -> None:
+    # Given a job of two 3-row chunks whose first chunk a delivery counted, and whose second
+    # chunk's message went to the dead-letter queue
+    jobs, files = Jobs(totals={"j1": 6}), Files()
+    jobs.counted[("j1", 0)] = (3, 0)
+    queue = DeadLetters([chunk("j1", 1)])
+    # When the restarter settles it
+    DeadLetterSettler(jobs, queue, queue, results=files).settle(TARGET)
+    # Then the job is complete and its results file is asked for, once, as a delivery would
+    assert jobs.get_job("j1") is not None and jobs.get_job("j1").complete  # type: ignore[union-attr]
+    assert files.requested == ["j1"]
+
+
+def test_a_settlement_that_leaves_rows_outstanding_asks_for_no_results_file() -> None:
+    # Given a job of three chunks of which only the dead-lettered one is done
+    jobs, files = Jobs(totals={"j1": 9}), Files()
+    queue = DeadLetters([chunk("j1", 1)])
+    # When the restarter settles it
+    DeadLetterSettler(jobs, queue, queue, results=files).settle(TARGET)
+    # Then nothing is asked of the files function
+    assert files.requested == []
+
+
+def test_a_settlement_counted_before_still_asks_for_the_results_of_its_complete_job() -> None:
+    # Given a complete job whose dead-lettered chunk was counted by a run that died before asking
+    # for its results file (the message is still in the dead-letter queue)
+    jobs, files = Jobs(totals={"j1": 3}), Files()
+    jobs.counted[("j1", 0)] = (0, 3)
+    queue = DeadLetters([chunk("j1", 0)])
+    # When a later run settles the message again
+    report = DeadLetterSettler(jobs, queue, queue, results=files).settle(TARGET)
+    # Then the count is not repeated but the results file is asked for
+    assert (report.settled, files.requested) == (1, ["j1"])

@@ -39,8 +39,11 @@ def link_to_item(link: Link) -> dict[str, Any]:
         "code": {"S": link.code},
         "url": {"S": link.url},
         "created_at": {"S": link.created_at.isoformat()},
-        "is_custom": {"BOOL": link.is_custom},
     }
+    # Only custom codes say so: a generated link (every bulk row) is smaller and cheaper to build
+    # without it, and link_from_item reads a missing flag as False.
+    if link.is_custom:
+        item["is_custom"] = {"BOOL": True}
     if link.owner:
         item["owner"] = {"S": link.owner}
         if link.status != "deleted":

@@ -37,6 +37,26 @@ class ChunkOutcomes(Protocol):
     def get_job(self, job_id: str) -> Job | None: ...
 
 
+class ResultsRequester(Protocol):
+    """Asks for a job's results file to be written (``shortener.dal.invoke.FilesFunction``)."""
+
+    def request_results(self, job_id: str) -> None: ...
+
+
+def request_results_if_complete(
+    jobs: ChunkOutcomes, job_id: str, counted: Job | None, results: ResultsRequester | None
+) -> None:
+    """Ask for the results file of a job that a chunk's count completed, whoever counted it (a
+    delivery or a dead-letter settlement). ``counted`` is the job as count_chunk returned it; None
+    means the chunk was counted before, by work that may have died before asking, so the job is
+    read to know."""
+    if results is None:
+        return
+    job = counted if counted is not None else jobs.get_job(job_id)
+    if job is not None and job.complete and job.results is None:
+        results.request_results(job_id)
+
+
 def expiry(start: datetime, retention_days: int) -> int:
     """The TTL (epoch seconds) of job items created at ``start``."""
     return int((start + timedelta(days=retention_days)).timestamp())

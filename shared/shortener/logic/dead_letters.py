@@ -13,7 +13,8 @@ only if no delivery recorded the chunk), then counted on the job (the same once-
 delivery's), and only then is the message deleted from the dead-letter queue. A run that dies in
 between finds the message again and repeats each step harmlessly. A late success of the same chunk
 (a slow delivery that finished after SQS had moved its message) finds the chunk recorded as a dead
-letter and leaves it so; whichever records first stands, and the chunk is counted once.
+letter and leaves it so; whichever records first stands, and the chunk is counted once. The count
+that completes the job asks the files function for its results file, whoever made it.
 """
 
 import logging
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.logic.chunks import ChunkOutcomes, expiry
+from shortener.logic.chunks import ChunkOutcomes, ResultsRequester, expiry, request_results_if_complete
 from shortener.models.jobs import ChunkMessage, RowOutcome
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 
@@ -69,8 +70,10 @@ class DeadLetterSettler:
         *,
         retention_days: int = 30,
         messages_per_run: int = _MESSAGES_PER_RUN,
+        results: ResultsRequester | None = None,
     ) -> None:
         self._jobs = jobs
+        self._results = results
         self._queue = queue
         self._lookup = lookup
         self._retention_days = retention_days
@@ -143,9 +146,11 @@ class DeadLetterSettler:
             expires_at=expiry(now, self._retention_days),
             dead_letter=True,
         )
-        self._jobs.count_chunk(
+        job = self._jobs.count_chunk(
             chunk.job_id, chunk.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
         )
+        # A settlement that completes a job asks for its results file, as a delivery's count does.
+        request_results_if_complete(self._jobs, chunk.job_id, job, self._results)
         if recorded.dead_letter:
             report.settled += 1
             report.rows_failed += recorded.failed

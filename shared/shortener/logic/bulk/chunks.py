@@ -13,8 +13,7 @@ from pydantic import ValidationError
 from shortener import clock
 from shortener.dal.links import CounterKeyMismatchError
 from shortener.logic.bulk.metering import Meter, Metering, map_in_context, null_metering
-from shortener.logic.bulk.results import ResultsRequester
-from shortener.logic.chunks import ChunkOutcomes, expiry
+from shortener.logic.chunks import ChunkOutcomes, ResultsRequester, expiry, request_results_if_complete
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import LinkService, key_changed_error
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
@@ -150,13 +149,8 @@ class ChunkProcessor:
         job = self._jobs.count_chunk(
             message.job_id, message.chunk, succeeded=succeeded, failed=failed, now=clock.now(), usage=usage
         )
-        counted = job is not None
-        if job is None:
-            # Counted before, by a delivery that may have died before asking for the results.
-            job = self._jobs.get_job(message.job_id)
-        if job is not None and job.complete and job.results is None and self._results is not None:
-            self._results.request_results(message.job_id)
-        return ChunkResult(succeeded=succeeded, failed=failed, counted=counted)
+        request_results_if_complete(self._jobs, message.job_id, job, self._results)
+        return ChunkResult(succeeded=succeeded, failed=failed, counted=job is not None)
 
     def _screen(
         self, message: ChunkMessage, generated: list[_GeneratedRow], conditional: list[int], policy: UrlPolicy

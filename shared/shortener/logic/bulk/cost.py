@@ -2,7 +2,13 @@
 
 The prices are AWS's public list prices for us-east-1, as published on 2025-06-01 (on-demand
 DynamoDB after its November 2024 price cut, SQS standard queues, Lambda on arm64, S3 Standard),
-without free tiers. Another region or a later price change: edit ``US_EAST_1``."""
+without free tiers. Another region or a later price change: edit ``US_EAST_1``.
+
+Checked again in November 2026 against what is published about these prices (on-demand DynamoDB
+$0.625 / $0.125 per million write / read request units, SQS standard $0.40 per million requests
+in its first tier, Lambda arm64 $0.20 per million requests and $0.0000133334 per GB-second in its
+first tier, S3 Standard $0.005 per 1,000 PUT/COPY/POST/LIST and $0.0004 per 1,000 GET): unchanged,
+so the table and its date stand."""
 
 from dataclasses import dataclass
 

@@ -152,12 +152,6 @@ class FileWriter(Protocol):
     ) -> int: ...
 
 
-class ResultsRequester(Protocol):
-    """Asks for a job's results file to be written (``shortener.dal.invoke.FilesFunction``)."""
-
-    def request_results(self, job_id: str) -> None: ...
-
-
 class IncompleteResultsError(Exception):
     """A complete job's chunks hold fewer outcomes than its rows (an operational fault)."""
 
