@@ -69,6 +69,7 @@ class Queue:
         self.batches = list(batches)
         self.deleted: list[str] = []
         self.receives = 0
+        self.asked: list[int] = []
         self.extended: list[tuple[list[str], int]] = []
         self.extended_event = threading.Condition()
 
@@ -76,10 +77,14 @@ class Queue:
         self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
     ) -> list[dict[str, Any]]:
         self.receives += 1
+        self.asked.append(max_messages)
         batch = self.batches.pop(0) if self.batches else []
         if isinstance(batch, Exception):
             raise batch
-        return batch
+        # As SQS: at most max_messages; the rest stay in the queue.
+        if batch[max_messages:]:
+            self.batches.insert(0, batch[max_messages:])
+        return batch[:max_messages]
 
     def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int:
         self.deleted.extend(receipt_handles)
@@ -264,6 +269,24 @@ def test_a_slow_batch_extends_the_visibility_of_the_messages_it_still_holds() ->
     assert "r1" not in last
     assert {"r0", "r2"} <= set(last)
     assert queue.deleted == ["r0", "r2"]
+
+
+def test_a_batch_is_only_as_big_as_fits_before_the_reinvoke_margin() -> None:
+    # Given messages that take 25 s each, and an invocation with 300 s (margin 5 s)
+    clock = Clock(budget=300)
+    queue = Queue([[message(chunk) for chunk in range(10)], [message(chunk) for chunk in range(10, 30)]])
+    processor = Processor(clock, seconds_per_message=25)
+    loop, starter, _ = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs
+    loop.run(LOOP, "poller", clock.remaining)
+    # Then after the first batch taught it how long a message takes, it receives only what fits in
+    # the time left, and starts its successor before the invocation's time runs out
+    assert queue.asked[0] == 10
+    assert all(asked < 10 for asked in queue.asked[1:]), queue.asked
+    assert clock.now <= clock.budget
+    assert starter.started == [LOOP.successor()]
+    assert processor.processed == list(range(len(processor.processed)))
+    assert len(processor.processed) >= 10
 
 
 def test_metrics_are_flushed_periodically_while_the_loop_runs() -> None:

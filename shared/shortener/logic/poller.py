@@ -135,8 +135,9 @@ class PollLoop:
     def run(
         self, loop: LoopInvocation, function_name: str, remaining_seconds: Callable[[], float]
     ) -> LoopReport:
-        """Poll while more than the re-invoke margin remains, then start the successor; stop
-        without one when the heartbeat says this invocation is not (or no longer) the loop's."""
+        """Poll while more than the re-invoke margin remains (taking no more messages at once than
+        fit in the time left), then start the successor; stop without one when the heartbeat says
+        this invocation is not (or no longer) the loop's."""
         report = LoopReport()
         try:
             self._processor.check_ready()
@@ -147,16 +148,30 @@ class PollLoop:
         holder = uuid.uuid4().hex
         margin = self._options.reinvoke_margin_seconds
         last_flush = self._monotonic()
-        while remaining_seconds() > margin:
+        # The longest a message has taken in this invocation: a batch is only as big as fits in the
+        # time left before the margin, so that no invocation runs out of time inside a batch
+        # (Lambda would end it there: its batch comes back after the visibility timeout, and its
+        # successor is started only by the restarter, minutes later).
+        seconds_per_message = 0.0
+        while (budget := remaining_seconds() - margin) > 0:
             try:
+                fits = int(budget // seconds_per_message) if seconds_per_message else _MAX_MESSAGES
+                if fits < 1:
+                    break
                 if not self._heartbeats.heartbeat(loop, holder):
                     return self._stop(loop, report)
                 report.claimed = True
                 wait = int(max(0, min(self._options.receive_wait_seconds, remaining_seconds() - margin)))
-                messages = self._queue.receive(loop.queue_url, max_messages=_MAX_MESSAGES, wait_seconds=wait)
+                messages = self._queue.receive(
+                    loop.queue_url, max_messages=min(_MAX_MESSAGES, fits), wait_seconds=wait
+                )
                 report.polls += 1
+                started = self._monotonic()
                 if messages and not self._process(loop, holder, messages, report):
                     return self._stop(loop, report)
+                if messages:
+                    taken = (self._monotonic() - started) / len(messages)
+                    seconds_per_message = max(seconds_per_message, taken)
             except Exception:
                 # Nothing in one iteration may end the loop: the messages come back after their
                 # visibility timeout and the next iteration tries again.
