@@ -304,20 +304,24 @@ def _is_background(operation: str) -> bool:
 
 
 def _write_units(name: str, body: bytes) -> list[tuple[str, int]]:
-    """(table, write units) for one recorded DynamoDB request (the layer's own item-size rules)."""
+    """(table, write units) for one recorded DynamoDB request (the layer's own item-size rules;
+    the index writes are counted apart, by ``ByOwnerIndexes``)."""
     request = json.loads(body or b"{}")
     if name == "BatchWriteItem":
         return [
-            (table, write_units(name, {"RequestItems": {table: writes}}))
+            (table, write_units(name, {"RequestItems": {table: writes}}, indexes=False))
             for table, writes in request["RequestItems"].items()
         ]
     if name == "TransactWriteItems":
         return [
-            (next(iter(action.values()))["TableName"], write_units(name, {"TransactItems": [action]}))
+            (
+                next(iter(action.values()))["TableName"],
+                write_units(name, {"TransactItems": [action]}, indexes=False),
+            )
             for action in request["TransactItems"]
         ]
     table = request.get("TableName")
-    return [(table, write_units(name, request))] if table else []
+    return [(table, write_units(name, request, indexes=False))] if table else []
 
 
 class ByOwnerIndexes:

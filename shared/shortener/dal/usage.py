@@ -9,7 +9,10 @@ With no meter open the hooks do nothing.
 What is counted, and how it is billed (the price table is ``logic.bulk.cost``):
 - DynamoDB write units: 1 per started KB of each item written (twice that in a transaction), from
   the request; an UpdateItem by the size of its key and new values, so an update of a large item
-  costs more on AWS than counted here. Read units: 1 per read request.
+  costs more on AWS than counted here. An item put with the key attributes of a ByOwner index
+  (every owned link and job) is written to that index too, which DynamoDB bills as a write of its
+  own: its units once more (the indexes project ALL). Updates of indexed items (a job's counts)
+  write the index again; those few are not counted. Read units: 1 per read request.
 - SQS: 1 request per started 64 KB of a message payload sent, 1 per other call.
 - S3: PUT, POST, LIST and multipart calls as write requests; GET and HEAD as read requests.
 - Lambda: each Invoke call (it is an invocation billed to the target).
@@ -124,17 +127,27 @@ def install_sqs(client: Any) -> Any:
 # ---- DynamoDB write units from a request ---------------------------------------------------------
 
 
-def write_units(operation: str, request: dict[str, Any]) -> int:
-    """The write units a DynamoDB request consumes, worked out from the items it writes."""
+# The key attributes of the tables' ByOwner indexes (template.yaml: links, then jobs).
+_INDEX_KEYS = (("list_pk", "list_sk"), ("owner", "created_at"))
+
+
+def write_units(operation: str, request: dict[str, Any], *, indexes: bool = True) -> int:
+    """The write units a DynamoDB request consumes, worked out from the items it writes: the
+    tables' and (unless ``indexes`` is False) those of the index writes they cause."""
+
+    def _put_units(item: dict[str, Any]) -> int:
+        indexed = indexes and any(all(key in item for key in keys) for keys in _INDEX_KEYS)
+        return _units(item_size(item)) * (2 if indexed else 1)
+
     if operation == "PutItem":
-        return _units(item_size(request["Item"]))
+        return _put_units(request["Item"])
     if operation == "UpdateItem":
         return _units(update_size(request))
     if operation == "DeleteItem":
         return 1
     if operation == "BatchWriteItem":
         return sum(
-            _units(item_size(write["PutRequest"]["Item"])) if "PutRequest" in write else 1
+            _put_units(write["PutRequest"]["Item"]) if "PutRequest" in write else 1
             for writes in request["RequestItems"].values()
             for write in writes
         )
@@ -142,8 +155,7 @@ def write_units(operation: str, request: dict[str, Any]) -> int:
         total = 0
         for action in request["TransactItems"]:
             kind, detail = next(iter(action.items()))
-            size = item_size(detail["Item"]) if kind == "Put" else update_size(detail)
-            total += 2 * _units(size)
+            total += 2 * (_put_units(detail["Item"]) if kind == "Put" else _units(update_size(detail)))
         return total
     return 0
 
