@@ -27,6 +27,7 @@ import moto.dynamodb.models as dynamodb_models
 from moto.core.model_instances import reset_model_data
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.moto_api._internal.recorder.models import Recorder
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
@@ -122,6 +123,7 @@ class EmbeddedAws(ThreadedMotoServer):
         self._front = front
         self._admin_api = admin_api  # moto's /moto-api/ paths, refused unless asked for
         install_item_level_transaction_rollback()
+        install_whole_recorder_lines()
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
@@ -170,6 +172,26 @@ class EmbeddedAws(ThreadedMotoServer):
     def url(self) -> str:
         host, port = self.get_host_and_port()
         return f"http://{host}:{port}"
+
+
+_RECORDER_LOCK = threading.Lock()
+
+
+def install_whole_recorder_lines() -> None:
+    """moto's request recorder (``--moto-api``; the bulk benchmark counts requests with it) appends
+    each request as a JSON line with two writes to a file opened per request, unlocked: requests
+    served at the same time (the server is threaded) interleave their lines once an entry outgrows
+    the file buffer, and the recording no longer parses. One request records at a time here."""
+    if getattr(Recorder._record_request, "_whole_lines", False):
+        return
+    record = Recorder._record_request
+
+    def record_whole(self: Recorder, request: Any, body: bytes | None = None) -> None:
+        with _RECORDER_LOCK:
+            record(self, request, body)
+
+    record_whole._whole_lines = True  # type: ignore[attr-defined]
+    Recorder._record_request = record_whole  # type: ignore[method-assign]
 
 
 _IN_TRANSACTION: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)

@@ -178,3 +178,37 @@ def test_the_admin_api_answers_when_asked_for() -> None:
         assert raw_request(server, "GET", "/moto-api/data.json", {}).status == 200
     finally:
         server.stop()
+
+
+def test_the_request_recorder_keeps_each_request_on_a_line_of_its_own_under_concurrency(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.moto_api import recorder as moto_recorder
+
+    from local_stack import request_log
+
+    # Given the embedded AWS with moto's recorder on (as `--moto-api` and the bulk benchmark use it)
+    recording = tmp_path / "recording.jsonl"
+    monkeypatch.setattr(moto_recorder, "_location", str(recording))
+    server = EmbeddedAws(0, admin_api=True)
+    server.start()
+    try:
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=server.url,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        queue_url = sqs.create_queue(QueueName="recorded")["QueueUrl"]
+        request_log.recorder(server.url, "start-recording")
+        # When requests larger than a file buffer are served at the same time
+        body = "x" * 30_000
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: sqs.send_message(QueueUrl=queue_url, MessageBody=body), range(64)))
+        request_log.recorder(server.url, "stop-recording")
+        # Then the recording parses, one whole request a line
+        recorded = request_log.read_recording(recording)
+    finally:
+        server.stop()
+    assert sum(request.operation == "SendMessage" for request in recorded) == 64
