@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -174,11 +175,20 @@ class LocalStack:
             (int(found) for found in pattern.findall(self.log_path.read_text(errors="replace"))), default=0
         )
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        """GET /jobs/{id}."""
+    def job(self, job_id: str, tries: int = 5) -> dict[str, Any]:
+        """GET /jobs/{id}. A status read the overloaded machine answers with a 5xx or not at all
+        is read again a few times (and said), so one slow answer does not end an hours-long run."""
         status = urllib.request.Request(f"{self.api_url}jobs/{job_id}", headers=self.key_header)
-        with urllib.request.urlopen(status, timeout=60) as answer:
-            return dict(json.loads(answer.read()))
+        for attempt in range(1, tries + 1):
+            try:
+                with urllib.request.urlopen(status, timeout=60) as answer:
+                    return dict(json.loads(answer.read()))
+            except (urllib.error.URLError, TimeoutError) as exc:
+                if attempt == tries or (isinstance(exc, urllib.error.HTTPError) and exc.code < 500):
+                    raise
+                print(f"  [{time.strftime('%H:%M:%S')}] job status failed ({exc}); reading it again")
+                time.sleep(5)
+        raise AssertionError("unreachable")
 
     def wait_until_done(
         self, job_id: str, seconds: float, *, until_file: bool = False, progress_every: float = 0
