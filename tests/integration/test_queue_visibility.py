@@ -35,6 +35,20 @@ def test_a_renewed_message_stays_hidden_past_its_first_timeout(moto: None, renew
             assert [m["Body"] for m in queue.receive(queue_url, wait_seconds=0)] == ["chunk"]
 
 
+def test_a_message_handed_back_is_received_again_at_once(moto: None) -> None:
+    # Given a queue whose messages stay hidden 120 s after a receive, and one message received
+    queue_url = create_bulk_queues(visibility_timeout=120)
+    queue = BulkQueue()
+    queue.client.send_message(QueueUrl=queue_url, MessageBody="chunk")
+    [message] = queue.receive(queue_url, wait_seconds=0)
+    # When a loop with no time left for it hands it back (visibility 0)
+    assert queue.extend_visibility(queue_url, [message["ReceiptHandle"]], 0) == 0
+    # Then the next receive gets it at once (the clock running as it does), one receive more on its count
+    [again] = queue.receive(queue_url, wait_seconds=0)
+    assert again["Body"] == "chunk"
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
 def test_renewing_a_deleted_message_is_reported_not_raised(moto: None) -> None:
     # Given a message received and then deleted
     queue_url = create_bulk_queues()

@@ -289,6 +289,32 @@ def test_a_batch_is_only_as_big_as_fits_before_the_reinvoke_margin() -> None:
     assert len(processor.processed) >= 10
 
 
+def test_messages_that_got_slower_than_their_batch_was_sized_for_are_handed_back_unstarted() -> None:
+    # Given an invocation of 100 s (margin 5 s) whose first batch teaches it that a message takes
+    # 2 s, and whose second batch's messages take 20 s each (the machine got busy)
+    clock = Clock(budget=100)
+    queue = Queue([[message(chunk) for chunk in range(10)], [message(chunk) for chunk in range(10, 20)]])
+    processor = Processor(clock, seconds_per_message=2)
+
+    def busy() -> None:
+        processor.seconds_per_message = 20
+
+    processor.during[9] = busy
+    loop, starter, metrics = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then it starts no message that would not end before the margin: the rest of the batch is made
+    # visible again at once (not left to its visibility timeout), neither deleted nor a failure,
+    # and the successor is started before the invocation's time runs out
+    assert clock.now <= clock.budget - 5, clock.now
+    assert starter.started == [LOOP.successor()]
+    given_back = {f"r{chunk}" for chunk in range(10, 20)} - {f"r{chunk}" for chunk in processor.processed}
+    assert given_back and (sorted(given_back), 0) in [(sorted(h), t) for h, t in queue.extended]
+    assert not given_back & set(queue.deleted)
+    assert report.handed_back == len(given_back) and report.failed_messages == 0
+    assert ("MessagesFailed", len(given_back)) not in metrics.added
+
+
 def test_metrics_are_flushed_periodically_while_the_loop_runs() -> None:
     # Given a loop that runs for 100 s, flushing every 10 s, with a message every iteration
     clock = Clock(budget=100)

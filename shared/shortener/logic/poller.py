@@ -100,9 +100,29 @@ class LoopReport:
     polls: int = 0
     messages: int = 0
     failed_messages: int = 0
+    handed_back: int = 0  # received, not started: no time was left for them in this invocation
     errors: int = 0
     visibility_extensions: int = 0
     _pending_metrics: bool = field(default=False, repr=False)
+
+
+class _NoTimeLeft(Exception):
+    """A received message not started: it would not finish before the re-invoke margin."""
+
+
+@dataclass(slots=True)
+class _Pace:
+    """How long the slowest message of this invocation took, and so how many fit in a time."""
+
+    slowest: float = 0.0
+
+    def took(self, seconds: float) -> None:
+        self.slowest = max(self.slowest, seconds)
+
+    def fits(self, seconds: float) -> int:
+        if seconds <= 0:
+            return 0
+        return int(seconds // self.slowest) if self.slowest else _MAX_MESSAGES
 
 
 class PollLoop:
@@ -148,37 +168,39 @@ class PollLoop:
         holder = uuid.uuid4().hex
         margin = self._options.reinvoke_margin_seconds
         last_flush = self._monotonic()
-        # The longest a message has taken in this invocation: a batch is only as big as fits in the
-        # time left before the margin, so that no invocation runs out of time inside a batch
-        # (Lambda would end it there: its batch comes back after the visibility timeout, and its
-        # successor is started only by the restarter, minutes later).
-        seconds_per_message = 0.0
-        while (budget := remaining_seconds() - margin) > 0:
+        # The slowest a message has been in this invocation: a batch is only as big as fits in the
+        # time left before the margin, and a message of it is only started while it still fits
+        # (Lambda would end the invocation inside the batch: its batch comes back after the
+        # visibility timeout, and its successor is started only by the restarter, minutes later).
+        pace = _Pace()
+
+        def time_for_messages() -> float:
+            return remaining_seconds() - margin
+
+        while (budget := time_for_messages()) > 0:
             try:
-                fits = int(budget // seconds_per_message) if seconds_per_message else _MAX_MESSAGES
+                fits = pace.fits(budget)
                 if fits < 1:
                     break
                 if not self._heartbeats.heartbeat(loop, holder):
                     return self._stop(loop, report)
                 report.claimed = True
-                wait = int(max(0, min(self._options.receive_wait_seconds, remaining_seconds() - margin)))
+                wait = int(max(0, min(self._options.receive_wait_seconds, time_for_messages())))
                 messages = self._queue.receive(
                     loop.queue_url, max_messages=min(_MAX_MESSAGES, fits), wait_seconds=wait
                 )
                 report.polls += 1
-                started = self._monotonic()
-                if messages and not self._process(loop, holder, messages, report):
+                if messages and not self._process(
+                    loop, holder, messages, report, pace=pace, time_for_messages=time_for_messages
+                ):
                     return self._stop(loop, report)
-                if messages:
-                    taken = (self._monotonic() - started) / len(messages)
-                    seconds_per_message = max(seconds_per_message, taken)
             except Exception:
                 # Nothing in one iteration may end the loop: the messages come back after their
                 # visibility timeout and the next iteration tries again.
                 self._log.exception("Loop iteration failed; continuing", extra={"token": loop.token})
                 report.errors += 1
                 self._count(report, "LoopErrors", 1)
-                self._sleep(min(self._options.error_pause_seconds, max(0.0, remaining_seconds() - margin)))
+                self._sleep(min(self._options.error_pause_seconds, max(0.0, time_for_messages())))
             if self._monotonic() - last_flush >= self._options.metrics_flush_seconds:
                 self._flush(report)
                 last_flush = self._monotonic()
@@ -188,12 +210,21 @@ class PollLoop:
         return report
 
     def _process(
-        self, loop: LoopInvocation, holder: str, messages: list[dict[str, Any]], report: LoopReport
+        self,
+        loop: LoopInvocation,
+        holder: str,
+        messages: list[dict[str, Any]],
+        report: LoopReport,
+        *,
+        pace: _Pace,
+        time_for_messages: Callable[[], float],
     ) -> bool:
-        """Process one received batch; delete what succeeded. False when a heartbeat refreshed
-        during the work said this loop must stop (the batch is still finished first: its work
-        is idempotent, and abandoning it would only delay its rows)."""
+        """Process one received batch; delete what succeeded, and hand back at once the messages
+        there was no time left to start (when messages got slower than the batch was sized for).
+        False when a heartbeat refreshed during the work said this loop must stop (the batch is
+        still finished first: its work is idempotent, and abandoning it would only delay its rows)."""
         records = to_lambda_records(messages, loop.queue_url)
+        handed_back: list[str] = []
         keeper = BatchKeeper(
             beat=lambda: self._heartbeats.heartbeat(loop, holder),
             extend=lambda handles: self._queue.extend_visibility(
@@ -207,6 +238,11 @@ class PollLoop:
         )
 
         def handle(record: SQSRecord) -> ChunkResult:
+            if pace.fits(time_for_messages()) < 1:
+                keeper.release(record.receipt_handle)
+                handed_back.append(record.receipt_handle)
+                raise _NoTimeLeft(record.message_id)
+            started = self._monotonic()
             receives = record.attributes.approximate_receive_count
             if receives and int(receives) > 1:
                 # A loop died with it, it failed before, or a batch outlived its visibility timeout.
@@ -224,6 +260,8 @@ class PollLoop:
                     extra={"message_id": record.message_id, "receives": receives},
                 )
                 raise
+            finally:
+                pace.took(self._monotonic() - started)
             self._record(report, result)
             return result
 
@@ -233,10 +271,18 @@ class PollLoop:
         report.visibility_extensions += keeper.extensions
         failed_ids = {failure["itemIdentifier"] for failure in processor.response()["batchItemFailures"]}
         succeeded = [record["receiptHandle"] for record in records if record["messageId"] not in failed_ids]
-        report.messages += len(records)
-        report.failed_messages += len(failed_ids)
-        if failed_ids:
-            self._count(report, "MessagesFailed", len(failed_ids))
+        report.messages += len(records) - len(handed_back)
+        report.failed_messages += len(failed_ids) - len(handed_back)
+        if len(failed_ids) > len(handed_back):
+            self._count(report, "MessagesFailed", len(failed_ids) - len(handed_back))
+        if handed_back:
+            # Visible again now, for another loop or this one's successor (a receive more on each).
+            self._queue.extend_visibility(loop.queue_url, handed_back, 0)
+            report.handed_back += len(handed_back)
+            self._log.info(
+                "No time left in this invocation for some received messages; handed back",
+                extra={"count": len(handed_back), "seconds_per_message": round(pace.slowest, 3)},
+            )
         if succeeded:
             undeleted = self._queue.delete(loop.queue_url, succeeded)
             if undeleted:
