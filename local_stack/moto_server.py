@@ -11,6 +11,11 @@
 - TransactWriteItems deep-copies every table it touches to roll back on failure, so each
   transaction costs time in proportion to the table's size: bulk work slowed to a crawl as the links
   table grew. Here the transaction remembers only the items it touches and restores those.
+- moto's SQS scans every message of a queue (reading the clock twice per message) for each message a
+  ReceiveMessage hands out, and three times for each message sent, so a queue's every request cost
+  time in proportion to its backlog, and a receive its square: with a bulk job's few thousand
+  messages queued, three quarters of the embedded AWS's time went there. Here those scans read the
+  clock once and the retention check reads the queue's setting directly.
 
 moto is pinned in pyproject.toml; the patch below depends on its DynamoDB backend's internals, and
 tests/integration/test_local_stack_moto_server.py checks that transactions still roll back."""
@@ -24,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
+import moto.sqs.models as sqs_models
 from moto.core.model_instances import reset_model_data
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
@@ -124,6 +130,7 @@ class EmbeddedAws(ThreadedMotoServer):
         self._admin_api = admin_api  # moto's /moto-api/ paths, refused unless asked for
         install_item_level_transaction_rollback()
         install_whole_recorder_lines()
+        install_backlog_independent_sqs()
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
@@ -192,6 +199,42 @@ def install_whole_recorder_lines() -> None:
 
     record_whole._whole_lines = True  # type: ignore[attr-defined]
     Recorder._record_request = record_whole  # type: ignore[method-assign]
+
+
+def install_backlog_independent_sqs() -> None:
+    """moto's SQS checks a received message's retention through the queue's whole attribute map,
+    whose message counts each scan the queue reading the clock twice per message; ReceiveMessage
+    does that for every message it hands out, and SendMessage reads the map for each message sent.
+    Here the retention check reads the queue's setting, and the scans read the clock once, with
+    the same rules: visible once the clock is past ``visible_at``, delayed while it is before
+    ``delayed_until``."""
+    queue_class, backend_class = sqs_models.Queue, sqs_models.SQSBackend
+    if getattr(backend_class.is_message_valid_based_on_retention_period, "_direct", False):
+        return
+
+    def is_message_valid_based_on_retention_period(
+        self: sqs_models.SQSBackend, queue_name: str, message: sqs_models.Message
+    ) -> bool:
+        retention_seconds = int(self.get_queue(queue_name).message_retention_period)  # type: ignore[attr-defined]
+        return retention_seconds + message.sent_timestamp / 1000 > sqs_models.unix_time()  # type: ignore[operator]
+
+    def messages(self: sqs_models.Queue) -> list[sqs_models.Message]:
+        now = sqs_models.unix_time_millis()
+        return [m for m in self._messages if now > m.visible_at and now >= m.delayed_until]
+
+    def delayed(self: sqs_models.Queue) -> int:
+        now = sqs_models.unix_time_millis()
+        return sum(1 for m in self._messages if now < m.delayed_until)
+
+    def not_visible(self: sqs_models.Queue) -> int:
+        now = sqs_models.unix_time_millis()
+        return sum(1 for m in self._messages if now <= m.visible_at)
+
+    is_message_valid_based_on_retention_period._direct = True  # type: ignore[attr-defined]
+    backend_class.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+    queue_class.messages = property(messages)  # type: ignore[assignment,method-assign]
+    queue_class.approximate_number_of_messages_delayed = property(delayed)  # type: ignore[assignment,method-assign]
+    queue_class.approximate_number_of_messages_not_visible = property(not_visible)  # type: ignore[assignment,method-assign]
 
 
 _IN_TRANSACTION: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)

@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
+import moto.sqs.models as sqs_models
 import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.models.table import Table
@@ -212,3 +213,54 @@ def test_the_request_recorder_keeps_each_request_on_a_line_of_its_own_under_conc
     finally:
         server.stop()
     assert sum(request.operation == "SendMessage" for request in recorded) == 64
+
+
+@pytest.fixture
+def sqs(aws: EmbeddedAws) -> Any:
+    return boto3.client(
+        "sqs",
+        endpoint_url=aws.url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def test_sqs_requests_cost_the_same_whatever_the_backlog(
+    sqs: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue of 600 messages: 10 received (in flight), 20 delayed, the rest waiting
+    url = sqs.create_queue(QueueName=f"q-{request.node.name}"[:80])["QueueUrl"]
+    for start in range(0, 600, 10):
+        delay = 600 if start < 20 else 0
+        entries = [{"Id": str(n), "MessageBody": f"m{start + n}", "DelaySeconds": delay} for n in range(10)]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    assert len(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]) == 10
+    clock_reads = 0
+    read_clock = sqs_models.unix_time_millis
+
+    def counted() -> float:
+        nonlocal clock_reads
+        clock_reads += 1
+        return read_clock()
+
+    monkeypatch.setattr(sqs_models, "unix_time_millis", counted)
+    # When a loop receives 10 more, sends 10 and asks for the depth
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(n), "MessageBody": "x"} for n in range(10)])
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    # Then SQS answers as before: 10 messages, the counts of each kind
+    assert len(received) == 10
+    assert depth == {
+        "ApproximateNumberOfMessages": str(600 + 10 - 20 - 20),
+        "ApproximateNumberOfMessagesNotVisible": "20",
+        "ApproximateNumberOfMessagesDelayed": "20",
+    }
+    # And the clock was read a few times per message handled, not for every message queued
+    # (moto's own scans read it twice per queued message, several times per request)
+    assert clock_reads < 200, clock_reads
