@@ -13,15 +13,20 @@ from moto.dynamodb.models.table import Table
 from local_stack.moto_server import EmbeddedAws
 
 
-@pytest.fixture
-def dynamodb(aws: EmbeddedAws) -> Any:
+def client(aws: EmbeddedAws, service: str) -> Any:
+    """A boto3 client of the embedded AWS."""
     return boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=aws.url,
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
+
+
+@pytest.fixture
+def dynamodb(aws: EmbeddedAws) -> Any:
+    return client(aws, "dynamodb")
 
 
 @pytest.fixture
@@ -217,13 +222,7 @@ def test_the_request_recorder_keeps_each_request_on_a_line_of_its_own_under_conc
 
 @pytest.fixture
 def sqs(aws: EmbeddedAws) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=aws.url,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    return client(aws, "sqs")
 
 
 def test_sqs_requests_cost_the_same_whatever_the_backlog(
