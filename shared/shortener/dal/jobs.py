@@ -5,6 +5,12 @@ of its rows).
 Bulk processing is idempotent through them: the first delivery of a message fixes its ids with a
 conditional put, so a redelivery reuses the same ids (same codes); a chunk's counts are added to
 the job by one conditional update that also records the chunk as counted, so it is counted once.
+The job item keeps its counted chunks as a floor (``counted_below``: every chunk under it is
+counted) and a set of those counted above it; the floor passes the chunks counted just above it
+now and then, so the item stays small however many chunks the job has. A set of every chunk would
+grow by about 4 bytes a chunk: each count would cost write units for the whole item (about 31 for
+a 2,000,000-row job's last counts), and a job of about 21,000,000 rows would pass DynamoDB's
+400 KB item limit, after which no count could be written.
 
 Why not one TransactWriteItems for "chunk done + job counters": a transaction costs twice the
 write units of its items, and moto (the local stack) deep-copies a whole table for every
@@ -38,6 +44,8 @@ JOB_SK = "job"
 CHUNK_PREFIX = "chunk#"
 # Job items only (chunk items have no owner): an owner's jobs by creation time.
 OWNER_INDEX = "ByOwner"
+# How many chunks counted above a job's floor are kept before the floor is raised past them.
+COUNTED_SET_COMPACT_AT = 64
 # Zero-padded so that the chunks of a job sort in input order (an upload has far fewer chunks).
 _CHUNK_DIGITS = 7
 # JobUsage field -> the job item's attribute that adds it up.
@@ -415,7 +423,10 @@ class JobsStore(aws.DynamoDBTable):
                 "SET updated_at = :now ADD succeeded :succeeded, failed :failed, counted :chunk"
                 + (", " + usage_expression if usage_expression else "")
             ),
-            ConditionExpression="attribute_exists(job_id) AND NOT contains(counted, :number)",
+            ConditionExpression=(
+                "attribute_exists(job_id) AND NOT contains(counted, :number)"
+                " AND (attribute_not_exists(counted_below) OR counted_below <= :number)"
+            ),
             ExpressionAttributeValues={
                 ":now": {"S": now.isoformat()},
                 ":succeeded": {"N": str(succeeded)},
@@ -427,7 +438,41 @@ class JobsStore(aws.DynamoDBTable):
             # No read units: the item comes back with the write's answer.
             ReturnValues="ALL_NEW",
         )
-        return _job_from_item(response["Attributes"]) if response is not None else None
+        if response is None:
+            return None
+        self._raise_counted_floor(job_id, response["Attributes"])
+        return _job_from_item(response["Attributes"])
+
+    def _raise_counted_floor(self, job_id: str, item: dict[str, Any]) -> None:
+        """Once the set of chunks counted above the floor holds COUNTED_SET_COMPACT_AT, move the
+        floor past the run of them that starts at it, and drop that run from the set: one
+        UpdateItem, conditional on the floor it read (a concurrent raise wins, and this one is
+        left out). Chunks are queued in order and counted nearly so; a chunk that is late (its
+        message failed, or waits for the dead-letter settlement) holds the floor until it is
+        counted, and only the chunks counted meanwhile stay in the set."""
+        counted = {int(number) for number in item.get("counted", {}).get("NS", [])}
+        if len(counted) < COUNTED_SET_COMPACT_AT:
+            return
+        floor = int(item.get("counted_below", {}).get("N", "0"))
+        raised = floor
+        while raised in counted:
+            raised += 1
+        if raised == floor:
+            return
+        values: dict[str, Any] = {
+            ":raised": {"N": str(raised)},
+            ":passed": {"NS": [str(chunk) for chunk in range(floor, raised)]},
+        }
+        if "counted_below" in item:
+            values[":floor"] = {"N": str(floor)}
+        self._update_if(
+            job_id,
+            UpdateExpression="SET counted_below = :raised DELETE counted :passed",
+            ConditionExpression=(
+                "counted_below = :floor" if "counted_below" in item else "attribute_not_exists(counted_below)"
+            ),
+            ExpressionAttributeValues=values,
+        )
 
     def iter_chunk_outcomes(self, job_id: str, from_chunk: int = 0) -> Iterator[tuple[int, list[RowOutcome]]]:
         """(chunk, its row outcomes) for every completed chunk of a job from ``from_chunk`` on, in
