@@ -6,7 +6,8 @@ succeeded. While a batch is processed, a keeper thread refreshes the heartbeat a
 visibility timeout of its messages, so a slow batch is neither taken for a dead loop nor delivered
 again. The loop polls while enough of the invocation remains, then starts its successor (the next
 sequence number) asynchronously. An exception anywhere in an iteration is logged and counted, never
-the end of the loop.
+the end of the loop. A received message is started only while it still fits in the invocation
+(timed by the slowest so far); the rest of its batch is handed back at once.
 
 Fencing (see shortener.models.loops): the first heartbeat of an invocation claims its sequence
 number on the token with a nonce of its own; Lambda may deliver an asynchronous event twice, and
@@ -245,7 +246,8 @@ class PollLoop:
             started = self._monotonic()
             receives = record.attributes.approximate_receive_count
             if receives and int(receives) > 1:
-                # A loop died with it, it failed before, or a batch outlived its visibility timeout.
+                # A loop died with it, it failed before, a batch outlived its visibility timeout, a
+                # loop with no time left handed it back, or two receives took it at once.
                 self._log.warning(
                     "Message delivered again", extra={"message_id": record.message_id, "receives": receives}
                 )
