@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shortener.dal import usage
+from shortener.dal import serializer, usage
 from shortener.models.exceptions import StorageThrottledError
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ _DYNAMODB_CONFIG = _CONFIG.merge(Config(parameter_validation=False))
 # Each client counts its requests on the meter of the work that makes them (shortener.dal.usage).
 @lru_cache(maxsize=1)
 def dynamodb() -> "DynamoDBClient":
-    return usage.install(boto3.client("dynamodb", config=_DYNAMODB_CONFIG))  # type: ignore[no-any-return]
+    client = serializer.install(boto3.client("dynamodb", config=_DYNAMODB_CONFIG))
+    return usage.install(client)  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
