@@ -58,25 +58,50 @@ def key_changed_error(stored: str, current: str) -> CodeKeyChangedError:
     )
 
 
+class IdCounter(Protocol):
+    """The id counter (``shortener.dal.links.LinksStore.allocate_ids``)."""
+
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
+
+
 class IdPool:
-    """Counter ids reserved in blocks, one counter write per block, handed out one at a time.
+    """Counter ids reserved in blocks, one counter write per block, handed out one at a time
+    (``next_id``) or many at once (``take``). Ids a container reserved and never handed out are
+    simply never used (codes come from a permutation of the ids, so a gap shows nowhere).
     Thread-safe: one pool serves a container."""
 
-    def __init__(self, storage: LinksStorage, block_size: int, key_fingerprint: str) -> None:
+    def __init__(self, storage: IdCounter, block_size: int, key_fingerprint: str) -> None:
         self._storage = storage
         self._block_size = block_size
         self._key_fingerprint = key_fingerprint
         self._ids: deque[int] = deque()
+        self._handed_out = 0
         self._lock = threading.Lock()
 
     def next_id(self) -> int:
+        return self.take(1)[0]
+
+    def take(self, count: int) -> list[int]:
+        """``count`` ids. A pool short of them reserves the missing ones, or more: as many as it has
+        handed out so far, up to its block size. A container that shortens little so wastes little
+        when it ends; one that runs a bulk job writes the counter once per block, not per chunk."""
         with self._lock:
-            while not self._ids:
+            while len(self._ids) < count:
+                missing = count - len(self._ids)
+                wanted = max(missing, min(self._block_size, self._handed_out))
                 try:
-                    self._ids.extend(self._storage.allocate_ids(self._block_size, self._key_fingerprint))
+                    # Fewer may come back: ids that custom codes reserved are skipped.
+                    self._ids.extend(self._storage.allocate_ids(wanted, self._key_fingerprint))
                 except CounterKeyMismatchError as exc:
                     raise key_changed_error(exc.stored, self._key_fingerprint) from exc
-            return self._ids.popleft()
+            self._handed_out += count
+            return [self._ids.popleft() for _ in range(count)]
+
+    def give_back(self, ids: list[int]) -> None:
+        """Ids taken but not used (nothing was written with them): they are handed out next."""
+        with self._lock:
+            self._ids.extendleft(reversed(ids))
+            self._handed_out -= len(ids)
 
 
 class RedirectCache:
