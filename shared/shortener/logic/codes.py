@@ -51,6 +51,7 @@ DEFAULT_ALPHABET = "kR3uXoTbV8Lq1NjZmWf6yHcE0SgAiP4rD9hKszCnYe7GwQa2vMBtJ5dOlFxI
 # codes grow with the counter instead of starting long.
 _FIRST_BAND_BITS = 17
 _FEISTEL_ROUNDS = 4
+_FORWARD_ROUNDS = tuple(range(_FEISTEL_ROUNDS))
 # Round outputs kept per permutation: a round's input has half a band's bits, so ids below 2**26
 # (67 million links) need at most 4 * 2**13 of them; beyond, the least recently used go.
 _ROUND_CACHE_SIZE = 1 << 15
@@ -68,8 +69,21 @@ class IdPermutation:
         self._cached_round: Callable[[int, int, int], int] = lru_cache(maxsize=_ROUND_CACHE_SIZE)(self._round)
 
     def forward(self, number: int) -> int:
+        # _walk and _feistel forwards, in one frame: this runs for every generated code, and the
+        # calls were half its CPU (make bench ARGS=cpu). tests/unit/test_codes.py checks it
+        # against inverse and against codes stored before.
         base, bits = self._band(number)
-        return base + self._walk(number - base, bits, inverse=False)
+        half = (bits + 1) // 2
+        mask = (1 << half) - 1
+        round_output = self._cached_round
+        value = number - base
+        while True:
+            left, right = value >> half, value & mask
+            for round_number in _FORWARD_ROUNDS:
+                left, right = right, left ^ round_output(round_number, right, half)
+            value = (left << half) | right
+            if value < 1 << bits:
+                return base + value
 
     def inverse(self, number: int) -> int:
         base, bits = self._band(number)
