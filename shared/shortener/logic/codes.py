@@ -51,7 +51,9 @@ DEFAULT_ALPHABET = "kR3uXoTbV8Lq1NjZmWf6yHcE0SgAiP4rD9hKszCnYe7GwQa2vMBtJ5dOlFxI
 # codes grow with the counter instead of starting long.
 _FIRST_BAND_BITS = 17
 _FEISTEL_ROUNDS = 4
-_FORWARD_ROUNDS = tuple(range(_FEISTEL_ROUNDS))
+# Input widths whose round outputs forward keeps in full tables: at most 4 rounds of 2**16
+# entries a width, for ids below 2**33 (some 8 billion links); wider ones use the cache.
+_TABLE_BITS = 16
 # Round outputs kept per permutation: a round's input has half a band's bits, so ids below 2**26
 # (67 million links) need at most 4 * 2**13 of them; beyond, the least recently used go.
 _ROUND_CACHE_SIZE = 1 << 15
@@ -67,6 +69,9 @@ class IdPermutation:
         # A keyed hash per round was most of a code's CPU (make bench ARGS=cpu); its inputs repeat
         # (half a band's bits each), so each is computed once.
         self._cached_round: Callable[[int, int, int], int] = lru_cache(maxsize=_ROUND_CACHE_SIZE)(self._round)
+        # forward's own memory of the round outputs, a table per round for each input width up to
+        # _TABLE_BITS (a list index costs a fraction of a cache lookup, and forward runs per code).
+        self._tables: dict[int, list[list[int | None]]] = {}
 
     def forward(self, number: int) -> int:
         # _walk and _feistel forwards, in one frame: this runs for every generated code, and the
@@ -74,16 +79,26 @@ class IdPermutation:
         # against inverse and against codes stored before.
         base, bits = self._band(number)
         half = (bits + 1) // 2
+        if half > _TABLE_BITS:
+            return base + self._walk(number - base, bits, inverse=False)
+        tables = self._tables.get(half) or self._new_tables(half)
         mask = (1 << half) - 1
-        round_output = self._cached_round
         value = number - base
         while True:
             left, right = value >> half, value & mask
-            for round_number in _FORWARD_ROUNDS:
-                left, right = right, left ^ round_output(round_number, right, half)
+            for round_number, table in enumerate(tables):
+                output = table[right]
+                if output is None:
+                    output = table[right] = self._round(round_number, right, half)
+                left, right = right, left ^ output
             value = (left << half) | right
             if value < 1 << bits:
                 return base + value
+
+    def _new_tables(self, half: int) -> list[list[int | None]]:
+        tables: list[list[int | None]] = [[None] * (1 << half) for _ in range(_FEISTEL_ROUNDS)]
+        self._tables[half] = tables
+        return tables
 
     def inverse(self, number: int) -> int:
         base, bits = self._band(number)
