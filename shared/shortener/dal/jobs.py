@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
@@ -652,7 +653,10 @@ def encode_outcomes(outcomes: Sequence[RowOutcome]) -> bytes:
     """Row outcomes as compressed JSON (``[url, code]`` or ``[url, "", error]`` per row): URLs
     compress well, and the chunk item's size is what its transactional write costs."""
     rows = [[o.url, o.code, o.error] if o.error else [o.url, o.code] for o in outcomes]
-    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 6)
+    # orjson: 5 µs for a chunk of 250 rows where json.dumps took 170 (make bench ARGS=cpu). It
+    # refuses str that is not UTF-8 (lone surrogates); row text never is: uploads are decoded
+    # strictly and messages are parsed by pydantic, which refuses them.
+    return zlib.compress(orjson.dumps(rows), 6)
 
 
 def decode_outcomes(first_row: int, blob: bytes) -> list[RowOutcome]:
