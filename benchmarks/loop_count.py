@@ -308,18 +308,23 @@ def one_large_job(options: argparse.Namespace) -> None:
         print("elapsed    visible messages, in flight, loops")
         target = min(run.max_loops, -(-options.job_rows // 250 // run.messages_per_loop))
         reached: float | None = None
+        drained: float | None = None
         # settle: a file still being split can leave the queue empty for a moment at the start.
+        # watch() ends only once the queue is drained and the loop count is back at 0 (the last sample).
         for sample in watch(probe, run, started, options.timeout, settle=60, interval=0.5):
             if reached is None and sample.loops >= target:
                 reached = sample.elapsed
-            if sample.elapsed < 30 or int(sample.elapsed * 2) % 10 == 0:
+            is_drained = sample.visible == 0 and sample.in_flight == 0
+            drained = (drained or sample.elapsed) if is_drained else None
+            if sample.elapsed < 30 or int(sample.elapsed * 2) % 10 == 0 or sample.loops == 0:
                 print(sample.line(), flush=True)
         job = probe.job(job_id)
         when = f"{reached:.1f} s" if reached is not None else "never"
+        back = sample.elapsed
         print(
             f"job {job['status']}: {job['succeeded']:,} succeeded, {job['failed']:,} failed; "
             f"target of {target} loops reached after {when} (the first alarm period ends at 60 s); "
-            "loops back to 0 once drained"
+            f"loops back to 0 at {back:.1f} s, {back - (drained or back):.1f} s after the queue drained"
         )
 
 
