@@ -29,9 +29,9 @@ from the REPORT lines the local stack logs) and the job's own cost line are prin
 run checks that each input row has exactly one outcome in the results, and prints the CPU time of
 the whole local stack per row and its peak memory; a long job prints its progress every minute.
 
-On 2 shared cores the embedded AWS (one process) is the bottleneck at about 200-300 rows/s, and
-with MaxLoops 10 a loop's batch can outlast its invocation (a 10-message batch started 30 s before
-the 300 s timeout): a long run goes better with `--time-scale 1 --param MaxLoops=3`.
+A 2,000,000-row run took about 14 minutes on 2 idle cores (2,500 URLs/s, at time scale 1 and at
+the default 20 alike) and about 6 GB of memory for the whole local stack, most of it the embedded
+AWS's. With other work beside it on the same cores, expect several times as long.
 """
 
 import argparse
