@@ -16,6 +16,10 @@
   time in proportion to its backlog, and a receive its square: with a bulk job's few thousand
   messages queued, three quarters of the embedded AWS's time went there. Here those scans read the
   clock once and the retention check reads the queue's setting directly.
+- moto's GetQueueAttributes reads the clock again for each count it answers, so a message whose
+  visibility ended between two readings was in neither count: a queue holding one message could
+  answer 0 visible, 0 in flight. Here one request reads the clock once, so each message is counted
+  once, as it stood at that moment.
 
 moto is pinned in pyproject.toml; the patch below depends on its DynamoDB backend's internals, and
 tests/integration/test_local_stack_moto_server.py checks that transactions still roll back."""
@@ -128,9 +132,7 @@ class EmbeddedAws(ThreadedMotoServer):
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
         self._front = front
         self._admin_api = admin_api  # moto's /moto-api/ paths, refused unless asked for
-        install_item_level_transaction_rollback()
-        install_whole_recorder_lines()
-        install_backlog_independent_sqs()
+        install_moto_fixes()
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
@@ -184,6 +186,13 @@ class EmbeddedAws(ThreadedMotoServer):
 _RECORDER_LOCK = threading.Lock()
 
 
+def install_moto_fixes() -> None:
+    """The fixes above, in moto's classes (so also for an in-process ``mock_aws``); idempotent."""
+    install_item_level_transaction_rollback()
+    install_whole_recorder_lines()
+    install_backlog_independent_sqs()
+
+
 def install_whole_recorder_lines() -> None:
     """moto's request recorder (``--moto-api``; the bulk benchmark counts requests with it) appends
     each request as a JSON line with two writes to a file opened per request, unlocked: requests
@@ -207,10 +216,26 @@ def install_backlog_independent_sqs() -> None:
     does that for every message it hands out, and SendMessage reads the map for each message sent.
     Here the retention check reads the queue's setting, and the scans read the clock once, with
     the same rules: visible once the clock is past ``visible_at``, delayed while it is before
-    ``delayed_until``."""
+    ``delayed_until``. A GetQueueAttributes reads it once for all its counts (moto computes the
+    attribute map again per count), so none of them sees a message cross its ``visible_at``
+    between two readings and miss it in both counts."""
     queue_class, backend_class = sqs_models.Queue, sqs_models.SQSBackend
     if getattr(backend_class.is_message_valid_based_on_retention_period, "_direct", False):
         return
+    get_queue_attributes = backend_class.get_queue_attributes
+
+    def now() -> float:
+        moment = _SQS_REQUEST_CLOCK.get()
+        return sqs_models.unix_time_millis() if moment is None else moment
+
+    def get_queue_attributes_at_one_moment(
+        self: sqs_models.SQSBackend, queue_name: str, attribute_names: list[str]
+    ) -> dict[str, Any]:
+        token = _SQS_REQUEST_CLOCK.set(sqs_models.unix_time_millis())
+        try:
+            return get_queue_attributes(self, queue_name, attribute_names)
+        finally:
+            _SQS_REQUEST_CLOCK.reset(token)
 
     def is_message_valid_based_on_retention_period(
         self: sqs_models.SQSBackend, queue_name: str, message: sqs_models.Message
@@ -219,24 +244,29 @@ def install_backlog_independent_sqs() -> None:
         return retention_seconds + message.sent_timestamp / 1000 > sqs_models.unix_time()  # type: ignore[operator]
 
     def messages(self: sqs_models.Queue) -> list[sqs_models.Message]:
-        now = sqs_models.unix_time_millis()
-        return [m for m in self._messages if now > m.visible_at and now >= m.delayed_until]
+        moment = now()
+        return [m for m in self._messages if moment > m.visible_at and moment >= m.delayed_until]
 
     def delayed(self: sqs_models.Queue) -> int:
-        now = sqs_models.unix_time_millis()
-        return sum(1 for m in self._messages if now < m.delayed_until)
+        moment = now()
+        return sum(1 for m in self._messages if moment < m.delayed_until)
 
     def not_visible(self: sqs_models.Queue) -> int:
-        now = sqs_models.unix_time_millis()
-        return sum(1 for m in self._messages if now <= m.visible_at)
+        moment = now()
+        return sum(1 for m in self._messages if moment <= m.visible_at)
 
     is_message_valid_based_on_retention_period._direct = True  # type: ignore[attr-defined]
     backend_class.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+    backend_class.get_queue_attributes = get_queue_attributes_at_one_moment  # type: ignore[method-assign]
     queue_class.messages = property(messages)  # type: ignore[assignment,method-assign]
     queue_class.approximate_number_of_messages_delayed = property(delayed)  # type: ignore[assignment,method-assign]
     queue_class.approximate_number_of_messages_not_visible = property(not_visible)  # type: ignore[assignment,method-assign]
 
 
+# The moment a GetQueueAttributes request reads its counts at (None outside one).
+_SQS_REQUEST_CLOCK: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "sqs_request_clock", default=None
+)
 _IN_TRANSACTION: contextvars.ContextVar[bool] = contextvars.ContextVar("in_transaction", default=False)
 
 

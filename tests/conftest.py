@@ -18,6 +18,7 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
+from local_stack.moto_server import install_moto_fixes
 from local_stack.template import create_table_arguments
 from shortener import services, settings
 from shortener.dal import aws as aws_clients
@@ -31,6 +32,10 @@ freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"
 # (several suites at once) breaks for code that is right. Examples are still bounded in number.
 hypothesis.settings.register_profile("project", deadline=None)
 hypothesis.settings.load_profile("project")
+
+# In-process moto behaves as the local stack's embedded AWS does, whichever test runs first (the
+# fixes patch moto's classes, once): SQS depth counts read at one moment, item-level rollback.
+install_moto_fixes()
 
 TABLES = {
     "LINKS_TABLE": "LinksTable",

@@ -2,12 +2,14 @@
 
 import http.client
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import boto3
 import moto.sqs.models as sqs_models
 import pytest
 from botocore.exceptions import ClientError
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models.table import Table
 
 from local_stack.moto_server import EmbeddedAws
@@ -263,3 +265,29 @@ def test_sqs_requests_cost_the_same_whatever_the_backlog(
     # And the clock was read a few times per message handled, not for every message queued
     # (moto's own scans read it twice per queued message, several times per request)
     assert clock_reads < 200, clock_reads
+
+
+def test_a_depth_read_counts_a_message_once_as_its_visibility_ends(
+    sqs: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a queue holding one message, received, whose visibility ends at a moment T
+    name = f"q-{request.node.name}"[:80]
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="m")
+    assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)["Messages"]) == 1
+    (message,) = sqs_models.sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues[name]._messages
+    # When the depth is read as T passes, at whichever of the request's clock readings it passes
+    # (the first k readings before T, every later one after)
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    depths = []
+    for k in range(40):
+        clock = partial(next, iter([message.visible_at - 1] * k), message.visible_at + 1)
+        monkeypatch.setattr(sqs_models, "unix_time_millis", clock)
+        depths.append(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"])
+    # Then the message is in exactly one count every time (moto alone reads the clock per count, so
+    # for some k it was in none: a queue with a message in it looked empty)
+    assert [sum(int(count) for count in depth.values()) for depth in depths] == [1] * 40, depths
