@@ -82,6 +82,11 @@ class Sample:
     in_flight: int
     loops: int
 
+    @property
+    def drained(self) -> bool:
+        """No message left in the queue, waiting or in flight."""
+        return self.visible == 0 and self.in_flight == 0
+
     def line(self) -> str:
         return (
             f"{self.elapsed:7.1f} s  visible={self.visible:4d}  in_flight={self.in_flight:4d}  "
@@ -223,9 +228,8 @@ def watch(
         sample = probe.sample(started)
         peak = max(peak, sample.loops)
         yield sample
-        drained = sample.visible == 0 and sample.in_flight == 0
-        drained_since = (drained_since or sample.elapsed) if drained else None
-        if drained and sample.loops == run.min_loops:
+        drained_since = (drained_since or sample.elapsed) if sample.drained else None
+        if sample.drained and sample.loops == run.min_loops:
             assert drained_since is not None
             if peak > run.min_loops or sample.elapsed - drained_since >= settle:
                 return
@@ -314,8 +318,7 @@ def one_large_job(options: argparse.Namespace) -> None:
         for sample in watch(probe, run, started, options.timeout, settle=60, interval=0.5):
             if reached is None and sample.loops >= target:
                 reached = sample.elapsed
-            is_drained = sample.visible == 0 and sample.in_flight == 0
-            drained = (drained or sample.elapsed) if is_drained else None
+            drained = (drained or sample.elapsed) if sample.drained else None
             if sample.elapsed < 30 or int(sample.elapsed * 2) % 10 == 0 or sample.loops == 0:
                 print(sample.line(), flush=True)
         job = probe.job(job_id)

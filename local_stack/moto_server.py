@@ -21,8 +21,8 @@
   answer 0 visible, 0 in flight. Here one request reads the clock once, so each message is counted
   once, as it stood at that moment.
 
-moto is pinned in pyproject.toml; the patch below depends on its DynamoDB backend's internals, and
-tests/integration/test_local_stack_moto_server.py checks that transactions still roll back."""
+moto is pinned in pyproject.toml; the patches below depend on its DynamoDB and SQS backends'
+internals, and tests/integration/test_local_stack_moto_server.py checks that they still hold."""
 
 import contextvars
 import copy
@@ -187,7 +187,7 @@ _RECORDER_LOCK = threading.Lock()
 
 
 def install_moto_fixes() -> None:
-    """The fixes above, in moto's classes (so also for an in-process ``mock_aws``); idempotent."""
+    """This module's fixes, in moto's classes (so also for an in-process ``mock_aws``); idempotent."""
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
