@@ -1,0 +1,82 @@
+"""The clicks capture path as template.yaml declares it: the stage's access log (JSON, the client's
+address in it, its own retention) -> a subscription filter -> the collector; the redirect route is
+left as it was (docs/clicks.md)."""
+
+import json
+from typing import Any
+
+from local_stack.intrinsics import Resolver
+from local_stack.intrinsics import parameter_values as local_parameter_values
+from local_stack.resources import Resources, name_resources
+from local_stack.template import expand_sam, load_template
+
+
+def resolved(**given: str) -> Resources:
+    expanded = expand_sam(load_template(), "clk", "us-east-1", given)
+    resolver = Resolver(
+        parameters=local_parameter_values(expanded["Parameters"], given),
+        region="us-east-1",
+        stack_name="clk",
+        conditions=expanded.get("Conditions", {}),
+    )
+    return name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
+
+
+def stage(resources: Resources) -> dict[str, Any]:
+    [properties] = resources.of_type("AWS::ApiGateway::Stage").values()
+    return properties
+
+
+def test_the_stage_logs_every_request_as_json_to_a_log_group_that_expires() -> None:
+    resources = resolved(AccessLogRetentionDays="30")
+    setting = stage(resources)["AccessLogSetting"]
+    group = resources.properties("ApiAccessLogGroup")
+    assert setting["DestinationArn"] == resources.resolver.get_att("ApiAccessLogGroup", "Arn")
+    assert group["RetentionInDays"] == "30"
+    # The format is one JSON object of $context variables; the client's address is in it (abuse
+    # tracing), so is what the collector needs, and API Gateway's required request id
+    fields = json.loads(setting["Format"])
+    assert fields["ip"] == "$context.identity.sourceIp"
+    assert fields["requestId"] == "$context.requestId"
+    assert {"time", "method", "resourcePath", "path", "status", "userAgent"} <= set(fields)
+    # No header other than the user agent exists as a $context variable: no referrer field
+    assert not any("referer" in value.lower() or "referrer" in value.lower() for value in fields.values())
+
+
+def test_the_access_log_is_subscribed_by_the_collector_for_redirects_only() -> None:
+    resources = resolved()
+    [subscription] = resources.of_type("AWS::Logs::SubscriptionFilter").values()
+    assert subscription["LogGroupName"] == resources.physical_id("ApiAccessLogGroup")
+    assert subscription["DestinationArn"] == resources.resolver.get_att("CollectorFunction", "Arn")
+    assert subscription["FilterPattern"] == '{ $.resourcePath = "/{code}" }'
+    # CloudWatch Logs may invoke it (the permission is scoped to the log group)
+    permissions = resources.of_type("AWS::Lambda::Permission").values()
+    [permission] = [p for p in permissions if p["Principal"] == "logs.amazonaws.com"]
+    assert permission["SourceArn"] == resources.resolver.get_att("ApiAccessLogGroup", "Arn")
+
+
+def test_the_collector_writes_only_the_clicks_table_and_hourly_counts_expire() -> None:
+    resources = resolved(ClickRetentionDays="30")
+    collector = resources.properties("CollectorFunction")
+    variables = collector["Environment"]["Variables"]
+    assert variables["CLICKS_TABLE"] == resources.physical_id("ClicksTable")
+    assert variables["CLICK_RETENTION_DAYS"] == "30"
+    table = resources.properties("ClicksTable")
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+
+
+def test_the_redirect_function_gets_nothing_new_to_call() -> None:
+    # The redirect path stays as it was: the API function has no access to the clicks table
+    resources = resolved()
+    text = json.dumps(resources.properties("ApiFunctionRole"))
+    assert resources.physical_id("ClicksTable") not in text
+
+
+def test_the_logging_role_is_the_stacks_only_when_asked_and_outlives_it() -> None:
+    template = load_template()["Resources"]
+    assert template["ApiGatewayAccount"]["DeletionPolicy"] == "Retain"
+    assert template["ApiGatewayLoggingRoleResource"]["DeletionPolicy"] == "Retain"
+    assert "ApiGatewayAccount" in resolved().of_type("AWS::ApiGateway::Account")
+    existing = resolved(ApiGatewayLoggingRole="existing")
+    assert existing.of_type("AWS::ApiGateway::Account") == {}
+    assert stage(existing)["Tags"] == [{"Key": "access-log-role", "Value": "existing"}]
