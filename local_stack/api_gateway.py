@@ -25,6 +25,7 @@ from local_stack.resources import LOCAL_STAGE
 
 if TYPE_CHECKING:
     from local_stack.api_access import ApiAccess
+    from local_stack.logs import AccessRecord, LogGroup
 from local_stack.ports import LISTEN_BACKLOG
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,8 @@ class ApiGateway(ThreadingHTTPServer):
         self.access = access
         # The stage cache when the stage turns it on (local_stack/api_cache.py).
         self.cache = cache
+        # The stage's access log when it has one (local_stack/logs.py): a line per answered request.
+        self.access_log: LogGroup | None = None
 
     @property
     def url(self) -> str:
@@ -329,6 +332,9 @@ class _Handler(BaseHTTPRequestHandler):
             port=self.server.server_address[1],
         )
         status, headers, raw = self.server.answer(request)
+        if self.server.access_log is not None:
+            # API Gateway logs every answer of the stage, its cache's and its own refusals included.
+            self.server.access_log.write(access_record(request, status, len(raw), self.server))
         self.send_response(status)
         for key, value in headers:
             self.send_header(key, value)
@@ -343,6 +349,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # _handle logs each request once, with its timing
+
+
+def access_record(request: HttpRequest, status: int, length: int, api: ApiGateway) -> "AccessRecord":
+    """What the access log says of one answered request."""
+    from local_stack.logs import AccessRecord
+
+    path = unquote(urlsplit(request.target).path) or "/"
+    found = find_route(api.routes, request.method, path)
+    headers = {name.lower(): value for name, value in request.headers}
+    return AccessRecord(
+        method=request.method,
+        path=path,
+        resource_path=found[0].resource if found else None,
+        status=status,
+        source_ip=request.source_ip,
+        user_agent=headers.get("user-agent"),
+        response_length=length,
+        api_id=api.api_id,
+        stage=STAGE,
+        domain_name=headers.get("host", "").split(":", 1)[0],
+    )
 
 
 def _segments(path: str) -> list[str]:

@@ -18,6 +18,8 @@ function's own code is untouched and unaware:
   event from Lambda multiple times because the queue itself is eventually consistent"
   (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). Applied by
   the local Lambda runtime where it runs Event invocations (lambda_runtime.py), not in workers.
+- ``duplicate-logs=P``: each batch a log group's subscription filter delivers is delivered a second
+  time with probability P, as CloudWatch Logs may (local_stack/logs.py).
 - ``raise-in=Function.Operation:P``: ``raise-in`` for one operation only (``BatchWriteItem``), so
   one kind of work fails every time (a poisoned message) while the rest goes on.
 - ``delay-in=Function[.Operation]:S``: each such call waits S seconds first (a slow dependency).
@@ -60,6 +62,7 @@ FAULT_KINDS = (
     "crash-in",
     "delay-in",
     "duplicate-async",
+    "duplicate-logs",
 )
 CRASH_EXIT_CODE = 137
 # The longest wait before a later duplicate delivery, in unscaled seconds.
@@ -84,9 +87,17 @@ class Faults:
     crash_in: dict[str, float] = field(default_factory=dict)
     delay_in: dict[str, float] = field(default_factory=dict)
     duplicate_async: float = 0.0
+    duplicate_logs: float = 0.0
 
     def __bool__(self) -> bool:
-        return bool(self.throttles or self.raise_in or self.crash_in or self.delay_in or self.duplicate_async)
+        return bool(
+            self.throttles
+            or self.raise_in
+            or self.crash_in
+            or self.delay_in
+            or self.duplicate_async
+            or self.duplicate_logs
+        )
 
     def for_function(self, logical_id: str, name: str) -> dict[str, Any]:
         """The faults one function's workers install (JSON-serialisable, for the bootstrap)."""
@@ -122,12 +133,14 @@ def parse_faults(options: list[str]) -> Faults:
     throttles: dict[str, float] = {}
     raise_in: dict[str, float] = {}
     crash_in: dict[str, float] = {}
-    duplicate_async = 0.0
+    duplicate_async = duplicate_logs = 0.0
     delay_in: dict[str, float] = {}
     for option in options:
         kind, _, value = option.partition("=")
         if kind == "duplicate-async":
             duplicate_async = _probability(option, value)
+        elif kind == "duplicate-logs":
+            duplicate_logs = _probability(option, value)
         elif kind.endswith("-throttle") and kind.removesuffix("-throttle") in _THROTTLES:
             throttles[kind.removesuffix("-throttle")] = _probability(option, value)
         elif kind in ("raise-in", "crash-in", "delay-in"):
@@ -142,7 +155,7 @@ def parse_faults(options: list[str]) -> Faults:
                 (raise_in if kind == "raise-in" else crash_in)[function] = _probability(option, number)
         else:
             raise FaultError(f"{option}: unknown fault; known: {', '.join(FAULT_KINDS)}")
-    return Faults(throttles, raise_in, crash_in, delay_in, duplicate_async)
+    return Faults(throttles, raise_in, crash_in, delay_in, duplicate_async, duplicate_logs)
 
 
 def _seconds(option: str, text: str) -> float:

@@ -42,6 +42,7 @@ USAGE_PLAN_KEY = "AWS::ApiGateway::UsagePlanKey"
 WEB_ACL = "AWS::WAFv2::WebACL"
 WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
 BUCKET = "AWS::S3::Bucket"
+LOG_GROUP = "AWS::Logs::LogGroup"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -323,6 +324,7 @@ _IDENTITIES: dict[str, _Identity] = {
     API_STAGE: lambda name, arn, _: (LOCAL_STAGE, {}),
     WEB_ACL: _web_acl_identity,
     BUCKET: _bucket_identity,
+    LOG_GROUP: lambda name, arn, _: (name, {"Arn": f"arn:aws:logs:{arn}:log-group:{name}:*"}),
 }
 
 

@@ -33,6 +33,7 @@ from local_stack.kms import KeyRing
 from local_stack.lambda_endpoint import LambdaEndpoint
 from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
 from local_stack.log_format import LogFormat
+from local_stack.logs import stack_access_log
 from local_stack.moto_server import EmbeddedAws
 from local_stack.resources import (
     API_STAGE,
@@ -214,6 +215,11 @@ class LocalStack:
         self._api.access = access
         functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
         self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        # The stage's access log, delivered to its subscribed functions (local_stack/logs.py).
+        access_log = stack_access_log(
+            resources, self._runtime, options.faults.duplicate_logs, options.time_scale
+        )
+        self._api.access_log = access_log
         self._serve(self._api.serve_forever, "api-gateway")
 
         scheduler = Scheduler(
@@ -227,6 +233,8 @@ class LocalStack:
             keys=KeyRing.from_resources(resources) if options.iam else None,
         )
         parts: list[_BackgroundPart] = [scheduler, evaluator]
+        if access_log is not None:
+            parts.append(access_log)
         for part in parts:
             part.start()
             self._background.append(part)

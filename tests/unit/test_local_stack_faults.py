@@ -39,9 +39,22 @@ def test_duplicate_async_parses_into_a_probability() -> None:
     assert parsed and not parse_faults([])
 
 
+def test_duplicate_logs_parses_into_a_probability_of_its_own() -> None:
+    parsed = parse_faults(["duplicate-logs=0.5"])
+    assert (parsed.duplicate_logs, parsed.duplicate_async) == (0.5, 0.0)
+    assert parsed
+
+
 @pytest.mark.parametrize(
     "option",
-    ["s3-throttle=0.1", "dynamodb-throttle=2", "raise-in=0.1", "raise-in=Fn:x", "duplicate-async=x"],
+    [
+        "s3-throttle=0.1",
+        "dynamodb-throttle=2",
+        "raise-in=0.1",
+        "raise-in=Fn:x",
+        "duplicate-async=x",
+        "duplicate-logs=2",
+    ],
 )
 def test_bad_options_are_refused(option: str) -> None:
     with pytest.raises(FaultError):

@@ -1,0 +1,356 @@
+"""CloudWatch Logs for the API's access log, locally: the stage's AccessLogSetting writes one line per
+answered request (its Format with the `$context` variables substituted, stage-cache hits included),
+and the log group's subscription filters deliver the matching lines to their functions as CloudWatch
+Logs does: batched, asynchronously, as ``{"awslogs": {"data": base64(gzip(json))}}`` with
+messageType, owner, logGroup, logStream, subscriptionFilters and logEvents [id, timestamp, message]
+("Using CloudWatch Logs subscription filters", Lambda example, CloudWatch Logs user guide).
+
+- Variables the local API cannot know (integration latencies, the WAF's verdict, ...) are written
+  "-", as API Gateway writes a variable without a value.
+- Delivery is at least once: CloudWatch Logs may deliver a batch again, so under the
+  ``duplicate-logs=P`` fault each batch is delivered a second time with probability P.
+- Filter patterns: the empty pattern (every line) and JSON patterns of the form
+  ``{ $.field = "value" && $.other != "value" }`` (CloudWatch Logs' "Filter pattern syntax", JSON
+  log events). Any other pattern is refused when the stack starts, rather than matched wrongly.
+- CloudWatch Logs allows at most two subscription filters per log group (its quotas page); a third
+  is refused at start, as CloudFormation would fail to create it.
+"""
+
+import base64
+import gzip
+import itertools
+import json
+import logging
+import random
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from local_stack.intrinsics import ACCOUNT_ID
+from local_stack.lambda_runtime import LambdaRuntime
+from local_stack.resources import API_STAGE, Resources
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_FILTER = "AWS::Logs::SubscriptionFilter"
+MAX_FILTERS_PER_GROUP = 2
+# CloudWatch Logs sends a subscription's events in batches of at most about 1 MB (uncompressed);
+# locally a batch is cut at this many events or this many bytes, whichever comes first.
+BATCH_MAX_EVENTS = 10_000
+BATCH_MAX_BYTES = 1_000_000
+# How often the buffered lines are delivered (local seconds; CloudWatch Logs takes a few seconds).
+FLUSH_INTERVAL_SECONDS = 1.0
+_CONTEXT_VARIABLE = re.compile(r"\$context\.([A-Za-z0-9_.]+)")
+_JSON_TERM = re.compile(r'^\$\.([A-Za-z0-9_.]+)\s*(=|!=)\s*"((?:[^"\\]|\\.)*)"$')
+
+# (function name, event) -> None: the runtime's asynchronous invoke.
+Invoke = Callable[[str, dict[str, Any]], Any]
+
+
+class FilterPatternError(ValueError):
+    """A subscription filter pattern the local stack cannot evaluate."""
+
+
+@dataclass(frozen=True)
+class FilterPattern:
+    """A JSON filter pattern: alternatives (||) of conjunctions (&&) of `$.field = "value"` terms;
+    no term at all matches every line."""
+
+    text: str
+    alternatives: tuple[tuple[tuple[str, str, str], ...], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "FilterPattern":
+        stripped = text.strip()
+        if not stripped:
+            return cls(text)
+        if not (stripped.startswith("{") and stripped.endswith("}")):
+            raise FilterPatternError(f"filter pattern {text!r}: only JSON patterns {{ ... }} run locally")
+        alternatives = []
+        for alternative in stripped[1:-1].split("||"):
+            terms = []
+            for term in alternative.split("&&"):
+                match = _JSON_TERM.match(term.strip().strip("()").strip())
+                if match is None:
+                    raise FilterPatternError(
+                        f'filter pattern {text!r}: only terms like $.field = "value" run locally'
+                    )
+                terms.append((match[1], match[2], json.loads(f'"{match[3]}"')))
+            alternatives.append(tuple(terms))
+        return cls(text, tuple(alternatives))
+
+    def matches(self, message: str) -> bool:
+        if not self.alternatives:
+            return True
+        try:
+            document = json.loads(message)
+        except ValueError:
+            return False
+        return any(all(_term_holds(document, term) for term in terms) for terms in self.alternatives)
+
+
+def _term_holds(document: Any, term: tuple[str, str, str]) -> bool:
+    selector, operator, value = term
+    found: Any = document
+    for part in selector.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return operator == "!="
+        found = found[part]
+    equal = str(found) == value
+    return equal if operator == "=" else not equal
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One subscription filter of the log group: its name, pattern and destination function."""
+
+    name: str
+    pattern: FilterPattern
+    function: str
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    id: str
+    timestamp: int
+    message: str
+
+
+@dataclass(frozen=True)
+class AccessRecord:
+    """What the local API knows of one answered request, for its access log line."""
+
+    method: str
+    path: str
+    resource_path: str | None
+    status: int
+    source_ip: str
+    user_agent: str | None
+    response_length: int
+    api_id: str
+    stage: str
+    domain_name: str
+    protocol: str = "HTTP/1.1"
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    epoch_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def variables(self) -> dict[str, str]:
+        moment = datetime.fromtimestamp(self.epoch_ms / 1000, UTC)
+        return {
+            "requestId": self.request_id,
+            "extendedRequestId": self.request_id,
+            "requestTime": moment.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "requestTimeEpoch": str(self.epoch_ms),
+            "httpMethod": self.method,
+            "path": self.path,
+            "resourcePath": self.resource_path or "-",
+            "status": str(self.status),
+            "identity.sourceIp": self.source_ip,
+            "identity.userAgent": self.user_agent if self.user_agent is not None else "-",
+            "responseLength": str(self.response_length),
+            "apiId": self.api_id,
+            "stage": self.stage,
+            "domainName": self.domain_name,
+            "protocol": self.protocol,
+            "accountId": ACCOUNT_ID,
+        }
+
+
+def render(log_format: str, record: AccessRecord) -> str:
+    """The access log line: ``log_format`` with each `$context` variable replaced by its value, "-"
+    for one without a value. In a JSON format the value is escaped for JSON, so a user agent with a
+    quote in it leaves the line parseable."""
+    values = record.variables()
+    is_json = log_format.lstrip().startswith("{")
+
+    def substitute(match: re.Match[str]) -> str:
+        value = values.get(match[1], "-")
+        return json.dumps(value)[1:-1] if is_json else value
+
+    return _CONTEXT_VARIABLE.sub(substitute, log_format)
+
+
+class LogGroup:
+    """One log group that the stage writes its access log to, and its subscriptions."""
+
+    def __init__(
+        self,
+        name: str,
+        log_format: str,
+        subscriptions: list[Subscription],
+        invoke: Invoke,
+        *,
+        duplicate_probability: float = 0.0,
+        flush_interval: float = FLUSH_INTERVAL_SECONDS,
+        rng: random.Random | None = None,
+    ) -> None:
+        if len(subscriptions) > MAX_FILTERS_PER_GROUP:
+            raise FilterPatternError(
+                f"log group {name}: {len(subscriptions)} subscription filters; CloudWatch Logs allows "
+                f"{MAX_FILTERS_PER_GROUP}"
+            )
+        self.name = name
+        self.log_format = log_format
+        self.subscriptions = subscriptions
+        self.stream = f"local-{uuid.uuid4().hex[:16]}"
+        self._invoke = invoke
+        self._duplicate = duplicate_probability
+        self._chance = rng or random.Random()
+        self._interval = flush_interval
+        self._pending: list[LogEvent] = []
+        self._lock = threading.Lock()
+        self._sequence = itertools.count()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        # How many lines were written and batches delivered (the stack's log, tests).
+        self.written = 0
+        self.delivered_batches = 0
+
+    def write(self, record: AccessRecord) -> LogEvent:
+        """Append the request's access log line; it is delivered with the next batch."""
+        message = render(self.log_format, record)
+        # CloudWatch Logs' event ids are 56-digit strings, unique in the log group.
+        event = LogEvent(f"{record.epoch_ms:020d}{next(self._sequence):036d}", record.epoch_ms, message)
+        with self._lock:
+            self._pending.append(event)
+            self.written += 1
+        return event
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"logs-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.flush()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval):
+            try:
+                self.flush()
+            except Exception:  # a failed delivery must not end the log group's thread
+                log.exception("Delivering the access log of %s failed", self.name)
+
+    def flush(self) -> int:
+        """Deliver the buffered lines to each subscription, in batches; the number of batches."""
+        with self._lock:
+            events, self._pending = self._pending, []
+        delivered = 0
+        for subscription in self.subscriptions:
+            matching = [event for event in events if subscription.pattern.matches(event.message)]
+            for batch in _batches(matching):
+                event = self.subscription_event(subscription, batch)
+                self._invoke(subscription.function, event)
+                delivered += 1
+                if self._duplicate > 0 and self._chance.random() < self._duplicate:
+                    log.info("duplicate-logs: %s's batch of %d delivered again", self.name, len(batch))
+                    self._invoke(subscription.function, event)
+        self.delivered_batches += delivered
+        return delivered
+
+    def subscription_event(self, subscription: Subscription, batch: list[LogEvent]) -> dict[str, Any]:
+        """The event CloudWatch Logs invokes a subscribed function with."""
+        payload = {
+            "messageType": "DATA_MESSAGE",
+            "owner": ACCOUNT_ID,
+            "logGroup": self.name,
+            "logStream": self.stream,
+            "subscriptionFilters": [subscription.name],
+            "logEvents": [{"id": e.id, "timestamp": e.timestamp, "message": e.message} for e in batch],
+        }
+        data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+        return {"awslogs": {"data": data}}
+
+
+def _batches(events: list[LogEvent]) -> Iterable[list[LogEvent]]:
+    batch: list[LogEvent] = []
+    size = 0
+    for event in events:
+        length = len(event.message.encode()) + 26  # CloudWatch Logs counts 26 bytes per event
+        if batch and (len(batch) >= BATCH_MAX_EVENTS or size + length > BATCH_MAX_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(event)
+        size += length
+    if batch:
+        yield batch
+
+
+def decode_subscription_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The payload of a subscription event (what a subscribed function decodes first)."""
+    return dict(json.loads(gzip.decompress(base64.b64decode(event["awslogs"]["data"]))))
+
+
+def access_log_group(
+    stage: dict[str, Any],
+    filters: Iterable[dict[str, Any]],
+    subscription_names: Iterable[str],
+    function_of: Callable[[str], str | None],
+    invoke: Invoke,
+    *,
+    duplicate_probability: float = 0.0,
+    flush_interval: float = FLUSH_INTERVAL_SECONDS,
+) -> LogGroup | None:
+    """The log group a stage's (resolved) AccessLogSetting writes to, with the subscription filters
+    (resolved properties, and their names) that deliver it to local functions; None when the stage
+    has no access log. ``function_of`` maps a destination ARN to a running function's name."""
+    setting = stage.get("AccessLogSetting") or {}
+    destination, log_format = setting.get("DestinationArn"), setting.get("Format")
+    if not destination or not log_format:
+        return None
+    # arn:aws:logs:<region>:<account>:log-group:<name>[:*]
+    group = str(destination).split(":log-group:", 1)[-1].removesuffix(":*")
+    subscriptions = []
+    pairs = zip(filters, subscription_names, strict=True)
+    listed = [(properties, name) for properties, name in pairs if properties.get("LogGroupName") == group]
+    if len(listed) > MAX_FILTERS_PER_GROUP:
+        raise FilterPatternError(
+            f"log group {group}: {len(listed)} subscription filters; CloudWatch Logs allows "
+            f"{MAX_FILTERS_PER_GROUP}"
+        )
+    for properties, name in listed:
+        function = function_of(str(properties.get("DestinationArn", "")))
+        if function is None:
+            log.warning("Subscription filter %s: its destination is not a running function", name)
+            continue
+        pattern = FilterPattern.parse(str(properties.get("FilterPattern", "")))
+        subscriptions.append(Subscription(str(properties.get("FilterName") or name), pattern, function))
+    return LogGroup(
+        group,
+        str(log_format),
+        subscriptions,
+        invoke,
+        duplicate_probability=duplicate_probability,
+        flush_interval=flush_interval,
+    )
+
+
+def stack_access_log(
+    resources: Resources, runtime: LambdaRuntime, duplicate_probability: float = 0.0, time_scale: float = 1.0
+) -> LogGroup | None:
+    """The access log of the template's API stage, subscribed as the template says; None without one."""
+    stages = list(resources.of_type(API_STAGE).values())
+    if not stages:
+        return None
+    filters = resources.of_type(SUBSCRIPTION_FILTER)
+
+    def function_of(arn: str) -> str | None:
+        spec = runtime.function(arn)
+        return spec.name if spec is not None else None
+
+    return access_log_group(
+        stages[0],
+        filters.values(),
+        filters.keys(),
+        function_of,
+        runtime.invoke_async,
+        duplicate_probability=duplicate_probability,
+        flush_interval=FLUSH_INTERVAL_SECONDS / time_scale,
+    )
