@@ -42,6 +42,7 @@ TABLES = {
     "JOBS_TABLE": "JobsTable",
     "TOKENS_TABLE": "TokensTable",
     "BLOCKLIST_TABLE": "BlocklistTable",
+    "CLICKS_TABLE": "ClicksTable",
 }
 
 
@@ -53,8 +54,10 @@ def _clear_container_caches() -> None:
         settings.files_settings,
         settings.scaler_settings,
         settings.restarter_settings,
+        settings.collector_settings,
     ):
         getter.cache_clear()
+    services.click_collector.cache_clear()
     code_generator.cache_clear()
     services.api_links.cache_clear()
     services.api_link_manager.cache_clear()

@@ -4,6 +4,7 @@ container)."""
 from functools import lru_cache
 
 from shortener.dal.blocklist import BlocklistStore
+from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
@@ -17,13 +18,21 @@ from shortener.dal.usage import metering
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
+from shortener.logic.clicks import ClickCollector
 from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
 from shortener.models.scaling import LoopTarget
 from shortener.observability import logger
-from shortener.settings import ApiSettings, FilesSettings, PollerSettings, WorkLoopsMixin, api_settings
+from shortener.settings import (
+    ApiSettings,
+    FilesSettings,
+    PollerSettings,
+    WorkLoopsMixin,
+    api_settings,
+    collector_settings,
+)
 
 
 def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
@@ -86,6 +95,13 @@ def work_loops(settings: ApiSettings | FilesSettings) -> WorkStarter | None:
     )
     target = LoopTarget(queue_name=queue_name, queue_url=settings.BULK_QUEUE_URL, function_name=function_name)
     return WorkStarter(scaler, target, logger)
+
+
+@lru_cache(maxsize=1)
+def click_collector() -> ClickCollector:
+    """The collector container's click counting, over the clicks table."""
+    settings = collector_settings()
+    return ClickCollector(ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS))
 
 
 def loop_bounds(settings: WorkLoopsMixin) -> LoopBounds:

@@ -191,6 +191,19 @@ class AuthorizerSettings(_FromEnvironment):
     ANONYMOUS_USAGE_KEY: str = ""
 
 
+class CollectorSettings(_FromEnvironment):
+    """The click collector."""
+
+    CLICKS_TABLE: str
+    # Hourly click counts expire this many days after their hour.
+    CLICK_RETENTION_DAYS: int = Field(default=400, ge=1)
+
+
+@lru_cache(maxsize=1)
+def collector_settings() -> CollectorSettings:
+    return CollectorSettings.model_validate(os.environ)
+
+
 @lru_cache(maxsize=1)
 def api_settings() -> ApiSettings:
     return ApiSettings.model_validate(os.environ)

@@ -80,3 +80,15 @@ def test_the_logging_role_is_the_stacks_only_when_asked_and_outlives_it() -> Non
     existing = resolved(ApiGatewayLoggingRole="existing")
     assert existing.of_type("AWS::ApiGateway::Account") == {}
     assert stage(existing)["Tags"] == [{"Key": "access-log-role", "Value": "existing"}]
+
+
+def test_the_collector_may_write_counters_and_nothing_else() -> None:
+    from local_stack.iam.policy import Decision
+    from tests.unit.test_local_stack_iam_template import decide, resources
+
+    clicks = resources().resolver.get_att("ClicksTable", "Arn")
+    links = resources().resolver.get_att("LinksTable", "Arn")
+    assert decide("CollectorFunction", "dynamodb:UpdateItem", clicks) == Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:PutItem", clicks) == Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:DeleteItem", clicks) != Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:GetItem", links) != Decision.ALLOW

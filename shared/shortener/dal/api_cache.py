@@ -20,6 +20,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.exceptions import BotoCoreError
 from botocore.httpsession import URLLib3Session
 
+from shortener.models.clicks import STAGE_CACHE_REFRESH_AGENT
+
 # The request reaches the API's own function through API Gateway: a cold start may come first.
 _TIMEOUT_SECONDS = 10
 
@@ -40,7 +42,12 @@ class StageCache:
         request = AWSRequest(
             method="GET",
             url=self.base_url + quote(code, safe=""),
-            headers={"Cache-Control": "max-age=0", "Accept": "application/json"},
+            # The user agent tells the access log's reader (the click collector) it is no click.
+            headers={
+                "Cache-Control": "max-age=0",
+                "Accept": "application/json",
+                "User-Agent": STAGE_CACHE_REFRESH_AGENT,
+            },
         )
         SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(request)
         try:

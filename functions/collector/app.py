@@ -1,0 +1,48 @@
+"""The click collector: batches of the API's access log lines, delivered by its log group's
+subscription filter, counted into hourly per-link counters (shortener.logic.clicks). A malformed
+line is skipped and counted in a metric; the batch goes on. A batch delivered twice counts once."""
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener.logic.clicks import batch_key
+from shortener.observability import logger, metrics
+from shortener.services import click_collector
+
+_SKIP_METRICS = {
+    "malformed": "ClickLinesMalformed",
+    "not_a_redirect": "ClickLinesNotRedirects",
+    "not_a_follow": "ClickLinesNotFollows",
+    "cache_refresh": "ClickLinesCacheRefreshes",
+}
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@event_source(data_class=CloudWatchLogsEvent)
+def lambda_handler(event: CloudWatchLogsEvent, context: LambdaContext) -> dict:
+    data = event.parse_logs_data()
+    events = data.log_events
+    key = batch_key(data.log_group, data.log_stream, (e.get_id for e in events))
+    outcome = click_collector().collect(key, (e.message for e in events))
+    if not outcome.already_counted:
+        metrics.add_metric(name="Clicks", unit=MetricUnit.Count, value=outcome.clicks)
+        metrics.add_metric(name="BotClicks", unit=MetricUnit.Count, value=outcome.bots)
+    for reason, count in outcome.skipped.items():
+        metrics.add_metric(name=_SKIP_METRICS[reason], unit=MetricUnit.Count, value=count)
+    if outcome.already_counted:
+        metrics.add_metric(name="ClickBatchesRedelivered", unit=MetricUnit.Count, value=1)
+    if outcome.skipped.get("malformed"):
+        logger.warning("Malformed access log lines skipped", extra={"count": outcome.skipped["malformed"]})
+    summary = {
+        "lines": len(events),
+        "clicks": outcome.clicks,
+        "humans": outcome.humans,
+        "bots": outcome.bots,
+        "skipped": outcome.skipped,
+        "items_written": outcome.items_written,
+        "already_counted": outcome.already_counted,
+    }
+    logger.info("Batch counted", extra=summary)
+    return summary

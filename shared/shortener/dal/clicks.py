@@ -1,0 +1,152 @@
+"""The clicks table: hourly counters per link, link totals, and the markers of counted batches
+(template.yaml, ClicksTable). Each batch's counter updates are written in transactions that also
+put the batch's marker only if it is absent, so a batch delivered twice is counted once."""
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shortener import clock
+from shortener.dal import aws
+from shortener.models.clicks import DIMENSIONS, HourCounts
+from shortener.models.exceptions import StorageThrottledError
+
+TOTAL_SK = "total"
+HOUR_SK_PREFIX = "h#"
+BATCH_PK_PREFIX = "#batch#"
+# A marker outlives any redelivery: CloudWatch Logs retries a failed delivery for up to 24 hours.
+MARKER_DAYS = 2
+# Updates per transaction, the marker not included (DynamoDB allows 100 items per transaction).
+UPDATES_PER_TRANSACTION = 98
+_TRANSACTION_ATTEMPTS = 8
+_RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+
+
+def hour_key(counts: HourCounts) -> str:
+    return HOUR_SK_PREFIX + counts.hour.strftime("%Y-%m-%dT%H")
+
+
+class ClicksStore(aws.DynamoDBTable):
+    """Data access for the clicks table."""
+
+    def __init__(self, table_name: str, retention_days: int, client: Any = None) -> None:
+        super().__init__(table_name, client)
+        self.retention_days = retention_days
+
+    def add(self, batch_key: str, hours: Sequence[HourCounts]) -> int | None:
+        """Add the hours' counts (and each link's totals) unless this batch was counted before: the
+        items written, None when every part of it had been. A large batch is written in parts, each
+        with its own marker, so a delivery that failed half-way counts the rest when redelivered."""
+        updates = [self._hour_update(counts) for counts in hours] + self._total_updates(hours)
+        written, counted_before = 0, 0
+        size = UPDATES_PER_TRANSACTION
+        parts = [updates[start : start + size] for start in range(0, len(updates), size)]
+        for number, part in enumerate(parts):
+            if self._transact([self._marker(batch_key, number), *part]):
+                written += len(part)
+            else:
+                counted_before += 1
+        return None if parts and counted_before == len(parts) else written
+
+    def _marker(self, batch_key: str, part: int) -> dict[str, Any]:
+        expires = clock.epoch_seconds() + int(timedelta(days=MARKER_DAYS).total_seconds())
+        return {
+            "Put": {
+                "TableName": self.table_name,
+                "Item": {
+                    "pk": {"S": f"{BATCH_PK_PREFIX}{batch_key}#{part}"},
+                    "sk": {"S": "batch"},
+                    "expires_at": {"N": str(expires)},
+                },
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _hour_update(self, counts: HourCounts) -> dict[str, Any]:
+        names = {"#c": "clicks", "#h": "humans", "#b": "bots", "#e": "expires_at", "#hr": "hour"}
+        values: dict[str, Any] = {
+            ":c": {"N": str(counts.clicks)},
+            ":h": {"N": str(counts.humans)},
+            ":b": {"N": str(counts.bots)},
+            ":e": {"N": str(self._expiry(counts))},
+            ":hr": {"S": counts.hour.strftime("%Y-%m-%dT%H:00:00Z")},
+        }
+        additions = ["#c :c", "#h :h", "#b :b"]
+        index = 0
+        for dimension in DIMENSIONS:
+            for value, number in sorted(counts.values.get(dimension, {}).items()):
+                names[f"#d{index}"] = f"{dimension}#{value}"
+                values[f":d{index}"] = {"N": str(number)}
+                additions.append(f"#d{index} :d{index}")
+                index += 1
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": {"pk": {"S": counts.code}, "sk": {"S": hour_key(counts)}},
+                "UpdateExpression": f"ADD {', '.join(additions)} SET #e = :e, #hr = :hr",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def _total_updates(self, hours: Sequence[HourCounts]) -> list[dict[str, Any]]:
+        totals: dict[str, tuple[int, int, int, int, int]] = {}
+        for counts in hours:
+            clicks, humans, bots, first, last = totals.get(counts.code, (0, 0, 0, counts.first_ms, 0))
+            totals[counts.code] = (
+                clicks + counts.clicks,
+                humans + counts.humans,
+                bots + counts.bots,
+                min(first, counts.first_ms),
+                max(last, counts.last_ms),
+            )
+        return [
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": {"pk": {"S": code}, "sk": {"S": TOTAL_SK}},
+                    # The last click is the latest batch's: a batch redelivered late may set it to an
+                    # earlier time, by at most the delay of that redelivery.
+                    "UpdateExpression": (
+                        "ADD clicks :c, humans :h, bots :b "
+                        "SET first_click = if_not_exists(first_click, :f), last_click = :l"
+                    ),
+                    "ExpressionAttributeValues": {
+                        ":c": {"N": str(clicks)},
+                        ":h": {"N": str(humans)},
+                        ":b": {"N": str(bots)},
+                        ":f": {"N": str(first)},
+                        ":l": {"N": str(last)},
+                    },
+                }
+            }
+            for code, (clicks, humans, bots, first, last) in sorted(totals.items())
+        ]
+
+    def _expiry(self, counts: HourCounts) -> int:
+        return int((counts.hour + timedelta(hours=1, days=self.retention_days)).timestamp())
+
+    def _transact(self, items: list[dict[str, Any]]) -> bool:
+        """True when written, False when the marker was there (the part was counted before).
+        Conflicts with another transaction and throttling are retried with backoff."""
+        delays = aws.backoff_delays(_TRANSACTION_ATTEMPTS, base=0.05, cap=2.0)
+        while True:
+            try:
+                self.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+                return True
+            except ClientError as exc:
+                if aws.error_code(exc) == "TransactionCanceledException":
+                    reasons = exc.response.get("CancellationReasons", [])  # type: ignore[typeddict-item]
+                    codes = [reason.get("Code") for reason in reasons]
+                    if codes and codes[0] == "ConditionalCheckFailed":
+                        return False
+                    if not set(codes) & _RETRYABLE:
+                        raise
+                elif not aws.is_throttling(exc):
+                    raise
+                delay = next(delays, None)
+                if delay is None:
+                    raise StorageThrottledError(aws.THROTTLED_MESSAGE) from exc
+                self.sleep(delay)

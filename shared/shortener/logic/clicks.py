@@ -1,0 +1,177 @@
+"""Counting clicks from the API's access log (docs/clicks.md): each line of a delivered batch is
+parsed (a malformed one is skipped and counted, the batch goes on), a redirect of GET /{code} is
+classified (country from the address, which is then dropped; device class, browser and OS from
+the user agent; bot or human from the crawler list), and the batch's clicks are added up per link
+per hour before anything is written: one counter update per link hour, not one write per click."""
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Protocol
+from urllib.parse import unquote
+
+import crawleruseragents
+import iptocc
+import ua_parser
+from pydantic import ValidationError
+
+from shortener.models.clicks import (
+    MAX_VALUE_LENGTH,
+    STAGE_CACHE_REFRESH_AGENT,
+    UNKNOWN,
+    AccessLogLine,
+    BatchOutcome,
+    Click,
+    DeviceClass,
+    HourCounts,
+    SkipReason,
+)
+
+REDIRECT_ROUTE = "/{code}"
+# A code is one path segment; "#" never appears in one (the links table's own items use it).
+_CODE = re.compile(r"^[^/#\s]{1,128}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Tablets announce themselves in a few ways that ua-parser's device family does not always carry.
+_TABLET = re.compile(r"iPad|Tablet|Kindle|Silk/|PlayBook|Nexus (7|9|10)\b|SM-T\d", re.IGNORECASE)
+_DESKTOP_OS = ("Windows", "Mac OS X", "Linux", "Ubuntu", "Fedora", "Chrome OS", "FreeBSD", "OpenBSD")
+_MOBILE_OS = ("iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "HarmonyOS")
+
+
+class ClickCounter(Protocol):
+    """Where counted clicks go (shortener.dal.clicks.ClicksStore)."""
+
+    def add(self, batch_key: str, hours: Sequence[HourCounts]) -> int | None:
+        """Add the hours' counts once per ``batch_key``: the items written, None when every part of
+        the batch had been counted before."""
+        ...
+
+
+def batch_key(log_group: str, log_stream: str, event_ids: Iterable[str]) -> str:
+    """The same for every delivery of one batch: a digest of where its events come from and their
+    ids (CloudWatch Logs gives each event an id unique in its log group)."""
+    digest = hashlib.sha256(f"{log_group}\n{log_stream}\n".encode())
+    for event_id in sorted(event_ids):
+        digest.update(event_id.encode() + b"\n")
+    return digest.hexdigest()[:40]
+
+
+def parse_line(message: str) -> AccessLogLine | None:
+    """The access log line, or None when it is not one (junk, truncated, a field out of bounds)."""
+    try:
+        return AccessLogLine.model_validate(json.loads(message))
+    except (ValueError, ValidationError):
+        return None
+
+
+def click_of(line: AccessLogLine) -> Click | SkipReason:
+    """The click a line records, or why it is none."""
+    if line.resource_path != REDIRECT_ROUTE or line.method != "GET":
+        return "not_a_follow"  # HEAD from link checkers, other routes
+    if line.user_agent == STAGE_CACHE_REFRESH_AGENT:
+        return "cache_refresh"
+    if not 300 <= line.status < 400:
+        return "not_a_redirect"  # 404, 410, throttled, errors
+    code = unquote(line.path).lstrip("/")
+    if not _CODE.match(code):
+        return "not_a_follow"
+    bot, device, browser, os_family = classify_agent(line.user_agent or "")
+    return Click(
+        code=code,
+        at=datetime.fromtimestamp(line.time_ms / 1000, UTC),
+        bot=bot,
+        country=country_of(line.ip),
+        device=device,
+        browser=browser,
+        os=os_family,
+    )
+
+
+def country_of(address: str | None) -> str:
+    """The ISO country code of a client address from the offline table iptocc ships; "unknown" for
+    a private, reserved, unallocated or malformed address. Never a network lookup."""
+    if not address:
+        return UNKNOWN
+    try:
+        code = iptocc.country_code(address.strip())
+    except (ValueError, TypeError):
+        return UNKNOWN
+    return code if isinstance(code, str) and len(code) == 2 else UNKNOWN
+
+
+@lru_cache(maxsize=4096)
+def classify_agent(user_agent: str) -> tuple[bool, DeviceClass, str, str]:
+    """(bot, device class, browser family, OS family) of a user agent. Bots are what the maintained
+    crawler list (crawler-user-agents) or ua-parser names a spider: search engines, scanners and
+    link-preview fetchers (Slack, X, Facebook, WhatsApp, iMessage, Mastodon, LinkedIn)."""
+    if not user_agent.strip():
+        return True, "bot", UNKNOWN, UNKNOWN  # browsers always send one
+    parsed = ua_parser.parse(user_agent)
+    browser = _value(parsed.user_agent.family if parsed.user_agent else None)
+    os_family = _value(parsed.os.family if parsed.os else None)
+    device_family = parsed.device.family if parsed.device else ""
+    if device_family == "Spider" or crawleruseragents.is_crawler(user_agent):
+        return True, "bot", browser, os_family
+    return False, _device_class(user_agent, device_family or "", os_family), browser, os_family
+
+
+def _device_class(user_agent: str, device_family: str, os_family: str) -> DeviceClass:
+    if _TABLET.search(user_agent) or _TABLET.search(device_family):
+        return "tablet"
+    if os_family == "Android" and "Mobile" not in user_agent:
+        return "tablet"  # Android tablets' browsers leave "Mobile" out
+    if os_family in _MOBILE_OS:
+        return "mobile"
+    if os_family in _DESKTOP_OS:
+        return "desktop"
+    return "other"
+
+
+def _value(text: str | None) -> str:
+    if not text or text == "Other":
+        return UNKNOWN
+    return _CONTROL.sub("", text)[:MAX_VALUE_LENGTH] or UNKNOWN
+
+
+def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:
+    """The clicks added up per link per hour, in a stable order (link, then hour)."""
+    hours: dict[tuple[str, datetime], HourCounts] = {}
+    for click in clicks:
+        hour = click.at.replace(minute=0, second=0, microsecond=0)
+        counts = hours.get((click.code, hour))
+        if counts is None:
+            counts = hours[(click.code, hour)] = HourCounts(click.code, hour)
+        counts.add(click)
+    return [hours[key] for key in sorted(hours)]
+
+
+class ClickCollector:
+    """Counts the clicks of delivered access log batches, once per batch."""
+
+    def __init__(self, counter: ClickCounter) -> None:
+        self.counter = counter
+
+    def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
+        outcome = BatchOutcome()
+        clicks = []
+        for message in messages:
+            line = parse_line(message)
+            if line is None:
+                outcome.skip("malformed")
+                continue
+            click = click_of(line)
+            if isinstance(click, str):
+                outcome.skip(click)
+                continue
+            clicks.append(click)
+            outcome.clicks += 1
+            outcome.bots += click.bot
+            outcome.humans += not click.bot
+        hours = aggregate(clicks)
+        if hours:
+            written = self.counter.add(key, hours)
+            outcome.already_counted = written is None
+            outcome.items_written = written or 0
+        return outcome

@@ -1,0 +1,93 @@
+"""Clicks end to end on the local stack: follows of a link leave access log lines, the log group's
+subscription delivers them to the collector in batches, and the clicks table counts them: bots
+apart from humans, the prod stage cache's answers included, a batch delivered twice counted once."""
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RunningStack, StartStack
+
+BROWSER = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/120.0.0.0 Safari/537.36"
+)
+PREVIEW_FETCHERS = (
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+    "Twitterbot/1.0",
+    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+)
+
+
+def follow_ten_times(stack: RunningStack, code: str) -> None:
+    """7 follows by a browser (with a referrer) and 3 by link-preview fetchers."""
+    for _ in range(7):
+        headers = {"User-Agent": BROWSER, "Referer": "https://news.example.com/post"}
+        assert stack.request("GET", code, headers=headers, api_key=None).status == 301
+    for agent in PREVIEW_FETCHERS:
+        assert stack.request("GET", code, headers={"User-Agent": agent}, api_key=None).status == 301
+
+
+def totals(stack: RunningStack, code: str) -> dict[str, int]:
+    item = stack.boto3_client("dynamodb").get_item(
+        TableName=stack.resources["ClicksTable"], Key={"pk": {"S": code}, "sk": {"S": "total"}}
+    )
+    found: dict[str, Any] = item.get("Item", {})
+    return {name: int(found[name]["N"]) for name in ("clicks", "humans", "bots") if name in found}
+
+
+def wait_for_totals(
+    stack: RunningStack, code: str, expected: dict[str, int], seconds: float
+) -> dict[str, int]:
+    deadline = time.monotonic() + seconds
+    while True:
+        found = totals(stack, code)
+        if found == expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_ten_follows_count_ten_clicks_seven_humans_three_bots(stack: RunningStack) -> None:
+    created = stack.post_json("/", {"url": "https://example.com/e2e/clicks", "code": "e2e-clicks"})
+    assert created.status == 201, created.text
+    follow_ten_times(stack, "e2e-clicks")
+    # Then within 90 s the link reads 10 clicks, 7 humans, 3 bots
+    assert wait_for_totals(stack, "e2e-clicks", {"clicks": 10, "humans": 7, "bots": 3}, 90) == {
+        "clicks": 10,
+        "humans": 7,
+        "bots": 3,
+    }
+    # A missing link's 404s are no clicks
+    assert stack.request("GET", "e2e-no-such-code", api_key=None).status == 404
+    time.sleep(2.5)
+    assert totals(stack, "e2e-no-such-code") == {}
+
+
+@pytest.mark.e2e_timeout(240)
+def test_cache_hits_count_and_a_batch_delivered_twice_counts_once(start_stack: StartStack) -> None:
+    # Given the prod stage (API Gateway caches GET /{code}) and CloudWatch Logs delivering every
+    # batch of the access log twice
+    stack = start_stack(params={"Stage": "prod"}, faults=["duplicate-logs=1"])
+    assert stack.post_json("/", {"url": "https://example.com/e2e/cached", "code": "e2e-cached"}).status == 201
+    assert stack.request("GET", "e2e-cached", api_key=None, headers={"User-Agent": BROWSER}).status == 301
+    # And the cache really answers: a change made behind the API's back is not seen
+    stack.boto3_client("dynamodb").update_item(
+        TableName=stack.resources["LinksTable"],
+        Key={"code": {"S": "e2e-cached"}},
+        UpdateExpression="SET #url = :other",
+        ExpressionAttributeNames={"#url": "url"},
+        ExpressionAttributeValues={":other": {"S": "https://example.com/e2e/not-yet-seen"}},
+    )
+    # When the link is followed 10 more times (7 browsers, 3 preview fetchers), from the cache
+    follow_ten_times(stack, "e2e-cached")
+    assert (
+        stack.request("GET", "e2e-cached", api_key=None, headers={"User-Agent": BROWSER}).headers["Location"]
+        == "https://example.com/e2e/cached"
+    )
+    # Then every answer counts once (1 + 10 + 1 follows), although each batch came twice
+    expected = {"clicks": 12, "humans": 9, "bots": 3}
+    assert wait_for_totals(stack, "e2e-cached", expected, 90) == expected
+    time.sleep(2.5)  # a late second delivery changes nothing
+    assert totals(stack, "e2e-cached") == expected
+    assert "duplicate-logs" in stack.log()
