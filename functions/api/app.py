@@ -20,10 +20,12 @@ from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import router as bulk_router
+    from clicks import router as clicks_router
     from links import router as links_router
     from links import stage_cache
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
+    from functions.api.clicks import router as clicks_router
     from functions.api.links import router as links_router
     from functions.api.links import stage_cache
 
@@ -33,6 +35,7 @@ app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
 app.include_router(links_router)
+app.include_router(clicks_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}

@@ -104,6 +104,13 @@ def click_collector() -> ClickCollector:
     return ClickCollector(ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS))
 
 
+@lru_cache(maxsize=1)
+def api_clicks() -> ClicksStore | None:
+    """The API container's reader of click counters (None when the stack has no clicks table)."""
+    settings = api_settings()
+    return ClicksStore(settings.CLICKS_TABLE) if settings.CLICKS_TABLE else None
+
+
 def loop_bounds(settings: WorkLoopsMixin) -> LoopBounds:
     return LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP)
 

@@ -125,6 +125,8 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     RESULTS_URL_SECONDS: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
     # Jobs up to this many rows get their results inline (text/csv); larger ones only as the file.
     INLINE_RESULTS_ROWS: int = Field(default=20_000, ge=0)
+    # The click counters the collector writes (read by the clicks routes); empty: no clicks.
+    CLICKS_TABLE: str = ""
 
 
 class PollerSettings(TablesMixin, LinksMixin):

@@ -65,11 +65,14 @@ def test_the_collector_writes_only_the_clicks_table_and_hourly_counts_expire() -
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
 
 
-def test_the_redirect_function_gets_nothing_new_to_call() -> None:
-    # The redirect path stays as it was: the API function has no access to the clicks table
-    resources = resolved()
-    text = json.dumps(resources.properties("ApiFunctionRole"))
-    assert resources.physical_id("ClicksTable") not in text
+def test_the_api_only_reads_the_clicks_table() -> None:
+    from local_stack.iam.policy import Decision
+    from tests.unit.test_local_stack_iam_template import decide, resources
+
+    clicks = resources().resolver.get_att("ClicksTable", "Arn")
+    assert decide("ApiFunction", "dynamodb:Query", clicks) == Decision.ALLOW
+    assert decide("ApiFunction", "dynamodb:UpdateItem", clicks) != Decision.ALLOW
+    assert decide("ApiFunction", "dynamodb:PutItem", clicks) != Decision.ALLOW
 
 
 def test_the_logging_role_is_the_stacks_only_when_asked_and_outlives_it() -> None:

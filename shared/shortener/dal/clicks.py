@@ -3,14 +3,14 @@
 put the batch's marker only if it is absent, so a batch delivered twice is counted once."""
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shortener import clock
 from shortener.dal import aws
-from shortener.models.clicks import DIMENSIONS, HourCounts
+from shortener.models.clicks import DIMENSIONS, HourCounts, LinkTotals, StoredHour
 from shortener.models.exceptions import StorageThrottledError
 
 TOTAL_SK = "total"
@@ -21,6 +21,8 @@ MARKER_DAYS = 2
 # Updates per transaction, the marker not included (DynamoDB allows 100 items per transaction).
 UPDATES_PER_TRANSACTION = 98
 _TRANSACTION_ATTEMPTS = 8
+_BATCH_GET_LIMIT = 100
+_MAX_UNPROCESSED_ROUNDS = 10
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
 
 
@@ -31,7 +33,7 @@ def hour_key(counts: HourCounts) -> str:
 class ClicksStore(aws.DynamoDBTable):
     """Data access for the clicks table."""
 
-    def __init__(self, table_name: str, retention_days: int, client: Any = None) -> None:
+    def __init__(self, table_name: str, retention_days: int = 400, client: Any = None) -> None:
         super().__init__(table_name, client)
         self.retention_days = retention_days
 
@@ -49,6 +51,42 @@ class ClicksStore(aws.DynamoDBTable):
             else:
                 counted_before += 1
         return None if parts and counted_before == len(parts) else written
+
+    def hours(self, code: str, begin: datetime, end: datetime) -> list[StoredHour]:
+        """The stored hours of link ``code`` from the hour of ``begin`` to that of ``end``."""
+        found: list[StoredHour] = []
+        paginator = self.client.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self.table_name,
+            KeyConditionExpression="pk = :code AND sk BETWEEN :first AND :last",
+            ExpressionAttributeValues={
+                ":code": {"S": code},
+                ":first": {"S": HOUR_SK_PREFIX + begin.strftime("%Y-%m-%dT%H")},
+                ":last": {"S": HOUR_SK_PREFIX + end.strftime("%Y-%m-%dT%H")},
+            },
+        )
+        for page in pages:
+            found += [_stored_hour(item) for item in page.get("Items", [])]
+        return found
+
+    def totals(self, codes: Sequence[str]) -> dict[str, LinkTotals]:
+        """The totals of the links that have any (BatchGetItem, 100 keys a request)."""
+        found: dict[str, LinkTotals] = {}
+        unique = sorted(set(codes))
+        for start in range(0, len(unique), _BATCH_GET_LIMIT):
+            keys: list[Any] = [
+                {"pk": {"S": code}, "sk": {"S": TOTAL_SK}}
+                for code in unique[start : start + _BATCH_GET_LIMIT]
+            ]
+            for _ in range(_MAX_UNPROCESSED_ROUNDS):
+                response = self.client.batch_get_item(RequestItems={self.table_name: {"Keys": keys}})
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    found[item["pk"]["S"]] = _totals(item)
+                keys = list(response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+                if not keys:
+                    break
+                self.sleep(0.05)
+        return found
 
     def _marker(self, batch_key: str, part: int) -> dict[str, Any]:
         expires = clock.epoch_seconds() + int(timedelta(days=MARKER_DAYS).total_seconds())
@@ -150,3 +188,35 @@ class ClicksStore(aws.DynamoDBTable):
                 if delay is None:
                     raise StorageThrottledError(aws.THROTTLED_MESSAGE) from exc
                 self.sleep(delay)
+
+
+def _stored_hour(item: dict[str, Any]) -> StoredHour:
+    values: dict[str, dict[str, int]] = {}
+    for name, value in item.items():
+        dimension, separator, what = name.partition("#")
+        if separator and dimension in DIMENSIONS and "N" in value:
+            values.setdefault(dimension, {})[what] = int(value["N"])
+    return StoredHour(
+        code=item["pk"]["S"],
+        hour=datetime.strptime(item["sk"]["S"].removeprefix(HOUR_SK_PREFIX), "%Y-%m-%dT%H").replace(
+            tzinfo=UTC
+        ),
+        clicks=int(item.get("clicks", {}).get("N", 0)),
+        humans=int(item.get("humans", {}).get("N", 0)),
+        bots=int(item.get("bots", {}).get("N", 0)),
+        values=values,
+    )
+
+
+def _totals(item: dict[str, Any]) -> LinkTotals:
+    def moment(name: str) -> datetime | None:
+        number = item.get(name, {}).get("N")
+        return datetime.fromtimestamp(int(number) / 1000, UTC) if number is not None else None
+
+    return LinkTotals(
+        clicks=int(item.get("clicks", {}).get("N", 0)),
+        humans=int(item.get("humans", {}).get("N", 0)),
+        bots=int(item.get("bots", {}).get("N", 0)),
+        first_click=moment("first_click"),
+        last_click=moment("last_click"),
+    )

@@ -8,9 +8,9 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import unquote
 
 import crawleruseragents
@@ -19,16 +19,27 @@ import ua_parser
 from pydantic import ValidationError
 
 from shortener.models.clicks import (
+    DIMENSIONS,
+    MAX_RANGE_DAYS,
     MAX_VALUE_LENGTH,
     STAGE_CACHE_REFRESH_AGENT,
+    TOP_VALUES,
     UNKNOWN,
     AccessLogLine,
+    AllTime,
     BatchOutcome,
     Click,
     DeviceClass,
     HourCounts,
+    Interval,
+    LinkClicks,
+    LinkTotals,
+    SeriesPoint,
     SkipReason,
+    StoredHour,
+    ValueCount,
 )
+from shortener.models.exceptions import InvalidRequestError
 
 REDIRECT_ROUTE = "/{code}"
 # A code is one path segment; "#" never appears in one (the links table's own items use it).
@@ -175,3 +186,94 @@ class ClickCollector:
             outcome.already_counted = written is None
             outcome.items_written = written or 0
         return outcome
+
+
+def parse_range(
+    start: str | None, end: str | None, interval: str | None, now: datetime
+) -> tuple[datetime, datetime, Interval]:
+    """A report's range from its query parameters (ISO 8601; a date or a time, UTC when no offset is
+    given); defaults: the last 30 days, by day. InvalidRequestError for anything else."""
+    chosen = interval or "day"
+    if chosen not in ("hour", "day"):
+        raise InvalidRequestError("interval must be hour or day.")
+    to = _instant(end, "to") if end else now
+    begin = _instant(start, "from") if start else to - timedelta(days=30)
+    if begin > to:
+        raise InvalidRequestError("from must not be after to.")
+    if to - begin > timedelta(days=MAX_RANGE_DAYS[chosen]):
+        raise InvalidRequestError(
+            f"A range by {chosen} covers at most {MAX_RANGE_DAYS[chosen]} days; ask for a shorter one."
+        )
+    return begin, to, cast(Interval, chosen)
+
+
+def _instant(text: str, name: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequestError(f"{name} must be an ISO 8601 date or time, such as 2026-11-01.") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def link_report(
+    code: str,
+    hours: Sequence[StoredHour],
+    totals: LinkTotals,
+    *,
+    begin: datetime,
+    end: datetime,
+    interval: Interval,
+) -> LinkClicks:
+    """The report of a link's stored hours within [begin, end], bucketed by ``interval``."""
+    inside = [hour for hour in hours if hour_of(begin) <= hour.hour <= end]
+    buckets: dict[datetime, list[int]] = {}
+    start = _bucket(begin, interval)
+    step = timedelta(hours=1) if interval == "hour" else timedelta(days=1)
+    while start <= end:
+        buckets[start] = [0, 0]
+        start += step
+    tops: dict[str, dict[str, int]] = {name: {} for name in DIMENSIONS}
+    for hour in inside:
+        bucket = buckets.setdefault(_bucket(hour.hour, interval), [0, 0])
+        bucket[0] += hour.clicks
+        bucket[1] += hour.humans
+        for name, counts in hour.values.items():
+            if name in tops:
+                for value, number in counts.items():
+                    tops[name][value] = tops[name].get(value, 0) + number
+    return LinkClicks(
+        code=code,
+        total=sum(hour.clicks for hour in inside),
+        humans=sum(hour.humans for hour in inside),
+        bots=sum(hour.bots for hour in inside),
+        **{"from": begin},
+        to=end,
+        interval=interval,
+        series=[SeriesPoint(start=at, clicks=c, humans=h) for at, (c, h) in sorted(buckets.items())],
+        countries=_top(tops["country"]),
+        referrers=_top(tops["referrer"]),
+        devices=_top(tops["device"]),
+        browsers=_top(tops["browser"]),
+        os=_top(tops["os"]),
+        all_time=AllTime(
+            clicks=totals.clicks,
+            humans=totals.humans,
+            bots=totals.bots,
+            first_click=totals.first_click,
+            last_click=totals.last_click,
+        ),
+    )
+
+
+def _bucket(moment: datetime, interval: Interval) -> datetime:
+    hour = hour_of(moment)
+    return hour if interval == "hour" else hour.replace(hour=0)
+
+
+def _top(counts: dict[str, int]) -> list[ValueCount]:
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_VALUES]
+    return [ValueCount(value=value, clicks=number) for value, number in ranked]

@@ -38,6 +38,9 @@ RESERVED_WORDS = frozenset(
         "index",
         "loops",
         "docs",
+        # GET /clicks (the caller's top links); a link made with this code before keeps its
+        # management routes, but /clicks no longer redirects (docs/clicks.md).
+        "clicks",
     }
 )
 

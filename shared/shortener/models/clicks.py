@@ -108,3 +108,73 @@ class BatchOutcome:
 
     def skip(self, reason: SkipReason) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+Interval = Literal["hour", "day"]
+# The longest range a report covers, per interval (a series of at most about 750 points).
+MAX_RANGE_DAYS: dict[str, int] = {"hour": 31, "day": 731}
+# How many values each top list names.
+TOP_VALUES = 10
+
+
+@dataclass(frozen=True)
+class StoredHour:
+    """One link hour as the clicks table holds it."""
+
+    code: str
+    hour: datetime
+    clicks: int
+    humans: int
+    bots: int
+    values: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class LinkTotals:
+    """A link's totals since its first click (kept as long as the link)."""
+
+    clicks: int = 0
+    humans: int = 0
+    bots: int = 0
+    first_click: datetime | None = None
+    last_click: datetime | None = None
+
+
+class SeriesPoint(BaseModel):
+    start: datetime
+    clicks: int
+    humans: int
+
+
+class ValueCount(BaseModel):
+    value: str
+    clicks: int
+
+
+class AllTime(BaseModel):
+    clicks: int
+    humans: int
+    bots: int
+    first_click: datetime | None
+    last_click: datetime | None
+
+
+class LinkClicks(BaseModel):
+    """GET /links/{code}/clicks: a link's clicks over a range."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    code: str
+    total: int
+    humans: int
+    bots: int
+    from_: datetime = Field(alias="from")
+    to: datetime
+    interval: Interval
+    series: list[SeriesPoint]
+    countries: list[ValueCount]
+    referrers: list[ValueCount]
+    devices: list[ValueCount]
+    browsers: list[ValueCount]
+    os: list[ValueCount]
+    all_time: AllTime
