@@ -176,7 +176,11 @@ def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartSta
 
 # What each docs page's examples print when they work (besides every block exiting 0).
 DOCS_EXPECTED = {
-    "deploy.md": [r"^ApiUrl http://127\.0\.0\.1:\d+/$", r"^LinksTableName \S+$", r"^BulkQueueUrl http\S+$"],
+    "deploy.md": [
+        r"^api_url http://127\.0\.0\.1:\d+/$",
+        r"^LinksTableName shortener-local-LinksTable$",
+        r"^BulkQueueUrl http://127\.0\.0\.1:\d+/\d+/shortener-local-BulkQueue$",
+    ],
     "operations.md": [r"^\S+-DeadLetterAlarm (OK|INSUFFICIENT_DATA)$", r"^\S+-FunctionErrorsAlarm "],
     "api.md": [
         r'"error": "missing_api_key".* 403$',
@@ -188,7 +192,11 @@ DOCS_EXPECTED = {
         r" 409$",
     ],
 }
-DOCS_RUN = [page for page in DOCS if any(block.info == RUN for block in shell_blocks(page.read_text("utf-8")))]
+DOCS_RUN = [
+    page
+    for page in DOCS
+    if any(block.info == RUN for block in shell_blocks(page.read_text(encoding="utf-8")))
+]
 
 
 def test_every_docs_page_with_examples_says_what_they_print() -> None:
@@ -207,8 +215,6 @@ def test_the_docs_examples_run_in_order(page: Path, stack: RunningStack, tmp_pat
         f"docs/{page.name} block at line {run.failed_block()} exited {run.returncode}:\n{run.output[-4000:]}"
     )
     missing = [
-        pattern
-        for pattern in DOCS_EXPECTED[page.name]
-        if not re.search(pattern, run.output, re.MULTILINE)
+        pattern for pattern in DOCS_EXPECTED[page.name] if not re.search(pattern, run.output, re.MULTILINE)
     ]
     assert not missing, f"docs/{page.name} printed none of {missing}:\n{run.output[-4000:]}"

@@ -86,12 +86,12 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
 
 
 def test_anchors_are_made_as_github_makes_them() -> None:
-    page = "# The whole path: deploy, key\n## `Access=open`\n## Codes, a short domain\n## Codes, a short domain\n"
+    page = "# The whole path: deploy, key\n## `Access=open`\n## Codes, a domain\n## Codes, a domain\n"
     assert anchors(page) == {
         "the-whole-path-deploy-key",
         "accessopen",
-        "codes-a-short-domain",
-        "codes-a-short-domain-1",
+        "codes-a-domain",
+        "codes-a-domain-1",
     }
 
 
