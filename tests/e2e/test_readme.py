@@ -191,6 +191,7 @@ DOCS_EXPECTED = {
         r'"status": ?"deleted".* 200$',
         r" 409$",
     ],
+    "clicks.md": [r'"total":1,"humans":1,"bots":0,', r'"browsers":\[\{"value":"Firefox","clicks":1\}\]'],
 }
 DOCS_RUN = [
     page
