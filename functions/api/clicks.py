@@ -1,17 +1,30 @@
-"""Click reports (docs/clicks.md): a link's clicks over a range. Owner-scoped like the other link
-routes: another owner's link is a 404. Included into the API's resolver by app.py."""
+"""Click reports (docs/clicks.md): a link's clicks over a range, a job's clicks per row.
+Owner-scoped like the other link and job routes: another owner's link or job is a 404. Included
+into the API's resolver by app.py."""
+
+import json
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from shortener import clock, web
 from shortener.dal.clicks import ClicksStore
+from shortener.logic import bulk
+from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
 from shortener.logic.clicks import hour_of, link_report, parse_range
 from shortener.models.clicks import LinkTotals
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.services import api_clicks, api_link_manager
+from shortener.settings import api_settings
+
+try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
+    from bulk import files, files_function, jobs
+except ModuleNotFoundError:
+    from functions.api.bulk import files, files_function, jobs
 
 router = APIGatewayRouter()
+# How soon a client asking for a click report file still being built should ask again.
+REPORT_RETRY_SECONDS = 5
 _NO_TOTALS = LinkTotals()
 
 
@@ -37,3 +50,43 @@ def _store() -> ClicksStore:
     if store is None:
         raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")
     return store
+
+
+@router.get("/jobs/<job_id>/clicks")
+def job_clicks(job_id: str) -> Response[str]:
+    """The job's per-row click report: the CSV itself for jobs of up to INLINE_RESULTS_ROWS rows;
+    for larger ones a 303 to a file built on request within the hour, else 202 while it is built."""
+    event = router.current_event
+    found = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None
+    job = bulk.job_for(web.caller_from_event(event.raw_event), found, job_id)
+    settings = api_settings()
+    store = _store()
+    if job.total <= settings.INLINE_RESULTS_ROWS:
+        base_url = job.base_url or web.public_base_url(
+            settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage
+        )
+        text = report_text(jobs().iter_chunk_outcomes(job.job_id), store, base_url)
+        headers = {"Content-Disposition": f'attachment; filename="{job.job_id}-clicks.csv"'}
+        return Response(200, "text/csv; charset=utf-8", text, headers=headers)
+    now = clock.now()
+    delivery = report_delivery(store.report_state(job.job_id), now)
+    if delivery == "file":
+        url, expires_at = files().download_url(
+            job.bucket, report_key(job.job_id), f"{job.job_id}-clicks.csv", settings.RESULTS_URL_SECONDS
+        )
+        body = json.dumps({"report_file_url": url, "expires_at": expires_at.isoformat()})
+        return Response(303, content_types.APPLICATION_JSON, body, headers={"Location": url})
+    invoker = files_function()
+    if invoker is None:
+        raise ServiceUnavailableError("This stack cannot build click report files (no files function).")
+    if delivery == "build" and store.request_report(job.job_id, now, BUILD_UNDER_WAY):
+        invoker.request_click_report(job.job_id)
+    body = json.dumps(
+        {
+            "error": "report_not_ready",
+            "message": f"The click report of this job ({job.total:,} rows) is being built; ask again soon.",
+        }
+    )
+    return Response(
+        202, content_types.APPLICATION_JSON, body, headers={"Retry-After": str(REPORT_RETRY_SECONDS)}
+    )

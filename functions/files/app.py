@@ -40,6 +40,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     answer: dict[str, Any] = {}
     if task.split is not None:
         answer["splits"] = [split(task.split, context, seconds_left)]
+    if task.write_click_report is not None:
+        answer["click_report"] = services.click_report_writer(files_settings()).write(task.write_click_report)
     if task.write_results is not None:
         written = results_writer().write(task.write_results, owner=context.aws_request_id)
         answer["results"] = written.model_dump(mode="json") if written else None

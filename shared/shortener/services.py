@@ -18,6 +18,7 @@ from shortener.dal.usage import metering
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
+from shortener.logic.click_reports import ClickReportWriter
 from shortener.logic.clicks import ClickCollector
 from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
@@ -109,6 +110,11 @@ def api_clicks() -> ClicksStore | None:
     """The API container's reader of click counters (None when the stack has no clicks table)."""
     settings = api_settings()
     return ClicksStore(settings.CLICKS_TABLE) if settings.CLICKS_TABLE else None
+
+
+def click_report_writer(settings: FilesSettings) -> ClickReportWriter:
+    """The files function's builder of jobs' click report files."""
+    return ClickReportWriter(JobsStore(settings.JOBS_TABLE), ClicksStore(settings.CLICKS_TABLE), BulkFiles())
 
 
 def loop_bounds(settings: WorkLoopsMixin) -> LoopBounds:

@@ -161,6 +161,8 @@ class FilesSettings(TablesMixin, BulkMixin, WorkLoopsMixin):
     SPLIT_HANDOVER_SECONDS: float = Field(default=60, ge=1)
     # How long one writer of a results file holds it before another may take over.
     RESULTS_LEASE_SECONDS: int = Field(default=900, ge=30)
+    # The click counters that jobs' click reports read.
+    CLICKS_TABLE: str = ""
 
 
 class LoopsMixin(LoopBoundsMixin):

@@ -2,6 +2,8 @@
 subscription delivers them to the collector in batches, and the clicks table counts them: bots
 apart from humans, the prod stage cache's answers included, a batch delivered twice counted once."""
 
+import csv
+import io
 import time
 from typing import Any
 
@@ -90,3 +92,50 @@ def test_cache_hits_count_and_a_batch_delivered_twice_counts_once(start_stack: S
     time.sleep(2.5)  # a late second delivery changes nothing
     assert totals(stack, "e2e-cached") == expected
     assert "duplicate-logs" in stack.log()
+
+
+def test_a_jobs_click_report_has_a_line_per_row_in_input_order(stack: RunningStack) -> None:
+    # Given a 5-row job whose third row is not a URL
+    rows = [
+        "https://example.com/e2e/r1",
+        "https://example.com/e2e/r2",
+        "not a url",
+        "https://example.com/e2e/r4",
+    ]
+    upload = "url\n" + "\n".join([*rows, "https://example.com/e2e/r5"]) + "\n"
+    accepted = stack.request("POST", "bulk", upload, {"Content-Type": "text/csv"})
+    assert accepted.status == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+    job = wait_for_job(stack, job_id, 90)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 4, 1)
+    results = list(csv.DictReader(io.StringIO(stack.request("GET", f"jobs/{job_id}/results").text)))
+    second = results[1]["code"]
+    # When the second row's link is followed 3 times
+    for _ in range(3):
+        assert stack.request("GET", second, headers={"User-Agent": BROWSER}, api_key=None).status == 301
+    # Then within 90 s the job's click report has 6 lines in input order, 3 clicks on row 2
+    deadline = time.monotonic() + 90
+    while True:
+        answer = stack.request("GET", f"jobs/{job_id}/clicks")
+        assert answer.status == 200 and answer.headers["Content-Type"].startswith("text/csv")
+        lines = answer.text.splitlines()
+        report = list(csv.DictReader(io.StringIO(answer.text)))
+        if report[1]["clicks"] == "3" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert len(lines) == 6
+    assert lines[0] == "row,url,code,short_url,clicks,humans,first_click,last_click"
+    assert [line["row"] for line in report] == ["1", "2", "3", "4", "5"]
+    assert (report[1]["code"], report[1]["clicks"], report[1]["humans"]) == (second, "3", "3")
+    assert report[1]["first_click"] and report[1]["last_click"]
+    assert (report[2]["code"], report[2]["clicks"], report[2]["short_url"]) == ("", "0", "")
+    assert all(line["clicks"] == "0" for index, line in enumerate(report) if index != 1)
+
+
+def wait_for_job(stack: RunningStack, job_id: str, seconds: float) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while True:
+        job = dict(stack.request("GET", f"jobs/{job_id}").json())
+        if job["status"] == "done" or time.monotonic() > deadline:
+            return job
+        time.sleep(0.5)

@@ -65,13 +65,13 @@ def test_the_collector_writes_only_the_clicks_table_and_hourly_counts_expire() -
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
 
 
-def test_the_api_only_reads_the_clicks_table() -> None:
+def test_the_api_reads_the_clicks_table_and_never_puts_or_deletes() -> None:
     from local_stack.iam.policy import Decision
     from tests.unit.test_local_stack_iam_template import decide, resources
 
     clicks = resources().resolver.get_att("ClicksTable", "Arn")
     assert decide("ApiFunction", "dynamodb:Query", clicks) == Decision.ALLOW
-    assert decide("ApiFunction", "dynamodb:UpdateItem", clicks) != Decision.ALLOW
+    assert decide("ApiFunction", "dynamodb:DeleteItem", clicks) != Decision.ALLOW
     assert decide("ApiFunction", "dynamodb:PutItem", clicks) != Decision.ALLOW
 
 

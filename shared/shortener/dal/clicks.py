@@ -10,12 +10,13 @@ from botocore.exceptions import ClientError
 
 from shortener import clock
 from shortener.dal import aws
-from shortener.models.clicks import DIMENSIONS, HourCounts, LinkTotals, StoredHour
+from shortener.models.clicks import DIMENSIONS, HourCounts, LinkTotals, ReportState, StoredHour
 from shortener.models.exceptions import StorageThrottledError
 
 TOTAL_SK = "total"
 HOUR_SK_PREFIX = "h#"
 BATCH_PK_PREFIX = "#batch#"
+REPORT_PK_PREFIX = "#report#"
 # A marker outlives any redelivery: CloudWatch Logs retries a failed delivery for up to 24 hours.
 MARKER_DAYS = 2
 # Updates per transaction, the marker not included (DynamoDB allows 100 items per transaction).
@@ -87,6 +88,56 @@ class ClicksStore(aws.DynamoDBTable):
                     break
                 self.sleep(0.05)
         return found
+
+    def report_state(self, job_id: str) -> ReportState | None:
+        """When a job's click report was last asked for and last built."""
+        item = self.client.get_item(
+            TableName=self.table_name, Key=_report_key(job_id), ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            return None
+
+        def moment(name: str) -> datetime | None:
+            number = item.get(name, {}).get("N")
+            return datetime.fromtimestamp(int(number), UTC) if number is not None else None
+
+        return ReportState(requested_at=moment("requested_at"), built_at=moment("built_at"))
+
+    def request_report(self, job_id: str, now: datetime, under_way: timedelta) -> bool:
+        """Record that a build of the job's report is asked for, unless one was asked for less than
+        ``under_way`` ago (then False: two callers never start two builds)."""
+        stamp = int(now.timestamp())
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=_report_key(job_id),
+                UpdateExpression="SET requested_at = :now, expires_at = :expires",
+                ConditionExpression="attribute_not_exists(requested_at) OR requested_at < :stale",
+                ExpressionAttributeValues={
+                    ":now": {"N": str(stamp)},
+                    ":stale": {"N": str(stamp - int(under_way.total_seconds()))},
+                    ":expires": {"N": str(stamp + int(timedelta(days=MARKER_DAYS).total_seconds()))},
+                },
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def record_report(self, job_id: str, built_at: datetime) -> None:
+        """Record that the job's report file was written at ``built_at``."""
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=_report_key(job_id),
+            UpdateExpression="SET built_at = :built, expires_at = :expires",
+            ExpressionAttributeValues={
+                ":built": {"N": str(int(built_at.timestamp()))},
+                ":expires": {
+                    "N": str(int(built_at.timestamp()) + int(timedelta(days=MARKER_DAYS).total_seconds()))
+                },
+            },
+        )
 
     def _marker(self, batch_key: str, part: int) -> dict[str, Any]:
         expires = clock.epoch_seconds() + int(timedelta(days=MARKER_DAYS).total_seconds())
@@ -220,3 +271,7 @@ def _totals(item: dict[str, Any]) -> LinkTotals:
         first_click=moment("first_click"),
         last_click=moment("last_click"),
     )
+
+
+def _report_key(job_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"{REPORT_PK_PREFIX}{job_id}"}, "sk": {"S": "report"}}

@@ -29,6 +29,9 @@ class FilesFunction:
     def request_results(self, job_id: str) -> None:
         self._send(FilesTask(write_results=job_id))
 
+    def request_click_report(self, job_id: str) -> None:
+        self._send(FilesTask(write_click_report=job_id))
+
     def _send(self, task: FilesTask) -> None:
         self.client.invoke(
             FunctionName=self.function_name,

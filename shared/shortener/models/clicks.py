@@ -178,3 +178,11 @@ class LinkClicks(BaseModel):
     browsers: list[ValueCount]
     os: list[ValueCount]
     all_time: AllTime
+
+
+@dataclass(frozen=True)
+class ReportState:
+    """What the clicks table knows of a job's click report file."""
+
+    requested_at: datetime | None = None
+    built_at: datetime | None = None

@@ -36,6 +36,8 @@ class FilesTask(BaseModel):
 
     split: SplitRequest | None = None
     write_results: str | None = Field(default=None, pattern=JOB_ID_TEXT)
+    # A job whose click report file is to be built (docs/clicks.md).
+    write_click_report: str | None = Field(default=None, pattern=JOB_ID_TEXT)
 
 
 class S3Object(BaseModel):
