@@ -11,7 +11,7 @@ from shortener import clock, web
 from shortener.dal.clicks import ClicksStore
 from shortener.logic import bulk
 from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
-from shortener.logic.clicks import hour_of, link_report, parse_range
+from shortener.logic.clicks import hour_of, link_report, parse_range, top_links, top_range
 from shortener.models.clicks import LinkTotals
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.services import api_clicks, api_link_manager
@@ -50,6 +50,22 @@ def _store() -> ClicksStore:
     if store is None:
         raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")
     return store
+
+
+@router.get("/clicks")
+def caller_top_links() -> Response[str]:
+    """The caller's most followed links over a range of whole UTC days (an admin's own links too:
+    links are filed under their owner)."""
+    event = router.current_event
+    begin, end, days = top_range(
+        event.get_query_string_value("from", None), event.get_query_string_value("to", None), clock.now()
+    )
+    caller = web.caller_from_event(event.raw_event)
+    counts = _store().owner_links(caller.owner_id, days)
+    settings = api_settings()
+    base_url = web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage)
+    answer = top_links(counts, begin, end, base_url)
+    return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
 
 
 @router.get("/jobs/<job_id>/clicks")

@@ -1,6 +1,7 @@
 """The composition root: builds a container's services from its settings (the API's, once per
 container)."""
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from shortener.dal.blocklist import BlocklistStore
@@ -24,6 +25,7 @@ from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
+from shortener.models.access import ANONYMOUS_OWNER
 from shortener.models.scaling import LoopTarget
 from shortener.observability import logger
 from shortener.settings import (
@@ -102,7 +104,14 @@ def work_loops(settings: ApiSettings | FilesSettings) -> WorkStarter | None:
 def click_collector() -> ClickCollector:
     """The collector container's click counting, over the clicks table."""
     settings = collector_settings()
-    return ClickCollector(ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS))
+    links = LinksStore(settings.LINKS_TABLE) if settings.LINKS_TABLE else None
+
+    def owners(codes: Sequence[str]) -> dict[str, str | None]:
+        # Links made without a key (Access=open) have no top list of their own.
+        found = links.get_many(codes) if links else {}
+        return {code: link.owner for code, link in found.items() if link.owner != ANONYMOUS_OWNER}
+
+    return ClickCollector(ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS), owners)
 
 
 @lru_cache(maxsize=1)

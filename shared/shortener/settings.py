@@ -199,6 +199,8 @@ class CollectorSettings(_FromEnvironment):
     """The click collector."""
 
     CLICKS_TABLE: str
+    # Whose link each clicked code is (the owner's top links).
+    LINKS_TABLE: str = ""
     # Hourly click counts expire this many days after their hour.
     CLICK_RETENTION_DAYS: int = Field(default=400, ge=1)
 

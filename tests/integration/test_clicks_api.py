@@ -95,3 +95,40 @@ def test_a_bad_range_is_a_400_naming_the_problem(api: ModuleType, query: dict[st
     answer = clicks(alice, code, **query)
     assert answer["statusCode"] == 400
     assert set(json.loads(answer["body"])) == {"error", "message"}
+
+
+@freeze_time("2025-11-27T12:00:00Z")
+def test_the_callers_top_links_are_their_own_most_followed_first(
+    api: ModuleType, collected: ModuleType
+) -> None:
+    alice, bob = ApiCaller(api, "alice"), ApiCaller(api, "bob")
+    one = alice.shorten("https://example.com/one", code="one")["code"]
+    two = alice.shorten("https://example.com/two", code="two")["code"]
+    bobs = bob.shorten("https://example.com/bob", code="bobs")["code"]
+    records = [
+        follow(one),
+        *(follow(two, at=T0 + n) for n in range(3)),
+        follow(two, "Twitterbot/1.0"),
+        follow(bobs),
+    ]
+    for event in deliveries(records):
+        collected.lambda_handler(event, LambdaContext("collector"))
+    answer = alice.request("GET", "/clicks", resource="/clicks")
+    assert answer["statusCode"] == 200, answer["body"]
+    top = json.loads(answer["body"])
+    assert (top["total"], top["humans"]) == (5, 4)
+    assert [(link["code"], link["clicks"], link["humans"]) for link in top["links"]] == [
+        (two, 4, 3),
+        (one, 1, 1),
+    ]
+    assert top["links"][0]["short_url"].endswith("/two")
+    # A range without those days has none; a range too long is a 400
+    later = alice.request("GET", "/clicks", resource="/clicks", query={"from": "2025-11-27"})
+    assert json.loads(later["body"])["links"] == []
+    assert (
+        alice.request("GET", "/clicks", resource="/clicks", query={"from": "2025-01-01"})["statusCode"] == 400
+    )
+    assert [
+        link["code"]
+        for link in json.loads(bob.request("GET", "/clicks", resource="/clicks")["body"])["links"]
+    ] == [bobs]

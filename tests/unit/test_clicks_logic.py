@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from shortener.logic.clicks import ClickCollector, aggregate, batch_key, classify_agent, click_of, parse_line
-from shortener.models.clicks import STAGE_CACHE_REFRESH_AGENT, Click, HourCounts
+from shortener.models.clicks import STAGE_CACHE_REFRESH_AGENT, Click, HourCounts, OwnerDay
 
 CHROME_WINDOWS = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -167,7 +167,7 @@ class RecordingCounter:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Sequence[HourCounts]]] = []
 
-    def add(self, key: str, hours: Sequence[HourCounts]) -> int | None:
+    def add(self, key: str, hours: Sequence[HourCounts], owner_days: Sequence[OwnerDay] = ()) -> int | None:
         self.calls.append((key, hours))
         return None if len(self.calls) > 1 else len(hours)
 

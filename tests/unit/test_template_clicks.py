@@ -94,4 +94,5 @@ def test_the_collector_may_write_counters_and_nothing_else() -> None:
     assert decide("CollectorFunction", "dynamodb:UpdateItem", clicks) == Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:PutItem", clicks) == Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:DeleteItem", clicks) != Decision.ALLOW
-    assert decide("CollectorFunction", "dynamodb:GetItem", links) != Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:BatchGetItem", links) == Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW

@@ -3,20 +3,21 @@
 put the batch's marker only if it is absent, so a batch delivered twice is counted once."""
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shortener import clock
 from shortener.dal import aws
-from shortener.models.clicks import DIMENSIONS, HourCounts, LinkTotals, ReportState, StoredHour
+from shortener.models.clicks import DIMENSIONS, HourCounts, LinkTotals, OwnerDay, ReportState, StoredHour
 from shortener.models.exceptions import StorageThrottledError
 
 TOTAL_SK = "total"
 HOUR_SK_PREFIX = "h#"
 BATCH_PK_PREFIX = "#batch#"
 REPORT_PK_PREFIX = "#report#"
+OWNER_PK_PREFIX = "#owner#"
 # A marker outlives any redelivery: CloudWatch Logs retries a failed delivery for up to 24 hours.
 MARKER_DAYS = 2
 # Updates per transaction, the marker not included (DynamoDB allows 100 items per transaction).
@@ -38,11 +39,14 @@ class ClicksStore(aws.DynamoDBTable):
         super().__init__(table_name, client)
         self.retention_days = retention_days
 
-    def add(self, batch_key: str, hours: Sequence[HourCounts]) -> int | None:
+    def add(
+        self, batch_key: str, hours: Sequence[HourCounts], owner_days: Sequence[OwnerDay] = ()
+    ) -> int | None:
         """Add the hours' counts (and each link's totals) unless this batch was counted before: the
         items written, None when every part of it had been. A large batch is written in parts, each
         with its own marker, so a delivery that failed half-way counts the rest when redelivered."""
         updates = [self._hour_update(counts) for counts in hours] + self._total_updates(hours)
+        updates += [self._owner_day_update(day) for day in owner_days]
         written, counted_before = 0, 0
         size = UPDATES_PER_TRANSACTION
         parts = [updates[start : start + size] for start in range(0, len(updates), size)]
@@ -214,6 +218,42 @@ class ClicksStore(aws.DynamoDBTable):
             for code, (clicks, humans, bots, first, last) in sorted(totals.items())
         ]
 
+    def _owner_day_update(self, day: OwnerDay) -> dict[str, Any]:
+        expires = datetime.combine(day.day, datetime.min.time(), UTC) + timedelta(
+            days=1 + self.retention_days
+        )
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": {"pk": {"S": owner_day_pk(day.owner, day.day)}, "sk": {"S": day.code}},
+                "UpdateExpression": "ADD clicks :c, humans :h SET expires_at = :e",
+                "ExpressionAttributeValues": {
+                    ":c": {"N": str(day.clicks)},
+                    ":h": {"N": str(day.humans)},
+                    ":e": {"N": str(int(expires.timestamp()))},
+                },
+            }
+        }
+
+    def owner_links(self, owner: str, days: Sequence[date]) -> dict[str, tuple[int, int]]:
+        """code -> (clicks, humans) of the owner's links clicked on ``days`` (a Query per day)."""
+        found: dict[str, tuple[int, int]] = {}
+        paginator = self.client.get_paginator("query")
+        for day in days:
+            pages = paginator.paginate(
+                TableName=self.table_name,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": owner_day_pk(owner, day)}},
+            )
+            for page in pages:
+                for item in page.get("Items", []):
+                    clicks, humans = found.get(item["sk"]["S"], (0, 0))
+                    found[item["sk"]["S"]] = (
+                        clicks + int(item.get("clicks", {}).get("N", 0)),
+                        humans + int(item.get("humans", {}).get("N", 0)),
+                    )
+        return found
+
     def _expiry(self, counts: HourCounts) -> int:
         return int((counts.hour + timedelta(hours=1, days=self.retention_days)).timestamp())
 
@@ -275,3 +315,7 @@ def _totals(item: dict[str, Any]) -> LinkTotals:
 
 def _report_key(job_id: str) -> dict[str, Any]:
     return {"pk": {"S": f"{REPORT_PK_PREFIX}{job_id}"}, "sk": {"S": "report"}}
+
+
+def owner_day_pk(owner: str, day: date) -> str:
+    return f"{OWNER_PK_PREFIX}{owner}#{day.isoformat()}"

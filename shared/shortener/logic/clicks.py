@@ -7,8 +7,8 @@ per hour before anything is written: one counter update per link hour, not one w
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Protocol, cast
 from urllib.parse import unquote
@@ -21,8 +21,10 @@ from pydantic import ValidationError
 from shortener.models.clicks import (
     DIMENSIONS,
     MAX_RANGE_DAYS,
+    MAX_TOP_RANGE_DAYS,
     MAX_VALUE_LENGTH,
     STAGE_CACHE_REFRESH_AGENT,
+    TOP_LINKS,
     TOP_VALUES,
     UNKNOWN,
     AccessLogLine,
@@ -34,9 +36,12 @@ from shortener.models.clicks import (
     Interval,
     LinkClicks,
     LinkTotals,
+    OwnerDay,
     SeriesPoint,
     SkipReason,
     StoredHour,
+    TopLink,
+    TopLinks,
     ValueCount,
 )
 from shortener.models.exceptions import InvalidRequestError
@@ -54,10 +59,16 @@ _MOBILE_OS = ("iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "Harm
 class ClickCounter(Protocol):
     """Where counted clicks go (shortener.dal.clicks.ClicksStore)."""
 
-    def add(self, batch_key: str, hours: Sequence[HourCounts]) -> int | None:
+    def add(
+        self, batch_key: str, hours: Sequence[HourCounts], owner_days: Sequence[OwnerDay] = ()
+    ) -> int | None:
         """Add the hours' counts once per ``batch_key``: the items written, None when every part of
         the batch had been counted before."""
         ...
+
+
+# codes -> the owner of each (None: a link without an owner, or no such link).
+OwnerLookup = Callable[[Sequence[str]], dict[str, str | None]]
 
 
 def batch_key(log_group: str, log_stream: str, event_ids: Iterable[str]) -> str:
@@ -161,8 +172,9 @@ def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:
 class ClickCollector:
     """Counts the clicks of delivered access log batches, once per batch."""
 
-    def __init__(self, counter: ClickCounter) -> None:
+    def __init__(self, counter: ClickCounter, owners: OwnerLookup | None = None) -> None:
         self.counter = counter
+        self.owners = owners
 
     def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
         outcome = BatchOutcome()
@@ -182,10 +194,25 @@ class ClickCollector:
             outcome.humans += not click.bot
         hours = aggregate(clicks)
         if hours:
-            written = self.counter.add(key, hours)
+            written = self.counter.add(key, hours, self._owner_days(hours))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
         return outcome
+
+    def _owner_days(self, hours: Sequence[HourCounts]) -> list[OwnerDay]:
+        """The hours added up per link per day, under each link's owner (one BatchGetItem of the
+        batch's distinct links)."""
+        if self.owners is None:
+            return []
+        owners = self.owners(sorted({counts.code for counts in hours}))
+        days: dict[tuple[str, date, str], list[int]] = {}
+        for counts in hours:
+            owner = owners.get(counts.code)
+            if owner:
+                day = days.setdefault((owner, counts.hour.date(), counts.code), [0, 0])
+                day[0] += counts.clicks
+                day[1] += counts.humans
+        return [OwnerDay(o, d, c, clicks, humans) for (o, d, c), (clicks, humans) in sorted(days.items())]
 
 
 def parse_range(
@@ -277,3 +304,31 @@ def _bucket(moment: datetime, interval: Interval) -> datetime:
 def _top(counts: dict[str, int]) -> list[ValueCount]:
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_VALUES]
     return [ValueCount(value=value, clicks=number) for value, number in ranked]
+
+
+def top_range(start: str | None, end: str | None, now: datetime) -> tuple[datetime, datetime, list[date]]:
+    """GET /clicks' range in whole UTC days (defaults: the last 30 days) and the days it covers."""
+    begin, to, _ = parse_range(start, end, "day", now)
+    days = [(begin + timedelta(days=offset)).date() for offset in range((to.date() - begin.date()).days + 1)]
+    if len(days) > MAX_TOP_RANGE_DAYS:
+        raise InvalidRequestError(
+            f"GET /clicks covers at most {MAX_TOP_RANGE_DAYS} days; ask for a shorter range."
+        )
+    return begin, to, days
+
+
+def top_links(
+    counts: dict[str, tuple[int, int]], begin: datetime, end: datetime, base_url: str, limit: int = TOP_LINKS
+) -> TopLinks:
+    """The most followed links of ``counts`` (code -> clicks, humans), most clicks first."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+    return TopLinks(
+        **{"from": begin},
+        to=end,
+        total=sum(clicks for clicks, _ in counts.values()),
+        humans=sum(humans for _, humans in counts.values()),
+        links=[
+            TopLink(code=code, short_url=base_url + code, clicks=clicks, humans=humans)
+            for code, (clicks, humans) in ranked
+        ],
+    )

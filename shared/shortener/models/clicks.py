@@ -2,7 +2,7 @@
 and the hourly counts the collector adds up (docs/clicks.md)."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -186,3 +186,38 @@ class ReportState:
 
     requested_at: datetime | None = None
     built_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class OwnerDay:
+    """One link's clicks on one day, filed under its owner (for the owner's top links)."""
+
+    owner: str
+    day: date
+    code: str
+    clicks: int
+    humans: int
+
+
+# The longest range GET /clicks covers (one Query per day of it).
+MAX_TOP_RANGE_DAYS = 92
+TOP_LINKS = 25
+
+
+class TopLink(BaseModel):
+    code: str
+    short_url: str
+    clicks: int
+    humans: int
+
+
+class TopLinks(BaseModel):
+    """GET /clicks: the caller's most followed links over a range (whole days, UTC)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: datetime = Field(alias="from")
+    to: datetime
+    total: int
+    humans: int
+    links: list[TopLink]
