@@ -177,6 +177,40 @@ class ShortenerClient:
                 raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
         return written
 
+    def link_clicks(self, code: str, **query: str) -> dict[str, Any]:
+        """GET /links/{code}/clicks (query: from, to, interval)."""
+        wanted = {key: value for key, value in query.items() if value}
+        path = f"links/{quote(code, safe='')}/clicks" + (f"?{urlencode(wanted)}" if wanted else "")
+        return self._call("GET", path).json()  # type: ignore[no-any-return]
+
+    def top_links(self, **query: str) -> dict[str, Any]:
+        """GET /clicks (query: from, to): the caller's most followed links."""
+        wanted = {key: value for key, value in query.items() if value}
+        return self._call("GET", "clicks" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
+
+    def save_job_clicks(self, job_id: str, out: BinaryIO, *, deadline: float) -> int:
+        """Write a job's click report CSV to ``out``: inline, or the file the API redirects to once
+        built (a 202 is asked again after its Retry-After, until ``deadline``). The bytes written."""
+        url = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/clicks")
+        while True:
+            try:
+                request = urllib.request.Request(url, headers=self._key_header({"Accept": "text/csv"}))  # noqa: S310
+                with _OPENER.open(request, timeout=self.timeout) as answer:
+                    if answer.status == 202:
+                        if time.monotonic() >= deadline:
+                            raise _api_error(202, answer.read())
+                        time.sleep(float(answer.headers.get("Retry-After") or 5))
+                        continue
+                    written = 0
+                    while block := answer.read(_BLOCK_BYTES):
+                        out.write(block)
+                        written += len(block)
+                    return written
+            except urllib.error.HTTPError as exc:
+                raise _api_error(exc.code, exc.read()) from exc
+            except (urllib.error.URLError, OSError) as exc:
+                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+
     def _key_header(self, headers: dict[str, str]) -> dict[str, str]:
         return {**headers, "X-Api-Key": self.api_key} if self.api_key else headers
 

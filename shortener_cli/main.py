@@ -7,6 +7,7 @@ Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish
 usage, 3 unreachable."""
 
 import argparse
+import csv
 import os
 import sys
 import time
@@ -73,6 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     job = commands.add_parser("job", help="show a bulk job's status")
     job.add_argument("job_id")
+
+    clicks = commands.add_parser(
+        "clicks", help="a link's clicks over time, a job's clicks per row (--job), or your top links"
+    )
+    clicks.add_argument("code", nargs="?", help="the link (none: your most followed links)")
+    clicks.add_argument("--from", dest="start", help="ISO 8601 date or time (default: 30 days ago)")
+    clicks.add_argument("--to", dest="end", help="ISO 8601 date or time (default: now)")
+    clicks.add_argument("--interval", choices=("hour", "day"), help="series step (default: day)")
+    clicks.add_argument("--csv", action="store_true", help="print the series as CSV (start,clicks,humans)")
+    clicks.add_argument("--job", help="a bulk job: its click report CSV, one line per input row")
+    clicks.add_argument("--output", type=Path, help="with --job: write the report here instead of stdout")
+    clicks.add_argument("--timeout", type=float, default=900.0, help="with --job: wait this long for a file")
 
     _add_link_commands(commands)
 
@@ -152,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "bulk": lambda: _bulk(client, args),
         "results": lambda: _results(client, args.job_id, args),
         "job": lambda: _job(client, args.job_id),
+        "clicks": lambda: _clicks(client, args),
         "links": lambda: _links(client, args),
         "link": lambda: _show(client.link(args.code)),
         "update": lambda: _update(client, args),
@@ -247,6 +261,61 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         print(f"{status['failed']} rows have an error; see the error column", file=sys.stderr)
+    return EXIT_OK
+
+
+def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
+    """``clicks CODE``: the link's report; ``clicks --job JOB``: the job's report CSV; ``clicks``:
+    the caller's top links."""
+    if args.job:
+        if args.code:
+            print("shortener: give a CODE or --job, not both", file=sys.stderr)
+            return EXIT_USAGE
+        return _job_clicks(client, args)
+    if not args.code:
+        top = client.top_links(**{"from": args.start or "", "to": args.end or ""})
+        print(f"{top['total']} clicks ({top['humans']} humans) from {top['from']} to {top['to']}")
+        for link in top["links"]:
+            print(f"{link['clicks']:>8}  {link['humans']:>8}  {link['short_url']}")
+        return EXIT_OK
+    report = client.link_clicks(
+        args.code, **{"from": args.start or "", "to": args.end or "", "interval": args.interval or ""}
+    )
+    if args.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["start", "clicks", "humans"])
+        for point in report["series"]:
+            writer.writerow([point["start"], point["clicks"], point["humans"]])
+        return EXIT_OK
+    print(
+        f"{report['code']}: {report['total']} clicks ({report['humans']} humans, {report['bots']} bots) "
+        f"from {report['from']} to {report['to']}, by {report['interval']}"
+    )
+    for point in report["series"]:
+        if point["clicks"]:
+            print(f"  {point['start']}  {point['clicks']:>6}  {point['humans']:>6} humans")
+    for name in ("countries", "devices", "browsers", "os", "referrers"):
+        values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report[name])
+        print(f"{name}: {values or '-'}")
+    return EXIT_OK
+
+
+def _job_clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
+    deadline = time.monotonic() + args.timeout
+    if not args.output:
+        client.save_job_clicks(args.job, sys.stdout.buffer, deadline=deadline)
+        sys.stdout.flush()
+        return EXIT_OK
+    # Written aside and renamed when whole: a failed download leaves no partial report.
+    partial = args.output.with_name(args.output.name + ".partial")
+    try:
+        with partial.open("wb") as out:
+            client.save_job_clicks(args.job, out, deadline=deadline)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(args.output)
+    print(f"click report written to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
