@@ -433,3 +433,33 @@ def test_a_file_above_4_mb_goes_from_the_browser_straight_to_storage(
     assert lines[0] == "row,url,code,short_url,error", lines[:2]
     assert len(lines) == 1 + len(rows)
     assert all(row in line for row, line in zip(rows, lines[1:], strict=True))
+
+
+def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
+    browser: WebDriver, stack: RunningStack, snap: Snap
+) -> None:
+    # Given a link followed twice by a browser, counted by the collector
+    created = stack.post_json("/", {"url": "https://example.com/page-clicks", "code": "page-clicks"})
+    assert created.status in (200, 201), created.text
+    agent = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"}
+    for _ in range(2):
+        assert stack.request("GET", "page-clicks", headers=agent, api_key=None).status == 301
+    WebDriverWait(browser, 90, poll_frequency=0.5).until(
+        lambda _: stack.request("GET", "links/page-clicks/clicks").json()["total"] == 2
+    )
+    # When the person opens the link's clicks from their recent links
+    open_page(browser, stack, stack.api_key)
+    short_url = created.json()["short_url"]
+    button = WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.find_element(By.CSS_SELECTOR, f'button[aria-label="Clicks of {short_url}"]')
+    )
+    button.click()
+    # Then the chart is drawn in the page (an SVG bar per day of the last 30, no other origin)
+    assert visible_text(browser, "clicks-summary").startswith("2 clicks in the last 30 days: 2 by people")
+    bars = browser.find_elements(By.CSS_SELECTOR, "#clicks-chart rect")
+    assert len(bars) == 31
+    assert sum(float(bar.get_attribute("height") or 0) > 0 for bar in bars) == 1
+    # And the top countries (local requests come from 127.0.0.1: unknown) and referrers are listed
+    assert browser.find_element(By.ID, "clicks-countries").text == "unknown: 2"
+    assert browser.find_element(By.ID, "clicks-referrers").text == "Not recorded"
+    snap("clicks")

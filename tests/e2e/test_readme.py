@@ -191,7 +191,14 @@ DOCS_EXPECTED = {
         r'"status": ?"deleted".* 200$',
         r" 409$",
     ],
-    "clicks.md": [r'"total":1,"humans":1,"bots":0,', r'"browsers":\[\{"value":"Firefox","clicks":1\}\]'],
+    "clicks.md": [
+        r'"total":1,"humans":1,"bots":0,',
+        r'"browsers":\[\{"value":"Firefox","clicks":1\}\]',
+        r"^\S+: 1 clicks \(1 humans, 0 bots\) from ",
+        r"^browsers: Firefox 1$",
+        r"^start,clicks,humans$",
+        r"^\d+ clicks \(\d+ humans\) from ",
+    ],
 }
 DOCS_RUN = [
     page
