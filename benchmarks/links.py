@@ -86,7 +86,7 @@ class RequestCounter:
 
 
 def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
-    from benchmarks.api_calls import get_code, post_json
+    from benchmarks._api_calls import get_code, post_json
     from functions.api import app
     from shortener.dal import aws
     from shortener.settings import api_settings
