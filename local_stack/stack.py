@@ -14,6 +14,7 @@ from local_stack.apigateway import (
     ApiAccess,
     ApiGateway,
     KeyDirectory,
+    MayInvalidate,
     Route,
     StageCache,
     admin_key,
@@ -184,15 +185,13 @@ class LocalStack:
         # The API's port first: the functions are told it (the stage cache's invalidations). Its
         # runtime and access control are set below, before it serves its first request.
         routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(
-            routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
         )
-        if self._api.cache is not None and options.iam:
-            # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-            self._api.cache.method_arn_prefix = (
-                f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}/{self._api.cache.stage_name}/"
-            )
-            self._api.cache.may_invalidate = invalidation_check(self.access, options.region)
+        self._api = ApiGateway(routes, binary_types, None, api_id, options.api_port, cache=cache)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -368,12 +367,14 @@ class LocalStack:
         self._servers.append(thread)
 
     @staticmethod
-    def _stage_cache(resources: Resources) -> StageCache | None:
+    def _stage_cache(
+        resources: Resources, api_arn: str | None = None, may_invalidate: MayInvalidate | None = None
+    ) -> StageCache | None:
         """The cache the template's stage turns on (Stage=prod), if any."""
         apis = resources.of_type(REST_API)
         for stage in resources.of_type(API_STAGE).values():
             api = next(iter(apis.values()), {})
-            cache = stage_cache(stage, api.get("Body", {}))
+            cache = stage_cache(stage, api.get("Body", {}), api_arn=api_arn, may_invalidate=may_invalidate)
             if cache is not None:
                 log.info(
                     "API stage cache on: %s",

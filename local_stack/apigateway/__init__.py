@@ -8,7 +8,7 @@
 
 from local_stack.apigateway.access import ApiAccess
 from local_stack.apigateway.admin_key import ADMIN_KEY_FILE
-from local_stack.apigateway.cache import StageCache, invalidation_check, stage_cache
+from local_stack.apigateway.cache import MayInvalidate, StageCache, invalidation_check, stage_cache
 from local_stack.apigateway.gateway import ApiGateway, proxy_event
 from local_stack.apigateway.routes import STAGE, HttpRequest, Route, binary_media_types, routes_from_swagger
 from local_stack.apigateway.usage_plans import KeyDirectory
@@ -20,6 +20,7 @@ __all__ = [
     "ApiGateway",
     "HttpRequest",
     "KeyDirectory",
+    "MayInvalidate",
     "Route",
     "StageCache",
     "binary_media_types",
