@@ -3,12 +3,12 @@ Owner-scoped like the other link and job routes: another owner's link or job is 
 into the API's resolver by app.py."""
 
 import json
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from shortener import clock, web
-from shortener.dal.clicks import ClicksStore
 from shortener.logic import bulk
 from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
 from shortener.logic.clicks import hour_of, link_report, parse_range, top_links, top_range
@@ -16,6 +16,9 @@ from shortener.models.clicks import LinkTotals
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.services import api_clicks, api_link_manager
 from shortener.settings import api_settings
+
+if TYPE_CHECKING:
+    from shortener.dal.clicks import ClicksStore
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import files, files_function, jobs
@@ -45,7 +48,7 @@ def link_clicks(code: str) -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, report.model_dump_json(by_alias=True))
 
 
-def _store() -> ClicksStore:
+def _store() -> "ClicksStore":
     store = api_clicks()
     if store is None:
         raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.logs import AccessRecord, FilterPattern, LogGroup, Subscription
+from local_stack.cloudwatch.logs import AccessRecord, FilterPattern, LogGroup, Subscription
 from tests.support.loops import LambdaContext
 from tests.unit.test_clicks_logic import CHROME_WINDOWS, FORMAT_FIELDS
 

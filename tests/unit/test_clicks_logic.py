@@ -196,7 +196,7 @@ def test_the_batch_key_is_the_same_for_every_delivery_of_a_batch() -> None:
 
 
 def test_the_fields_read_here_are_the_templates_access_log_format() -> None:
-    from local_stack.template import load_template
+    from local_stack.cloudformation.template import load_template
 
     api = load_template()["Resources"]["ShortenerApi"]["Properties"]
     assert json.loads(api["AccessLogSetting"]["Format"]) == json.loads(FORMAT_FIELDS)

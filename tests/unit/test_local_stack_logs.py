@@ -1,4 +1,4 @@
-"""The local access log and its subscription delivery (local_stack/logs.py): the template's format
+"""The local access log and its subscription delivery (local_stack/cloudwatch/logs.py): the template's format
 with $context variables substituted, filter patterns, and batches delivered as CloudWatch Logs
 delivers them (gzip + base64), possibly twice."""
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from local_stack.api_cache import CachedMethod, StageCache
-from local_stack.api_gateway import ApiGateway, Route
-from local_stack.lambda_runtime import Invocation
-from local_stack.logs import (
+from local_stack.apigateway.cache import CachedMethod, StageCache
+from local_stack.apigateway.gateway import ApiGateway, Route
+from local_stack.awslambda.runtime import Invocation
+from local_stack.cloudwatch.logs import (
     AccessRecord,
     FilterPattern,
     FilterPatternError,
@@ -123,7 +123,7 @@ def test_the_duplicate_fault_delivers_the_same_batch_twice() -> None:
 
 
 def test_a_big_backlog_is_cut_into_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("local_stack.logs.BATCH_MAX_EVENTS", 2)
+    monkeypatch.setattr("local_stack.cloudwatch.logs.BATCH_MAX_EVENTS", 2)
     log_group, delivered = group()
     for _ in range(5):
         log_group.write(record())

@@ -5,10 +5,10 @@ left as it was (docs/clicks.md)."""
 import json
 from typing import Any
 
-from local_stack.intrinsics import Resolver
-from local_stack.intrinsics import parameter_values as local_parameter_values
-from local_stack.resources import Resources, name_resources
-from local_stack.template import expand_sam, load_template
+from local_stack.cloudformation.intrinsics import Resolver
+from local_stack.cloudformation.intrinsics import parameter_values as local_parameter_values
+from local_stack.cloudformation.resources import Resources, name_resources
+from local_stack.cloudformation.template import expand_sam, load_template
 
 
 def resolved(**given: str) -> Resources:

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_runtime import LambdaRuntime
-from local_stack.resources import API_STAGE, Resources
+from local_stack.awslambda.runtime import LambdaRuntime
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import API_STAGE, Resources
 
 log = logging.getLogger(__name__)
 
