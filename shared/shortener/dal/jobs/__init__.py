@@ -1,21 +1,13 @@
-"""The jobs table, by concern (moved from dal/jobs.py; split in the next commits)."""
+"""The jobs table, by concern: job items (``items``), chunk records and their counting
+(``chunk_records``), and the split and results leases (``leases``). ``JobsStore`` is all of them
+over one table."""
 
-from shortener.dal.jobs.chunk_records import (
-    COUNTED_SET_COMPACT_AT,
-    JOB_SK,
-    JobsStore,
-    decode_id_ranges,
-    decode_outcomes,
-    encode_id_ranges,
-    encode_outcomes,
-)
+from shortener.dal.jobs.chunk_records import ChunkRecords
+from shortener.dal.jobs.leases import JobLeases
 
-__all__ = [
-    "COUNTED_SET_COMPACT_AT",
-    "JOB_SK",
-    "JobsStore",
-    "decode_id_ranges",
-    "decode_outcomes",
-    "encode_id_ranges",
-    "encode_outcomes",
-]
+
+class JobsStore(JobLeases, ChunkRecords):
+    """Data access for the jobs table."""
+
+
+__all__ = ["JobsStore"]
