@@ -22,7 +22,7 @@ from shortener.logic.codes import code_generator, hash_code_candidates
 from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
 from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
 from shortener.models.loops import LoopInvocation
-from shortener.services import link_service
+from shortener.services.links import link_service
 from shortener.settings import poller_settings
 from tests.support.api import call, get_code, post_json
 from tests.support.bulk import (
