@@ -3,7 +3,6 @@ Owner-scoped like the other link and job routes: another owner's link or job is 
 into the API's resolver by app.py."""
 
 import json
-from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -14,16 +13,8 @@ from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, repo
 from shortener.logic.clicks import hour_of, link_report, parse_range, top_links, top_range
 from shortener.models.clicks import LinkTotals
 from shortener.models.exceptions import ServiceUnavailableError
-from shortener.services import api_clicks, api_link_manager
+from shortener.services.api import api_clicks, api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
-
-if TYPE_CHECKING:
-    from shortener.dal.clicks import ClicksStore
-
-try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
-    from bulk import files, files_function, jobs
-except ModuleNotFoundError:
-    from functions.api.bulk import files, files_function, jobs
 
 router = APIGatewayRouter()
 # How soon a client asking for a click report file still being built should ask again.
@@ -41,18 +32,11 @@ def link_clicks(code: str) -> Response[str]:
         clock.now(),
     )
     link = api_link_manager().get(web.caller_from_event(event.raw_event), code)
-    store = _store()
+    store = api_clicks()
     hours = store.hours(link.code, hour_of(begin), end)
     totals = store.totals([link.code]).get(link.code)
     report = link_report(link.code, hours, totals or _NO_TOTALS, begin=begin, end=end, interval=interval)
     return Response(200, content_types.APPLICATION_JSON, report.model_dump_json(by_alias=True))
-
-
-def _store() -> "ClicksStore":
-    store = api_clicks()
-    if store is None:
-        raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")
-    return store
 
 
 @router.get("/clicks")
@@ -64,7 +48,7 @@ def caller_top_links() -> Response[str]:
         event.get_query_string_value("from", None), event.get_query_string_value("to", None), clock.now()
     )
     caller = web.caller_from_event(event.raw_event)
-    counts = _store().owner_links(caller.owner_id, days)
+    counts = api_clicks().owner_links(caller.owner_id, days)
     settings = api_settings()
     base_url = web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage)
     answer = top_links(counts, begin, end, base_url)
@@ -79,7 +63,7 @@ def job_clicks(job_id: str) -> Response[str]:
     found = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None
     job = bulk.job_for(web.caller_from_event(event.raw_event), found, job_id)
     settings = api_settings()
-    store = _store()
+    store = api_clicks()
     if job.total <= settings.INLINE_RESULTS_ROWS:
         base_url = job.base_url or web.public_base_url(
             settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage

@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.logic.clicks import batch_key
 from shortener.observability import logger, metrics
-from shortener.services import click_collector
+from shortener.services.collector import click_collector
 
 _SKIP_METRICS = {
     "malformed": "ClickLinesMalformed",
