@@ -4,6 +4,7 @@ apart from humans, the prod stage cache's answers included, a batch delivered tw
 
 import csv
 import io
+import json
 import time
 from typing import Any
 
@@ -89,9 +90,24 @@ def test_cache_hits_count_and_a_batch_delivered_twice_counts_once(start_stack: S
     # Then every answer counts once (1 + 10 + 1 follows), although each batch came twice
     expected = {"clicks": 12, "humans": 9, "bots": 3}
     assert wait_for_totals(stack, "e2e-cached", expected, 90) == expected
-    time.sleep(2.5)  # a late second delivery changes nothing
+    # And the stack's own refresh of the cache entry (a change of target) is no click
+    changed = stack.request(
+        "PATCH",
+        "links/e2e-cached",
+        json.dumps({"url": "https://example.com/e2e/changed"}),
+        {"Content-Type": "application/json"},
+    )
+    assert changed.status == 200, changed.text
+    assert (
+        stack.request("GET", "e2e-cached", api_key=None).headers["Location"]
+        == "https://example.com/e2e/changed"
+    )
+    expected = {"clicks": 13, "humans": 9, "bots": 4}  # the follow just made, without a user agent
+    assert wait_for_totals(stack, "e2e-cached", expected, 90) == expected
+    time.sleep(2.5)  # a late second delivery, or the refresh's line, changes nothing
     assert totals(stack, "e2e-cached") == expected
     assert "duplicate-logs" in stack.log()
+    assert "cache_refresh" in stack.log()  # the collector saw the refresh's line and skipped it
 
 
 def test_a_jobs_click_report_has_a_line_per_row_in_input_order(stack: RunningStack) -> None:
