@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from local_stack.cloudformation import (
 )
 from local_stack.cloudformation.resources import API_STAGE, BUCKET, REST_API, TABLE
 from local_stack.cloudwatch import AlarmEvaluator, alarm_specs
-from local_stack.cloudwatch.logs import stack_access_log
+from local_stack.cloudwatch.logs import LogGroup, stack_access_log
 from local_stack.durability import (
     ApiKeysState,
     DurableState,
@@ -58,6 +59,7 @@ from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.kms import KeyRing
+from local_stack.ports import listening_socket
 from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,7 @@ class LocalStack:
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
+        self._access_log: LogGroup | None = None
         self._state: DurableState | None = None
         self._s3_state: S3State | None = None
         self._background: list[_BackgroundPart] = []
@@ -182,22 +185,49 @@ class LocalStack:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
-        # The API's port first: the functions are told it (the stage cache's invalidations). Its
-        # runtime and access control are set below, before it serves its first request.
-        routes, binary_types, api_id = self._api_definition(resources)
-        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-        cache = self._stage_cache(
-            resources,
-            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
-            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
+        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
+        # for the stage cache's invalidations), and each server is then built with what it serves.
+        lambda_socket = listening_socket(options.lambda_port)
+        api_socket = listening_socket(options.api_port)
+        try:
+            runtime = self._serve_functions_and_api(resources, lambda_socket, api_socket)
+        except BaseException:
+            # A server closes its socket when stopped; a socket whose server was not built yet is
+            # closed here.
+            if self._lambda_endpoint is None:
+                lambda_socket.close()
+            if self._api is None:
+                api_socket.close()
+            raise
+
+        scheduler = Scheduler(schedules_of(resources, runtime, options.time_scale), runtime, options.region)
+        evaluator = AlarmEvaluator(
+            alarm_specs(resources),
+            self.aws_endpoint,
+            options.region,
+            options.time_scale,
+            keys=KeyRing.from_resources(resources) if options.iam else None,
         )
-        self._api = ApiGateway(routes, binary_types, None, api_id, options.api_port, cache=cache)
+        parts: list[_BackgroundPart] = [scheduler, evaluator]
+        if self._access_log is not None:
+            parts.append(self._access_log)
+        for part in parts:
+            part.start()
+            self._background.append(part)
+        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _serve_functions_and_api(
+        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+    ) -> LambdaRuntime:
+        """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
+        the REST API with its access control."""
+        options = self.options
+        routes, binary_types, api_id = self._api_definition(resources)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
                 aws_endpoint=self.aws_endpoint,
-                lambda_endpoint=self._lambda_endpoint.url,
+                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
                 region=options.region,
                 max_concurrency=options.max_concurrency,
                 time_scale=options.time_scale,
@@ -208,11 +238,12 @@ class LocalStack:
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()
                 },
-                execute_api_endpoint=self._api.url,
+                execute_api_endpoint=_url_of(api_socket),
             ),
         )
-        self._api.runtime = self._runtime
-        self._lambda_endpoint.runtime = self._runtime
+        self._lambda_endpoint = LambdaEndpoint(
+            options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
+        )
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
         self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
 
@@ -221,33 +252,31 @@ class LocalStack:
             self._restore_state(resources)
 
         access = self._api_access(resources)
-        self._api.access = access
-        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
-        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
+        )
         # The stage's access log, delivered to its subscribed functions (local_stack/cloudwatch/logs.py).
-        access_log = stack_access_log(
+        self._access_log = stack_access_log(
             resources, self._runtime, options.faults.duplicate_logs, options.time_scale
         )
-        self._api.access_log = access_log
+        self._api = ApiGateway(
+            routes,
+            binary_types,
+            self._runtime,
+            api_id,
+            0,
+            access=access,
+            cache=cache,
+            access_log=self._access_log,
+            listening=api_socket,
+        )
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
         self._serve(self._api.serve_forever, "api-gateway")
-
-        scheduler = Scheduler(
-            schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
-        )
-        evaluator = AlarmEvaluator(
-            alarm_specs(resources),
-            self.aws_endpoint,
-            options.region,
-            options.time_scale,
-            keys=KeyRing.from_resources(resources) if options.iam else None,
-        )
-        parts: list[_BackgroundPart] = [scheduler, evaluator]
-        if access_log is not None:
-            parts.append(access_log)
-        for part in parts:
-            part.start()
-            self._background.append(part)
-        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+        return self._runtime
 
     def _api_access(self, resources: Resources) -> ApiAccess | None:
         """The REST API's access control, API keys restored and the admin key made (or kept)."""
@@ -402,6 +431,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _url_of(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://{host}:{port}/"
 
 
 def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:

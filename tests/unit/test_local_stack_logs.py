@@ -166,9 +166,9 @@ def test_the_gateway_logs_every_answer_its_stage_cache_answers_included() -> Non
     # Given the local API with the prod stage's cache on GET /{code} and an access log
     runtime = RedirectingRuntime()
     cache = StageCache([CachedMethod("GET", "/{code}", 300, ("method.request.path.code",))])
-    api = ApiGateway([Route("/{code}", "GET", "api")], [], runtime, "api", 0, cache=cache)  # type: ignore[arg-type]
     log_group, delivered = group()
-    api.access_log = log_group
+    routes = [Route("/{code}", "GET", "api")]
+    api = ApiGateway(routes, [], runtime, "api", 0, cache=cache, access_log=log_group)  # type: ignore[arg-type]
     thread = threading.Thread(target=api.serve_forever, daemon=True)
     thread.start()
     try:
