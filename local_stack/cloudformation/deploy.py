@@ -598,8 +598,57 @@ def _register_missing_models() -> None:
         def delete(self, account_id: str, region: str) -> None:
             s3_backends[account_id]["aws"].delete_bucket_policy(self.owner)
 
+    class LogSubscriptionFilter(_Created, CloudFormationModel):
+        TYPE, NAME_PROPERTY = "AWS::Logs::SubscriptionFilter", "FilterName"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            from moto.logs.models import logs_backends
+
+            group = str(properties["LogGroupName"])
+            logs_backends[account_id][region].put_subscription_filter(
+                group,
+                name,
+                str(properties.get("FilterPattern", "")),
+                str(properties["DestinationArn"]),
+                str(properties.get("RoleArn", "")),
+            )
+            return cls(name, owner=group)
+
+        def delete(self, account_id: str, region: str) -> None:
+            from moto.logs.models import logs_backends
+
+            logs_backends[account_id][region].delete_subscription_filter(self.owner, self.physical_id)
+
+    class ApiGatewayAccount(_Created, CloudFormationModel):
+        # The account's API Gateway settings: one per account and region, so deleting the resource
+        # leaves them (AWS does not reset them either).
+        TYPE = "AWS::ApiGateway::Account"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            role = str(properties.get("CloudWatchRoleArn", ""))
+            apigateway_backends[account_id][region].update_account(
+                [{"op": "replace", "path": "/cloudwatchRoleArn", "value": role}]
+            )
+            return cls(f"{name}-{account_id}")
+
+        def delete(self, account_id: str, region: str) -> None:
+            return None
+
     # Defining the classes registers them (CloudFormationModel.__subclasses__).
-    _ = (Alarm, Subscription, Stage, EventInvokeConfig, UsagePlan, ApiKey, UsagePlanKey, BucketPolicy)
+    _ = (
+        Alarm,
+        Subscription,
+        Stage,
+        EventInvokeConfig,
+        UsagePlan,
+        ApiKey,
+        UsagePlanKey,
+        BucketPolicy,
+        LogSubscriptionFilter,
+        ApiGatewayAccount,
+    )
 
 
 def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
