@@ -49,6 +49,7 @@ def dead_letters() -> DeadLetterSettler:
         retention_days=settings.JOB_RETENTION_DAYS,
         # A settlement that completes a job asks the files function for its results file.
         results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+        last_attempt_delay_seconds=settings.LAST_ATTEMPT_DELAY_SECONDS,
     )
 
 
@@ -75,7 +76,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         or report.failed
         or any(outcome.started or outcome.stopped for outcome in report.reconciled)
         or any(
-            settled.settled or settled.already_recorded or settled.unreadable
+            settled.settled or settled.already_recorded or settled.unreadable or settled.retried
             for settled in report.dead_letters
         )
     )

@@ -54,6 +54,10 @@ class BulkQueue:
                 raise QueueSendError(f"{len(pending)} messages could not be sent after retries")
         return calls
 
+    def send(self, queue_url: str, body: str, *, delay_seconds: int = 0) -> None:
+        """Send one message, delivered no sooner than ``delay_seconds`` (0-900) from now."""
+        self.client.send_message(QueueUrl=queue_url, MessageBody=body, DelaySeconds=delay_seconds)
+
     def receive(
         self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
     ) -> list[dict[str, Any]]:
