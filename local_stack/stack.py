@@ -14,6 +14,7 @@ from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_cache import StageCache, invalidation_check, stage_cache
 from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
+from local_stack.async_destinations import async_configs
 from local_stack.aws import aws_client
 from local_stack.cloudformation import check_template_rules
 from local_stack.durability import (
@@ -194,6 +195,7 @@ class LocalStack:
                 async_retries=options.async_retries,
                 log_format=options.log_format,
                 duplicate_async=options.faults.duplicate_async,
+                async_configs=async_configs(resources),
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()

@@ -303,7 +303,9 @@ class PollLoop:
                 for record in records
                 if record["messageId"] in failed_ids and record["receiptHandle"] not in handed_back
             ]
-            self._give_back(loop, failed, self._options.retry_after_seconds)
+            # (Never later than the visibility timeout would have made it visible.)
+            retry_after = min(self._options.retry_after_seconds, self._options.visibility_timeout_seconds)
+            self._give_back(loop, failed, retry_after)
         if handed_back:
             # Visible again now, for another loop or this one's successor (a receive more on each).
             self._queue.extend_visibility(loop.queue_url, handed_back, 0)
