@@ -70,14 +70,21 @@ class Queue:
         self.deleted: list[str] = []
         self.receives = 0
         self.asked: list[int] = []
+        self.holds: list[int | None] = []
         self.extended: list[tuple[list[str], int]] = []
         self.extended_event = threading.Condition()
 
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]:
         self.receives += 1
         self.asked.append(max_messages)
+        self.holds.append(visibility_timeout)
         batch = self.batches.pop(0) if self.batches else []
         if isinstance(batch, Exception):
             raise batch
@@ -547,8 +554,10 @@ def test_a_crash_costs_a_receive_only_to_the_message_being_processed() -> None:
     with pytest.raises(Crash):
         loop.run(LOOP, "poller", clock.remaining)
     # Then it had received only the message it was processing: the other two were never received,
-    # so their receive counts (and the road to the dead-letter queue) are untouched
+    # so their receive counts (and the road to the dead-letter queue) are untouched; and that one
+    # is hidden for 30 s only (hold_seconds), so it is back soon, not after the queue's 120 s
     assert queue.asked == [1]
+    assert queue.holds == [30]
     assert [[m["MessageId"] for m in batch] for batch in queue.batches] == [["m1", "m2"]]
 
 

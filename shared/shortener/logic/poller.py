@@ -57,7 +57,12 @@ class QueueReader(Protocol):
     """``shortener.dal.queue.BulkQueue``."""
 
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]: ...
     def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int: ...
     def extend_visibility(
@@ -106,6 +111,10 @@ class LoopOptions:
     attempts_per_receive: int = 3
     # A message given back after failing is visible again this many seconds later.
     retry_after_seconds: int = 10
+    # A received message is hidden this long (at most the queue's visibility timeout), renewed
+    # every third of it while it is processed: when the invocation dies with it, it is back
+    # within this time instead of the queue's whole visibility timeout.
+    hold_seconds: int = 30
 
 
 @dataclass(slots=True)
@@ -173,6 +182,10 @@ class PollLoop:
         self._monotonic = monotonic
         self._sleep = sleep
 
+    @property
+    def _hold(self) -> int:
+        return max(1, min(self._options.hold_seconds, self._options.visibility_timeout_seconds))
+
     def run(
         self, loop: LoopInvocation, function_name: str, remaining_seconds: Callable[[], float]
     ) -> LoopReport:
@@ -208,7 +221,9 @@ class PollLoop:
                 report.claimed = True
                 wait = int(max(0, min(self._options.receive_wait_seconds, time_for_messages())))
                 most = max(1, min(_MAX_MESSAGES, self._options.messages_per_receive, fits))
-                messages = self._queue.receive(loop.queue_url, max_messages=most, wait_seconds=wait)
+                messages = self._queue.receive(
+                    loop.queue_url, max_messages=most, wait_seconds=wait, visibility_timeout=self._hold
+                )
                 report.polls += 1
                 if messages and not self._process(
                     loop, holder, messages, report, pace=pace, time_for_messages=time_for_messages
@@ -247,13 +262,9 @@ class PollLoop:
         handed_back: list[str] = []
         keeper = BatchKeeper(
             beat=lambda: self._heartbeats.heartbeat(loop, holder),
-            extend=lambda handles: self._queue.extend_visibility(
-                loop.queue_url, handles, self._options.visibility_timeout_seconds
-            ),
+            extend=lambda handles: self._queue.extend_visibility(loop.queue_url, handles, self._hold),
             receipt_handles=[record["receiptHandle"] for record in records],
-            interval=min(
-                self._options.heartbeat_interval_seconds, self._options.visibility_timeout_seconds / 3
-            ),
+            interval=min(self._options.heartbeat_interval_seconds, self._hold / 3),
             log=self._log,
         )
 
@@ -304,7 +315,7 @@ class PollLoop:
                 if record["messageId"] in failed_ids and record["receiptHandle"] not in handed_back
             ]
             # (Never later than the visibility timeout would have made it visible.)
-            retry_after = min(self._options.retry_after_seconds, self._options.visibility_timeout_seconds)
+            retry_after = min(self._options.retry_after_seconds, self._hold)
             self._give_back(loop, failed, retry_after)
         if handed_back:
             # Visible again now, for another loop or this one's successor (a receive more on each).
