@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.error
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,11 +102,24 @@ def wait_done(probe: StackProbe, jobs: dict[str, list[str]], started: float, tim
         time.sleep(2)
 
 
+def results_file(probe: StackProbe, job_id: str, timeout: float = 600) -> str:
+    """The job's results file; a 409 means it is still being written (the files function was
+    asked when the job completed), so ask again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return probe.results(job_id)
+        except urllib.error.HTTPError as error:
+            if error.code != 409 or time.monotonic() > deadline:
+                raise
+        time.sleep(2)
+
+
 def check_rows(probe: StackProbe, jobs: dict[str, list[str]], outcome: Outcome) -> None:
     """Every row of every results file: one outcome, its own URL, in order; no code twice."""
     codes: Counter[str] = Counter()
     for job_id, urls in jobs.items():
-        lines = list(csv.DictReader(io.StringIO(probe.results(job_id))))
+        lines = list(csv.DictReader(io.StringIO(results_file(probe, job_id))))
         if [int(line["row"]) for line in lines] != list(range(1, len(urls) + 1)):
             outcome.problems.append(f"job {job_id}: rows missing, repeated or out of order")
         for line, url in zip(lines, urls, strict=False):
