@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from shortener.logic.chunks import ChunkOutcomes, ResultsRequester, fail_chunk
+from shortener.logic.chunk_outcomes import ChunkOutcomes, ResultsRequester, fail_chunk
 from shortener.models.jobs import ChunkMessage
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 
