@@ -12,21 +12,23 @@ from pathlib import Path
 import pytest
 
 from benchmarks.loop_count import StackProbe
-from tests.e2e.conftest import RunningStack, StartStack, _descendants
+from local_stack.harness import descendants
+from tests.e2e.conftest import RunningStack, StartStack
 from tests.e2e.test_scaling_e2e import wait_for
 
 REVIVED_WITHIN_SECONDS = 10
 
 
 def poller_workers(running: RunningStack) -> list[int]:
-    """The pids of the poller's execution environments (local_stack.bootstrap <function> ...)."""
+    """The pids of the poller's execution environments (python -m local_stack.awslambda.bootstrap
+    <function> ...)."""
     assert running.process is not None
     name = running.resources["PollerFunction"]
     found = []
-    for pid in _descendants(running.process.pid):
+    for pid in descendants(running.process.pid):
         with contextlib.suppress(OSError):
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"local_stack.bootstrap" in argv and name.encode() in argv:
+            if any(arg.endswith(b".bootstrap") for arg in argv) and name.encode() in argv:
                 found.append(pid)
     return found
 
