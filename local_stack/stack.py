@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key, s3
+from local_stack import admin_key, dynamodb_throttling, s3
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_cache import StageCache, invalidation_check, stage_cache
@@ -25,6 +25,7 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
+from local_stack.dynamodb_capacity import CapacitySettings
 from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
@@ -76,6 +77,8 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
+    # DynamoDB's on-demand capacity enforced (dynamodb_capacity.py); scale=F divides its figures.
+    dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
 class _BackgroundPart(Protocol):
@@ -140,6 +143,7 @@ class LocalStack:
     def _start(self) -> None:
         options = self.options
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
+        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity, options.time_scale)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
@@ -158,6 +162,11 @@ class LocalStack:
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
         )
         self.resources = resources
+        dynamodb_throttling.add_tables(
+            capacity,
+            {resources.physical_id(lid): props for lid, props in resources.of_type(TABLE).items()},
+            lambda name: f"arn:aws:dynamodb:{options.region}:{ACCOUNT_ID}:table/{name}",
+        )
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
