@@ -54,19 +54,19 @@ def test_the_rate_doubles_each_second_until_the_first_throttle() -> None:
     assert pacer.rate == pytest.approx(400)
     pacer.throttled()
     assert not pacer.slow_start
-    assert pacer.rate == pytest.approx(400 * pacing.DECREASE)
+    assert pacer.rate == pytest.approx(400 * pacing.FIRST_DECREASE)
 
 
 def test_requests_are_spaced_at_the_rate_not_bursted() -> None:
     time = Time()
     pacer = WritePacer(start_rate=100, monotonic=time, sleep=time.sleep)
-    pacer.throttled()  # out of slow start: the rate stays near 80
+    pacer.throttled()  # out of slow start: the rate stays near 50
     moments = []
     for _ in range(4):
         pacer.acquire(17)
         moments.append(time.now)
     gaps = [later - earlier for earlier, later in itertools.pairwise(moments)]
-    assert all(gap == pytest.approx(17 / 80, rel=0.05) for gap in gaps)
+    assert all(gap == pytest.approx(17 / 50, rel=0.05) for gap in gaps)
 
 
 def test_throttles_in_flight_together_cut_the_rate_once() -> None:
@@ -74,8 +74,11 @@ def test_throttles_in_flight_together_cut_the_rate_once() -> None:
     pacer = WritePacer(start_rate=1000, monotonic=time, sleep=time.sleep)
     for _ in range(8):
         pacer.throttled()
-    assert pacer.rate == pytest.approx(1000 * pacing.DECREASE)
+    assert pacer.rate == pytest.approx(1000 * pacing.FIRST_DECREASE)
     assert pacer.throttles == 8
+    time.now += 1.0
+    pacer.throttled()
+    assert pacer.rate == pytest.approx(1000 * pacing.FIRST_DECREASE * pacing.DECREASE, rel=0.02)
 
 
 def test_a_paced_loop_settles_near_the_table_rate_with_few_throttles() -> None:

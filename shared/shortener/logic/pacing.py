@@ -29,6 +29,9 @@ CEILING_RATE = 40_000.0
 # (requests already in flight when the first throttle came back are throttled too: one cut for all).
 DECREASE = 0.8
 COOL_DOWN_SECONDS = 1.0
+# Slow start doubles the rate each second, so its first throttle comes at up to twice what the
+# table takes: that first cut halves the rate (as TCP halves its window when slow start ends).
+FIRST_DECREASE = 0.5
 # Between throttles the rate rises by this fraction of the rate at the last cut, per second.
 INCREASE = 0.015
 # A loop that was throttled this recently says the table is its bottleneck.
@@ -76,10 +79,10 @@ class WritePacer:
             self.throttles += 1
             self.last_throttled_at = wall_clock.epoch_seconds()
             self._grow(now)
-            self.slow_start = False
             if now - self._cut_at < COOL_DOWN_SECONDS:
                 return
-            self.rate = max(FLOOR_RATE, self.rate * DECREASE)
+            self.rate = max(FLOOR_RATE, self.rate * (FIRST_DECREASE if self.slow_start else DECREASE))
+            self.slow_start = False
             self._rate_at_cut = self.rate
             self._cut_at = now
 
