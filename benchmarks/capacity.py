@@ -12,6 +12,7 @@ batch with items handed back). The last two lines are the paced run's.
 """
 
 import argparse
+import itertools
 import json
 import tempfile
 import threading
@@ -117,12 +118,13 @@ def run_job(options: argparse.Namespace, *, pacing: bool) -> CapacityRun:
             stack.stop()
     assert done["succeeded"] + done["failed"] == options.rows, done
     first, last = sampler.window()
+    seconds = last["at"] - first["at"]
     return CapacityRun(
         label=label,
         rows=options.rows,
-        seconds=last["at"] - first["at"],
+        seconds=seconds,
         write_units=last["write_units"] - first["write_units"],
-        allowed_rate=last["write_rate"],
+        allowed_rate=sampler.allowed_units(first, last) / seconds if seconds else first["write_rate"],
         write_requests=last["write_requests"] - first["write_requests"],
         throttled_write_requests=last["throttled_write_requests"] - first["throttled_write_requests"],
         job_seconds=job_seconds,
@@ -162,6 +164,11 @@ class Sampler:
         with urllib.request.urlopen(self._url, timeout=30) as answer:
             figures = json.load(answer)["tables"][self._table]
         return {**figures, "at": time.monotonic()}
+
+    def allowed_units(self, first: dict[str, Any], last: dict[str, Any]) -> float:
+        """Write units the table allowed between two samples (its rate may grow meanwhile)."""
+        window = self.samples[self.samples.index(first) : self.samples.index(last) + 1]
+        return sum(a["write_rate"] * (b["at"] - a["at"]) for a, b in itertools.pairwise(window))
 
     def window(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The sample before the job's first write and the first after its last one."""

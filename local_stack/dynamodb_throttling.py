@@ -88,11 +88,11 @@ class DynamoDbCapacity:
     def __init__(
         self,
         settings: CapacitySettings,
-        time_scale: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
-        self._settle = PEAK_SETTLES_SECONDS / time_scale
+        # A table's growth is AWS's time, not the schedules': 30 minutes whatever --time-scale.
+        self._settle = PEAK_SETTLES_SECONDS
         self._clock = clock
         self._tables: dict[str, _Table] = {}
         self._lock = threading.Lock()
@@ -549,12 +549,12 @@ _HANDLERS: dict[str, Callable[[DynamoDbCapacity, _Exchange], Iterable[bytes]]] =
 }
 
 
-def attach(moto: Any, settings: CapacitySettings, time_scale: float = 1.0) -> "DynamoDbCapacity | None":
+def attach(moto: Any, settings: CapacitySettings) -> "DynamoDbCapacity | None":
     """The capacity model put in front of ``moto`` (an EmbeddedAws not yet started), with its
     figures at ``GET /_local/dynamodb-capacity``; None when ``--dynamodb-capacity off``."""
     if not settings.enabled:
         return None
-    capacity = DynamoDbCapacity(settings, time_scale)
+    capacity = DynamoDbCapacity(settings)
     moto.inner_gate = capacity.middleware
     moto.control_routes.append(("GET", STATS_PATH, lambda _: (200, json.dumps(capacity.stats()).encode())))
     return capacity

@@ -143,7 +143,7 @@ class LocalStack:
     def _start(self) -> None:
         options = self.options
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
-        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity, options.time_scale)
+        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)

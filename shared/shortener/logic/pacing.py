@@ -22,7 +22,7 @@ from shortener import clock as wall_clock
 from shortener.models.loops import LoopInvocation, LoopToken
 
 # Slow start: a loop's first rate, in write requests (items) a second.
-START_RATE = 100.0
+START_RATE = 25.0
 FLOOR_RATE = 5.0
 CEILING_RATE = 40_000.0
 # On a throttle the rate drops to this fraction of itself, at most once per COOL_DOWN seconds
