@@ -109,3 +109,11 @@ def test_a_job_whose_writes_were_throttled_names_the_table_in_its_status() -> No
     throttled = job.model_copy(update={"usage": JobUsage(throttled_requests=3)})
     assert status_view(throttled, results_url="/r").throttled_by == "table"
     assert (JobUsage(throttled_requests=1) + JobUsage(throttled_requests=2)).throttled_requests == 3
+
+
+def test_a_cut_holds_the_next_request_back_so_the_table_refills() -> None:
+    time = Time()
+    pacer = WritePacer(start_rate=1000, monotonic=time, sleep=time.sleep)
+    pacer.throttled()
+    pacer.acquire(25)
+    assert time.now == pytest.approx(pacing.PAUSE_SECONDS)

@@ -29,6 +29,10 @@ CEILING_RATE = 40_000.0
 # (requests already in flight when the first throttle came back are throttled too: one cut for all).
 DECREASE = 0.8
 COOL_DOWN_SECONDS = 1.0
+# Each cut also holds the loop's next request back this long: the table (or the hot key) refills
+# instead of meeting the requests that were queued behind the throttled one, and the handed-back
+# items' retry among them.
+PAUSE_SECONDS = 0.5
 # Slow start doubles the rate each second, so its first throttle comes at up to twice what the
 # table takes: that first cut halves the rate (as TCP halves its window when slow start ends).
 FIRST_DECREASE = 0.5
@@ -83,6 +87,7 @@ class WritePacer:
                 return
             self.rate = max(FLOOR_RATE, self.rate * (FIRST_DECREASE if self.slow_start else DECREASE))
             self.slow_start = False
+            self._next_allowed = max(self._next_allowed, now + PAUSE_SECONDS)
             self._rate_at_cut = self.rate
             self._cut_at = now
 
