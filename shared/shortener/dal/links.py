@@ -81,6 +81,7 @@ class WritePacing(Protocol):
 
     def acquire(self, units: float) -> None: ...
     def throttled(self) -> None: ...
+    def succeeded(self, units: float) -> None: ...
 
 
 class LinksStore(aws.DynamoDBTable):
@@ -312,9 +313,11 @@ class LinksStore(aws.DynamoDBTable):
                 pacer.acquire(len(pending))
             with usage.on_throttle(pacer.throttled if pacer is not None else None):
                 response = self.client.batch_write_item(RequestItems={self.table_name: pending})
-                pending = response.get("UnprocessedItems", {}).get(self.table_name, [])
+                sent, pending = pending, response.get("UnprocessedItems", {}).get(self.table_name, [])
                 if pending:
                     usage.count_throttle()
+                elif pacer is not None:
+                    pacer.succeeded(len(sent))
             if pending and pacer is None:
                 self.sleep(min(0.05 * 2**attempt, 2.0))
         if pending:

@@ -9,8 +9,8 @@ does so on its own, and together they settle near the table's throughput, instea
 writing as fast as it can and retrying what was throttled in a storm. A throttle is a batch whose
 items came back unprocessed, or a request refused as a whole.
 
-Requests are spaced, not bursted: each waits until ``units / rate`` seconds after the previous one
-was allowed (thread-safe: a chunk's writer threads share one pacer)."""
+Requests are spaced, not bursted: a token bucket at the rate holding one request's worth
+(thread-safe: a chunk's writer threads share one pacer)."""
 
 import math
 import threading
@@ -40,6 +40,8 @@ FIRST_DECREASE = 0.5
 INCREASE = 0.015
 # A loop that was throttled this recently says the table is its bottleneck.
 THROTTLED_RECENTLY_SECONDS = 60
+# A waiting writer thread looks at the rate again this often (a cut applies to it at once).
+_RECHECK_SECONDS = 0.05
 
 
 class WritePacer:
@@ -57,24 +59,37 @@ class WritePacer:
         self._lock = threading.Lock()
         self.rate = start_rate
         self.slow_start = True
-        now = monotonic()
-        self._next_allowed = now
-        self._grown_at = now
+        self._filled_at = self._second_began = monotonic()
+        self._second_rate = start_rate
+        self._tokens = 0.0
+        self._paused_until = -math.inf
+        self._limited = False
         self._cut_at = -math.inf
         self._rate_at_cut = start_rate
         self.throttles = 0
         self.last_throttled_at: int | None = None  # epoch seconds, for the loop's heartbeat
 
     def acquire(self, units: float) -> None:
-        """Wait until ``units`` writes may go at the current rate."""
-        with self._lock:
-            now = self._monotonic()
-            self._grow(now)
-            start = max(now, self._next_allowed)
-            self._next_allowed = start + units / self.rate
-            wait = start - now
-        if wait > 0:
-            self._sleep(wait)
+        """Wait until ``units`` writes may go at the current rate: a token bucket at the rate,
+        holding at most one request's worth, checked again as the wait goes on, so that a cut
+        slows the writer threads already waiting at once (no slot is reserved ahead)."""
+        waited = False
+        while True:
+            with self._lock:
+                now = self._monotonic()
+                if now >= self._paused_until:
+                    self._tokens = min(units, self._tokens + (now - self._filled_at) * self.rate)
+                self._filled_at = now
+                if now >= self._paused_until and self._tokens >= units - 1e-6:
+                    self._tokens -= units
+                    if not waited:
+                        self._limited = False
+                    return
+                # Requests that have to wait: the rate, not the work coming in, sets the pace now.
+                self._limited = True
+                wait = max(self._paused_until - now, (units - self._tokens) / self.rate)
+            waited = True
+            self._sleep(min(max(wait, 0.001), _RECHECK_SECONDS))
 
     def throttled(self) -> None:
         """The table throttled a request of this container (items handed back, or refused)."""
@@ -82,12 +97,12 @@ class WritePacer:
             now = self._monotonic()
             self.throttles += 1
             self.last_throttled_at = wall_clock.epoch_seconds()
-            self._grow(now)
             if now - self._cut_at < COOL_DOWN_SECONDS:
                 return
             self.rate = max(FLOOR_RATE, self.rate * (FIRST_DECREASE if self.slow_start else DECREASE))
             self.slow_start = False
-            self._next_allowed = max(self._next_allowed, now + PAUSE_SECONDS)
+            self._paused_until = now + PAUSE_SECONDS
+            self._tokens = 0.0
             self._rate_at_cut = self.rate
             self._cut_at = now
 
@@ -95,13 +110,26 @@ class WritePacer:
         """Whether the table throttled this container at or after ``epoch_seconds``."""
         return self.last_throttled_at is not None and self.last_throttled_at >= epoch_seconds
 
-    def _grow(self, now: float) -> None:
-        elapsed = max(0.0, now - self._grown_at)
-        self._grown_at = now
-        if self.slow_start:
-            self.rate = min(CEILING_RATE, self.rate * 2**elapsed)
-        else:
-            self.rate = min(CEILING_RATE, self.rate + INCREASE * self._rate_at_cut * elapsed)
+    def succeeded(self, units: float) -> None:
+        """``units`` writes went through unthrottled: the rate grows, by what was sent (as TCP's
+        window grows by what is acknowledged), never by idle time. A second's worth at the rate
+        doubles it in slow start, and adds INCREASE of the rate at the last cut afterwards; only
+        while the rate is what holds the loop back."""
+        with self._lock:
+            if not self._limited:
+                # The loop sends less than its rate allows (between chunks, a short backlog): a
+                # rate it has not used would come back as a burst.
+                return
+            share = units / self.rate
+            if self.slow_start:
+                # Doubling per second of wall time at most: requests already spaced at a lower
+                # rate still wait their turn, and would otherwise double it again and again.
+                now = self._monotonic()
+                if now - self._second_began >= 1.0:
+                    self._second_began, self._second_rate = now, self.rate
+                self.rate = min(CEILING_RATE, 2 * self._second_rate, self.rate * 2**share)
+            else:
+                self.rate = min(CEILING_RATE, self.rate + INCREASE * self._rate_at_cut * share)
 
 
 class HeartbeatStore(Protocol):
