@@ -3,19 +3,47 @@
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key, dynamodb_throttling, s3
-from local_stack.alarms import AlarmEvaluator, alarm_specs
-from local_stack.api_access import ApiAccess
-from local_stack.api_cache import StageCache, invalidation_check, stage_cache
-from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
-from local_stack.aws import aws_client
-from local_stack.cloudformation import check_template_rules
+from local_stack.apigateway import (
+    STAGE,
+    ApiAccess,
+    ApiGateway,
+    KeyDirectory,
+    MayInvalidate,
+    Route,
+    StageCache,
+    admin_key,
+    binary_media_types,
+    invalidation_check,
+    routes_from_swagger,
+    stage_cache,
+)
+from local_stack.awslambda.endpoint import LambdaEndpoint
+from local_stack.awslambda.faults import Faults
+from local_stack.awslambda.log_format import LogFormat
+from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
+from local_stack.cloudformation import (
+    ACCOUNT_ID,
+    PROJECT_ROOT,
+    TEMPLATE_PATH,
+    Resolver,
+    Resources,
+    check_template_rules,
+    create_resources,
+    expand_sam,
+    load_template,
+    name_resources,
+    parameter_values,
+    stack_uuid,
+)
+from local_stack.cloudformation.resources import API_STAGE, BUCKET, REST_API, TABLE
+from local_stack.cloudwatch import AlarmEvaluator, alarm_specs
 from local_stack.durability import (
     ApiKeysState,
     DurableState,
@@ -25,29 +53,14 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
-from local_stack.dynamodb_capacity import CapacitySettings
-from local_stack.faults import Faults
+from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
+from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
-from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
-from local_stack.lambda_endpoint import LambdaEndpoint
-from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
-from local_stack.log_format import LogFormat
-from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import (
-    API_STAGE,
-    BUCKET,
-    REST_API,
-    TABLE,
-    Resources,
-    create_resources,
-    name_resources,
-)
-from local_stack.schedules import Scheduler, schedules_of
-from local_stack.stack_id import stack_uuid
-from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
-from local_stack.usage_plans import KeyDirectory
+from local_stack.ports import listening_socket
+from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +90,7 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
-    # DynamoDB's on-demand capacity enforced (dynamodb_capacity.py); scale=F divides its figures.
+    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
     dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
@@ -179,55 +192,22 @@ class LocalStack:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
-        # The API's port first: the functions are told it (the stage cache's invalidations). Its
-        # runtime and access control are set below, before it serves its first request.
-        routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(
-            routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
-        )
-        if self._api.cache is not None and options.iam:
-            # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-            self._api.cache.method_arn_prefix = (
-                f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}/{self._api.cache.stage_name}/"
-            )
-            self._api.cache.may_invalidate = invalidation_check(self.access, options.region)
-        self._runtime = LambdaRuntime(
-            resources.functions,
-            RuntimeSettings(
-                aws_endpoint=self.aws_endpoint,
-                lambda_endpoint=self._lambda_endpoint.url,
-                region=options.region,
-                max_concurrency=options.max_concurrency,
-                time_scale=options.time_scale,
-                async_retries=options.async_retries,
-                log_format=options.log_format,
-                duplicate_async=options.faults.duplicate_async,
-                faults={
-                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
-                    for spec in resources.functions.values()
-                },
-                execute_api_endpoint=self._api.url,
-            ),
-        )
-        self._api.runtime = self._runtime
-        self._lambda_endpoint.runtime = self._runtime
-        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
-        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
+        # for the stage cache's invalidations), and each server is then built with what it serves.
+        lambda_socket = listening_socket(options.lambda_port)
+        api_socket = listening_socket(options.api_port)
+        try:
+            runtime = self._serve_functions_and_api(resources, lambda_socket, api_socket)
+        except BaseException:
+            # A server closes its socket when stopped; a socket whose server was not built yet is
+            # closed here.
+            if self._lambda_endpoint is None:
+                lambda_socket.close()
+            if self._api is None:
+                api_socket.close()
+            raise
 
-        create_resources(resources, self._lambda_endpoint.sns_url)
-        if options.persist:
-            self._restore_state(resources)
-
-        access = self._api_access(resources)
-        self._api.access = access
-        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
-        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
-        self._serve(self._api.serve_forever, "api-gateway")
-
-        scheduler = Scheduler(
-            schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
-        )
+        scheduler = Scheduler(schedules_of(resources, runtime, options.time_scale), runtime, options.region)
         evaluator = AlarmEvaluator(
             alarm_specs(resources),
             self.aws_endpoint,
@@ -240,6 +220,56 @@ class LocalStack:
             part.start()
             self._background.append(part)
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _serve_functions_and_api(
+        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+    ) -> LambdaRuntime:
+        """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
+        the REST API with its access control."""
+        options = self.options
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._runtime = LambdaRuntime(
+            resources.functions,
+            RuntimeSettings(
+                aws_endpoint=self.aws_endpoint,
+                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
+                region=options.region,
+                max_concurrency=options.max_concurrency,
+                time_scale=options.time_scale,
+                async_retries=options.async_retries,
+                log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
+                faults={
+                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
+                    for spec in resources.functions.values()
+                },
+                execute_api_endpoint=_url_of(api_socket),
+            ),
+        )
+        self._lambda_endpoint = LambdaEndpoint(
+            options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
+        )
+        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+
+        create_resources(resources, self._lambda_endpoint.sns_url)
+        if options.persist:
+            self._restore_state(resources)
+
+        access = self._api_access(resources)
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
+        )
+        self._api = ApiGateway(
+            routes, binary_types, self._runtime, api_id, 0, access=access, cache=cache, listening=api_socket
+        )
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        self._serve(self._api.serve_forever, "api-gateway")
+        return self._runtime
 
     def _api_access(self, resources: Resources) -> ApiAccess | None:
         """The REST API's access control, API keys restored and the admin key made (or kept)."""
@@ -367,12 +397,14 @@ class LocalStack:
         self._servers.append(thread)
 
     @staticmethod
-    def _stage_cache(resources: Resources) -> StageCache | None:
+    def _stage_cache(
+        resources: Resources, api_arn: str | None = None, may_invalidate: MayInvalidate | None = None
+    ) -> StageCache | None:
         """The cache the template's stage turns on (Stage=prod), if any."""
         apis = resources.of_type(REST_API)
         for stage in resources.of_type(API_STAGE).values():
             api = next(iter(apis.values()), {})
-            cache = stage_cache(stage, api.get("Body", {}))
+            cache = stage_cache(stage, api.get("Body", {}), api_arn=api_arn, may_invalidate=may_invalidate)
             if cache is not None:
                 log.info(
                     "API stage cache on: %s",
@@ -392,6 +424,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _url_of(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://{host}:{port}/"
 
 
 def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:

@@ -1,4 +1,4 @@
-"""The embedded CloudFormation (local_stack/cloudformation.py) in-process under moto: a SAM template
+"""The embedded CloudFormation (local_stack/cloudformation/deploy.py) in-process under moto: a SAM template
 is transformed, its Rules refuse a bad parameter set, and a change set's stack has its outputs."""
 
 import io
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from local_stack import cloudformation
+from local_stack.cloudformation import deploy as cloudformation
 
 TEMPLATE = {
     "AWSTemplateFormatVersion": "2010-09-09",

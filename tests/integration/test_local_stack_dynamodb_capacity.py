@@ -12,10 +12,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from local_stack import dynamodb_throttling
-from local_stack.dynamodb_capacity import CapacitySettings
-from local_stack.dynamodb_throttling import DynamoDbCapacity
-from local_stack.moto_server import EmbeddedAws
+from local_stack.embedded import EmbeddedAws, dynamodb_throttling
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
+from local_stack.embedded.dynamodb_throttling import DynamoDbCapacity
 
 # 4,000 write units / 400: the table takes 10 a second, each partition key 2.5.
 SCALE = 400.0

@@ -9,10 +9,9 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack import dynamodb_throttling
-from local_stack.dynamodb_capacity import CapacitySettings
-from local_stack.moto_server import EmbeddedAws
-from local_stack.template import create_table_arguments, resources_of_type
+from local_stack.cloudformation.template import create_table_arguments, resources_of_type
+from local_stack.embedded import EmbeddedAws, dynamodb_throttling
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from shortener.dal import usage
 from shortener.dal.links import LinksStore
 from shortener.logic.pacing import WritePacer
