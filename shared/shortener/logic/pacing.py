@@ -27,12 +27,12 @@ FLOOR_RATE = 5.0
 CEILING_RATE = 40_000.0
 # On a throttle the rate drops to this fraction of itself, at most once per COOL_DOWN seconds
 # (requests already in flight when the first throttle came back are throttled too: one cut for all).
-DECREASE = 0.8
+DECREASE = 0.85
 COOL_DOWN_SECONDS = 1.0
 # Each cut also holds the loop's next request back this long: the table (or the hot key) refills
 # instead of meeting the requests that were queued behind the throttled one, and the handed-back
 # items' retry among them.
-PAUSE_SECONDS = 0.5
+PAUSE_SECONDS = 0.25
 # Slow start doubles the rate each second, so its first throttle comes at up to twice what the
 # table takes: that first cut halves the rate (as TCP halves its window when slow start ends).
 FIRST_DECREASE = 0.5
