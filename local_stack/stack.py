@@ -24,6 +24,7 @@ from local_stack.apigateway import (
     routes_from_swagger,
     stage_cache,
 )
+from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.faults import Faults
 from local_stack.awslambda.log_format import LogFormat
@@ -54,7 +55,8 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
-from local_stack.embedded import EmbeddedAws, aws_client
+from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
@@ -90,6 +92,8 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
+    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
+    dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
 class _BackgroundPart(Protocol):
@@ -155,6 +159,7 @@ class LocalStack:
     def _start(self) -> None:
         options = self.options
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
+        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
@@ -173,6 +178,11 @@ class LocalStack:
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
         )
         self.resources = resources
+        dynamodb_throttling.add_tables(
+            capacity,
+            {resources.physical_id(lid): props for lid, props in resources.of_type(TABLE).items()},
+            lambda name: f"arn:aws:dynamodb:{options.region}:{ACCOUNT_ID}:table/{name}",
+        )
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
@@ -234,6 +244,7 @@ class LocalStack:
                 async_retries=options.async_retries,
                 log_format=options.log_format,
                 duplicate_async=options.faults.duplicate_async,
+                async_configs=async_configs(resources),
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()
