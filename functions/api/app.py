@@ -11,10 +11,12 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import web
+from shortener import openapi, web
+from shortener.models.api import ErrorBody
 from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
-from shortener.models.links import ShortenRequest
+from shortener.models.links import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
+from shortener.openapi import Answer, operation
 from shortener.services import api_links as links
 from shortener.settings import api_settings
 
@@ -49,12 +51,21 @@ def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
-@app.get("/")
+@app.get("/", **operation("The index page", {200: Answer("The page", media_type="text/html")}, keyed=False))
 def index_page() -> Response[str]:
     return Response(200, "text/html; charset=utf-8", page("index.html"))
 
 
-@app.post("/")
+@app.post(
+    "/",
+    **operation(
+        "Shorten one URL",
+        {201: Answer("A new link", ShortenResult), 200: Answer("The existing link", ShortenResult)},
+        errors=(409,),
+        body=ShortenRequest,
+        body_media_types=("application/json", "application/x-www-form-urlencoded"),
+    ),
+)
 def shorten() -> Response[str]:
     event = app.current_event
     fields = web.parse_fields(
@@ -79,16 +90,73 @@ def shorten() -> Response[str]:
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
 
 
-@app.get("/apple-app-site-association")
-@app.get("/.well-known/apple-app-site-association")
+_APP_LINKS = operation(
+    "The app-links document", {200: Answer("The configured document (JSON)")}, keyed=False, tag="pages"
+)
+
+
+@app.get("/apple-app-site-association", **_APP_LINKS)
+@app.get("/.well-known/apple-app-site-association", **_APP_LINKS)
 def app_site_association() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, apple_app_site_association())
 
 
+@app.get(
+    "/openapi.json",
+    **operation("This document (OpenAPI 3.1)", {200: Answer("The document")}, keyed=False, tag="pages"),
+)
+def openapi_document() -> Response[str]:
+    spec = dict(_openapi_document())
+    spec["servers"] = [{"url": _base_url()}]
+    return Response(200, content_types.APPLICATION_JSON, json.dumps(spec))
+
+
+@lru_cache(maxsize=1)
+def _openapi_document() -> dict:
+    # Built on the first request for it: a cold start of any other route does not pay for it.
+    return openapi.document(app)
+
+
+_REDIRECT = {
+    "Location": "The link's URL.",
+    "Cache-Control": "How long browsers may keep the redirect (the stack's RedirectCacheControl).",
+}
+_MISSING_PAGE = "An HTML page for browsers (Accept: text/html); JSON otherwise"
+
+
+_REDIRECTS = {
+    status: Answer(
+        f"{status}: to the link's URL (the status is the stack's RedirectStatus)",
+        headers=_REDIRECT,
+        media_type="text/plain",
+    )
+    for status in (301, 302, 307, 308)
+}
+
+
 # Registered last: the static routes above take precedence over these catch-alls. HEAD answers
 # as GET does, without a body (link checkers and `curl -I`).
-@app.get("/<code>")
-@app.head("/<code>")
+@app.get(
+    "/<code>",
+    **operation(
+        "Follow a short link",
+        _REDIRECTS
+        | {
+            404: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+            410: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+        },
+        keyed=False,
+    ),
+)
+@app.head(
+    "/<code>",
+    **operation(
+        "Check a short link (as GET, without a body)",
+        {status: Answer("As GET", headers=_REDIRECT, empty=True) for status in (301, 302, 307, 308)}
+        | {404: Answer("No such link", empty=True), 410: Answer("Taken down", empty=True)},
+        keyed=False,
+    ),
+)
 def follow(code: str) -> Response[str]:
     event = app.current_event
     resolution = links().resolve(code, fresh=web.wants_fresh(event.headers))
@@ -131,6 +199,11 @@ def domain_error(error: ShortenerError) -> Response[str]:
 @app.not_found
 def route_not_found(_: Exception) -> Response[str]:
     return _error(404, "not_found", "No such path or method.")
+
+
+def _base_url() -> str:
+    event = app.current_event
+    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
 
 
 def _error(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:

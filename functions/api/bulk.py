@@ -21,6 +21,7 @@ from shortener.logic.bulk import status
 from shortener.logic.link_management import require_key
 from shortener.logic.paging import decode_cursor, encode_cursor, page_size
 from shortener.logic.scaling import WorkStarter
+from shortener.models.api import ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.models.files import SplitRequest
 from shortener.models.jobs import (
@@ -32,9 +33,23 @@ from shortener.models.jobs import (
     UploadAccepted,
 )
 from shortener.observability import logger, metrics
+from shortener.openapi import Answer, operation
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
+# A CSV upload is a file, as the page's form or `curl --data-binary @links.csv` sends it.
+_CSV_BODY = {
+    "required": True,
+    "content": {
+        "text/csv": {"schema": {"type": "string"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {"file": {"type": "string", "contentMediaType": "text/csv"}},
+            }
+        },
+    },
+}
 # A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
 # which only small jobs with very long URLs need (larger jobs are served as a file).
 RESULTS_PAGE_BYTES = 5_000_000
@@ -89,7 +104,16 @@ def _origin() -> bulk.JobOrigin:
     )
 
 
-@router.post("/bulk")
+@router.post(
+    "/bulk",
+    **operation(
+        "Start a job from a CSV file in the body",
+        {202: Answer("The job was accepted", JobAccepted)},
+        errors=(400, 413, 415),
+        tag="jobs",
+    )
+    | {"openapi_extensions": {"requestBody": _CSV_BODY}},
+)
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
@@ -116,7 +140,16 @@ def upload_csv() -> Response[str]:
     return Response(202, content_types.APPLICATION_JSON, accepted.model_dump_json())
 
 
-@router.get("/jobs")
+@router.get(
+    "/jobs",
+    **operation(
+        "The caller's jobs, newest first",
+        {200: Answer("A page", JobList)},
+        errors=(400,),
+        query=ListJobsQuery,
+        tag="jobs",
+    ),
+)
 def list_jobs() -> Response[str]:
     event = router.current_event
     caller = web.caller_from_event(event.raw_event)
@@ -134,7 +167,21 @@ def list_jobs() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
 
-@router.post("/bulk/uploads")
+@router.post(
+    "/bulk/uploads",
+    **operation(
+        "Start a job for a file uploaded straight to S3",
+        {
+            201: Answer(
+                "The job, and a presigned PUT for the file",
+                UploadAccepted,
+                headers={"Location": "The job's status URL."},
+            )
+        },
+        body=DirectUploadRequest,
+        tag="jobs",
+    ),
+)
 def direct_upload() -> Response[str]:
     """A job for a file of any size (up to S3's 5 GiB for one PUT), and a presigned PUT for it."""
     event = router.current_event
@@ -164,7 +211,10 @@ def direct_upload() -> Response[str]:
     )
 
 
-@router.get("/jobs/<job_id>")
+@router.get(
+    "/jobs/<job_id>",
+    **operation("A job's progress", {200: Answer("The job", JobStatusView)}, errors=(404,), tag="jobs"),
+)
 def job_status(job_id: str) -> Response[str]:
     job = _job(job_id)
     _restart_stalled_work(job)
@@ -174,7 +224,26 @@ def job_status(job_id: str) -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
 
 
-@router.get("/jobs/<job_id>/results")
+@router.get(
+    "/jobs/<job_id>/results",
+    **operation(
+        "A job's results",
+        {
+            200: Answer(
+                "Small jobs: the results CSV (row,url,code,short_url,error), pages linked by rel=next",
+                media_type="text/csv",
+                headers={"Link": 'The next page (rel="next"), when there is one.'},
+            ),
+            303: Answer("Larger jobs: the results file", ResultsFileLink, headers={"Location": "The file."}),
+            409: Answer(
+                "The results file is not written yet", ErrorBody, headers={"Retry-After": "Seconds."}
+            ),
+        },
+        errors=(400, 404),
+        query=JobResultsQuery,
+        tag="jobs",
+    ),
+)
 def job_results(job_id: str) -> Response[str]:
     """Small jobs: the CSV (``text/csv``, pages linked with rel="next"), also while running.
     Larger jobs: a 303 to the results file once written (a presigned link), else 409."""
@@ -185,7 +254,7 @@ def job_results(job_id: str) -> Response[str]:
     results_file = _results_file(job)
     if results_file is not None:
         url, expires_at = results_file
-        body = json.dumps({"results_file_url": url, "expires_at": expires_at.isoformat()})
+        body = ResultsFileLink(results_file_url=url, expires_at=expires_at).model_dump_json()
         return Response(303, content_types.APPLICATION_JSON, body, headers={"Location": url})
     _restart_stalled_work(job)
     message = (

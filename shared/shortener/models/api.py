@@ -1,0 +1,42 @@
+"""What every route shares: the error body, and the query parameters that routes read."""
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class ErrorBody(BaseModel):
+    """Every error answer, the API function's and API Gateway's own (its gateway responses)."""
+
+    error: str = Field(description="A stable machine word, such as not_found or code_taken.")
+    message: str = Field(description="A sentence for a person: what went wrong and what to do.")
+
+
+class ResultsFileLink(BaseModel):
+    """``GET /jobs/{job_id}/results`` of a larger job: where its results file is, for how long."""
+
+    results_file_url: str
+    expires_at: datetime
+
+
+class ListLinksQuery(BaseModel):
+    """The query of ``GET /links``."""
+
+    limit: int = Field(default=25, ge=1, le=100, description="Links per page.")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
+    owner: str | None = Field(default=None, description="An admin: another owner's links.")
+    tag: str | None = Field(default=None, description="Only links with this tag.")
+    q: str | None = Field(default=None, description="Only links whose URL or title contains this.")
+
+
+class ListJobsQuery(BaseModel):
+    """The query of ``GET /jobs``."""
+
+    limit: int = Field(default=25, ge=1, le=100, description="Jobs per page.")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
+
+
+class JobResultsQuery(BaseModel):
+    """The query of ``GET /jobs/{job_id}/results``."""
+
+    from_chunk: int = Field(default=0, ge=0, description="Where the next page starts (from the Link header).")
