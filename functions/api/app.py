@@ -22,10 +22,12 @@ from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import router as bulk_router
+    from bulk_links import router as bulk_links_router
     from links import router as links_router
     from links import stage_cache
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
+    from functions.api.bulk_links import router as bulk_links_router
     from functions.api.links import router as links_router
     from functions.api.links import stage_cache
 
@@ -34,6 +36,7 @@ except ModuleNotFoundError:
 app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
+app.include_router(bulk_links_router)
 app.include_router(links_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.

@@ -15,6 +15,7 @@ from shortener.dal.queue import BulkQueue
 from shortener.dal.queue_metrics import QueueMetrics
 from shortener.dal.usage import metering
 from shortener.logic.blocklist import HostGuard
+from shortener.logic.bulk.inline import InlineBulk
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
@@ -120,4 +121,17 @@ def results_writer(settings: FilesSettings) -> ResultsWriter:
         BulkFiles(),
         lease_seconds=settings.RESULTS_LEASE_SECONDS,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+    )
+
+
+@lru_cache(maxsize=1)
+def api_bulk_links() -> InlineBulk:
+    """The API container's shortener of ``POST /links/bulk`` calls."""
+    settings = api_settings()
+    return InlineBulk(
+        LinksStore(settings.LINKS_TABLE),
+        api_links(),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
     )
