@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key, s3
+from local_stack import admin_key, event_rules, s3
 from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_cache import StageCache, invalidation_check, stage_cache
@@ -111,6 +111,7 @@ class LocalStack:
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
         self._undo_s3_notifications: Callable[[], None] | None = None
+        self._undo_event_rules: Callable[[], None] | None = None
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
 
@@ -205,6 +206,10 @@ class LocalStack:
         self._lambda_endpoint.runtime = self._runtime
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
         self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+        # Put events reach their rules' function and topic targets (moto delivers only some kinds).
+        self._undo_event_rules = event_rules.deliver_rule_targets(
+            lambda function_arn, event: self._invoke_tracked(function_arn, event, None)
+        )
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
@@ -301,6 +306,9 @@ class LocalStack:
         if self._undo_s3_notifications is not None:
             self._undo_s3_notifications()
             self._undo_s3_notifications = None
+        if self._undo_event_rules is not None:
+            self._undo_event_rules()
+            self._undo_event_rules = None
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):

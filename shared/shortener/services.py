@@ -6,6 +6,7 @@ from functools import lru_cache
 from shortener.dal.blocklist import BlocklistStore
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
+from shortener.dal.job_events import JobEventsBus
 from shortener.dal.jobs import JobsStore
 from shortener.dal.link_changes import LinkChangesStore
 from shortener.dal.link_listing import LinkIndex
@@ -15,6 +16,7 @@ from shortener.dal.queue import BulkQueue
 from shortener.dal.queue_metrics import QueueMetrics
 from shortener.dal.usage import metering
 from shortener.logic.blocklist import HostGuard
+from shortener.logic.bulk.events import JobEndAnnouncer
 from shortener.logic.bulk.inline import InlineBulk
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
@@ -121,6 +123,8 @@ def results_writer(settings: FilesSettings) -> ResultsWriter:
         BulkFiles(),
         lease_seconds=settings.RESULTS_LEASE_SECONDS,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        # The job-ended event, on the account's default bus.
+        on_ended=JobEndAnnouncer(JobEventsBus(), logger),
     )
 
 

@@ -1,5 +1,10 @@
-"""The API that programs build on, end to end on one local stack: the OpenAPI document."""
+"""The API that programs build on, end to end on one local stack: the OpenAPI document, bulk in
+JSON, and the job-ended event."""
 
+import json
+import time
+
+from shortener.models.job_events import DETAIL_TYPE, SOURCE
 from tests.e2e.conftest import RunningStack
 
 
@@ -49,3 +54,34 @@ def test_one_thousand_and_one_json_links_are_413(stack: RunningStack) -> None:
     )
     assert answer.status == 413, answer.text
     assert answer.json()["error"] == "payload_too_large"
+
+
+def test_a_jobs_end_event_reaches_a_local_rules_queue(stack: RunningStack) -> None:
+    # Given a rule on the default bus for job-ended events, with a queue as its target
+    sqs = stack.boto3_client("sqs")
+    queue_url = sqs.create_queue(QueueName="e2e-job-events")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    events = stack.boto3_client("events")
+    pattern = {"source": [SOURCE], "detail-type": [DETAIL_TYPE]}
+    events.put_rule(Name="e2e-jobs-ended", EventPattern=json.dumps(pattern))
+    events.put_targets(Rule="e2e-jobs-ended", Targets=[{"Id": "queue", "Arn": queue_arn}])
+    # When a job of three rows (one invalid) is uploaded and runs to its end
+    text = "url\nhttps://example.com/ev/1\nhttps://example.com/ev/2\nnot a url\n"
+    accepted = stack.request("POST", "bulk", text, {"Content-Type": "text/csv"}).json()
+    # Then the queue receives the job's event: its id, owner, totals and where its results are
+    deadline = time.monotonic() + 60
+    received: list[dict] = []
+    while not received and time.monotonic() < deadline:
+        received = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2).get("Messages", [])
+    assert received, "no job-ended event arrived within 60 s"
+    event = json.loads(received[0]["Body"])
+    assert (event["source"], event["detail-type"]) == (SOURCE, DETAIL_TYPE)
+    detail = event["detail"]
+    assert detail["job_id"] == accepted["job_id"]
+    assert (detail["status"], detail["total"], detail["succeeded"], detail["failed"]) == ("done", 3, 2, 1)
+    assert detail["owner"]
+    assert detail["results"]["results_url"] == accepted["status_url"] + "/results"
+    # And the results are ready when the event arrives
+    assert stack.request("GET", f"jobs/{accepted['job_id']}").json()["status"] == "done"
