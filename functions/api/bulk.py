@@ -18,10 +18,11 @@ from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
 from shortener.logic import bulk
 from shortener.logic.bulk import status
+from shortener.logic.bulk.topics import job_topic
 from shortener.logic.link_management import require_key
 from shortener.logic.paging import decode_cursor, encode_cursor, page_size
 from shortener.logic.scaling import WorkStarter
-from shortener.models.api import ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
+from shortener.models.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.models.files import SplitRequest
 from shortener.models.jobs import (
@@ -92,9 +93,10 @@ def _options() -> bulk.BulkOptions:
     )
 
 
-def _origin() -> bulk.JobOrigin:
+def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     event = router.current_event
     return bulk.JobOrigin(
+        notify_topic=job_topic(notify_topic, api_settings().JOB_TOPIC_PREFIX),
         own_host=web.request_host(event.headers),
         base_url=_base_url(),
         bucket=api_settings().BULK_BUCKET,
@@ -110,13 +112,15 @@ def _origin() -> bulk.JobOrigin:
         "Start a job from a CSV file in the body",
         {202: Answer("The job was accepted", JobAccepted)},
         errors=(400, 413, 415),
+        file_body=_CSV_BODY,
+        query=BulkUploadQuery,
         tag="jobs",
-    )
-    | {"openapi_extensions": {"requestBody": _CSV_BODY}},
+    ),
 )
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
+    origin = _origin(event.get_query_string_value("notify_topic", None))
     rows = bulk.read_upload(
         web.body_bytes(event.body, event.is_base64_encoded),
         web.header(event.headers, "content-type"),
@@ -130,7 +134,7 @@ def upload_csv() -> Response[str]:
         jobs=jobs(),
         queue=queue(),
         queue_url=settings.BULK_QUEUE_URL,
-        origin=_origin(),
+        origin=origin,
         options=_options(),
         loops=work_loops(),
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
@@ -196,7 +200,7 @@ def direct_upload() -> Response[str]:
         request,
         jobs=jobs(),
         files=files(),
-        origin=_origin(),
+        origin=_origin(request.notify_topic),
         options=_options(),
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,

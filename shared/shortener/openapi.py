@@ -91,12 +91,15 @@ def operation(
     errors: Iterable[int] = (),
     body: type[BaseModel] | None = None,
     body_media_types: Iterable[str] = (JSON,),
+    file_body: Mapping[str, Any] | None = None,
     query: type[BaseModel] | None = None,
     keyed: bool = True,
     tag: str = "links",
 ) -> dict[str, Any]:
     """The keyword arguments of a route decorator that describe the route in the document.
-    ``keyed``: the route needs an API key (template.yaml: no ``Authorizer: NONE``)."""
+    ``body``: the model the route validates its JSON (or form) body with; ``file_body``: the
+    OpenAPI request body of a route that takes a file instead. ``keyed``: the route needs an API
+    key (template.yaml: no ``Authorizer: NONE``)."""
     responses: dict[int, dict[str, Any]] = {status: answer.spec() for status, answer in answers.items()}
     error_statuses = set(errors) | set(COMMON_ERRORS)
     if keyed:
@@ -113,6 +116,8 @@ def operation(
         _request_models[body.__name__] = body
         schema = {"schema": {"$ref": _SCHEMAS + body.__name__}}
         extensions["requestBody"] = {"required": True, "content": dict.fromkeys(body_media_types, schema)}
+    elif file_body is not None:
+        extensions["requestBody"] = dict(file_body)
     if query is not None:
         _query_models[query.__name__] = query
         extensions[_QUERY_KEY] = query.__name__

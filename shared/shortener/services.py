@@ -6,7 +6,7 @@ from functools import lru_cache
 from shortener.dal.blocklist import BlocklistStore
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
-from shortener.dal.job_events import JobEventsBus
+from shortener.dal.job_events import JobEventsBus, JobTopics
 from shortener.dal.jobs import JobsStore
 from shortener.dal.link_changes import LinkChangesStore
 from shortener.dal.link_listing import LinkIndex
@@ -124,7 +124,7 @@ def results_writer(settings: FilesSettings) -> ResultsWriter:
         lease_seconds=settings.RESULTS_LEASE_SECONDS,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
         # The job-ended event, on the account's default bus.
-        on_ended=JobEndAnnouncer(JobEventsBus(), logger),
+        on_ended=JobEndAnnouncer(JobEventsBus(), logger, JobTopics()),
     )
 
 

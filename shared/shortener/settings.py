@@ -118,6 +118,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
     # Rows per upload: bounds the messages one request sends within the API's 29 s.
     MAX_UPLOAD_ROWS: int = Field(default=100_000, ge=1)
+    # "arn:<partition>:sns:<region>:<account>:" where jobs may name an SNS topic of the stack's own
+    # account and region for their job-ended message (AllowJobTopics); "" where they may not.
+    JOB_TOPIC_PREFIX: str = ""
     # A direct upload is one presigned PUT: S3 takes at most 5 GiB that way.
     MAX_DIRECT_UPLOAD_BYTES: int = Field(default=5 * 1024**3, ge=1, le=5 * 1024**3)
     # How long presigned upload and download links work.

@@ -5,7 +5,7 @@ import json
 import time
 
 from shortener.models.job_events import DETAIL_TYPE, SOURCE
-from tests.e2e.conftest import RunningStack
+from tests.e2e.conftest import RunningStack, StartStack
 
 
 def test_openapi_document_is_public_and_names_the_stage_url(stack: RunningStack) -> None:
@@ -85,3 +85,30 @@ def test_a_jobs_end_event_reaches_a_local_rules_queue(stack: RunningStack) -> No
     assert detail["results"]["results_url"] == accepted["status_url"] + "/results"
     # And the results are ready when the event arrives
     assert stack.request("GET", f"jobs/{accepted['job_id']}").json()["status"] == "done"
+
+
+def test_a_job_that_names_a_topic_gets_its_end_message_there(start_stack: StartStack) -> None:
+    # Given a stack that allows job topics, and a topic of it with a queue subscribed
+    stack = start_stack(params={"AllowJobTopics": "true"})
+    sqs = stack.boto3_client("sqs")
+    queue_url = sqs.create_queue(QueueName="e2e-topic-subscriber")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns = stack.boto3_client("sns")
+    topic = sns.create_topic(Name="e2e-jobs-done")["TopicArn"]
+    sns.subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"}
+    )
+    # When a job naming it runs to its end
+    text = "url\nhttps://example.com/topic/1\n"
+    accepted = stack.request("POST", f"bulk?notify_topic={topic}", text, {"Content-Type": "text/csv"}).json()
+    # Then the topic's subscriber gets the job-ended message
+    deadline = time.monotonic() + 60
+    received: list[dict] = []
+    while not received and time.monotonic() < deadline:
+        received = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2).get("Messages", [])
+    assert received, "no job-ended message arrived within 60 s:\n" + stack.log()[-3000:]
+    message = json.loads(received[0]["Body"])
+    assert message["detail-type"] == DETAIL_TYPE
+    assert (message["detail"]["job_id"], message["detail"]["total"]) == (accepted["job_id"], 1)

@@ -6,7 +6,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.job_events import JobEventsBus
+from shortener.dal.job_events import JobEventsBus, JobTopics
 from shortener.logic.bulk.events import JobEndAnnouncer, job_ended_detail
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.models.job_events import DETAIL_TYPE, SOURCE, JobEndedDetail, JobEventNotPutError
@@ -109,3 +109,31 @@ def test_the_event_reaches_a_rule_target_on_the_default_bus(
     event = json.loads(messages[0]["Body"])
     assert (event["source"], event["detail-type"]) == (SOURCE, DETAIL_TYPE)
     assert event["detail"]["job_id"] == job.job_id and event["detail"]["total"] == 10
+
+
+def test_a_job_that_named_a_topic_gets_the_same_message_there(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a topic with a queue subscribed, and a job that named it
+    sqs = boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName="topic-subscriber")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns = boto3.client("sns")
+    topic = sns.create_topic(Name="jobs-done")["TopicArn"]
+    sns.subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"}
+    )
+    request = world.upload(csv_bytes(5))
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    job = world.job(request.job_id).model_copy(update={"notify_topic": topic})
+    job = job.model_copy(update={"results": ResultsWriter(world.jobs, world.files).write(job.job_id, "w")})
+    events = RecordingEvents()
+    # When its end is announced
+    JobEndAnnouncer(events, RecordingLogger(), JobTopics())(job)
+    # Then the event is put, and the topic's subscriber gets the same message
+    message = json.loads(sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1)["Messages"][0]["Body"])
+    assert (message["source"], message["detail-type"]) == (SOURCE, DETAIL_TYPE)
+    assert message["detail"] == json.loads(events.put[0][0].model_dump_json())

@@ -29,6 +29,17 @@ class ListLinksQuery(BaseModel):
     q: str | None = Field(default=None, description="Only links whose URL or title contains this.")
 
 
+class BulkUploadQuery(BaseModel):
+    """The query of ``POST /bulk``."""
+
+    notify_topic: str | None = Field(
+        default=None,
+        max_length=256,
+        description="An SNS topic ARN of the stack's account and region that also gets the job-ended "
+        "message (where the stack's AllowJobTopics parameter allows it).",
+    )
+
+
 class ListJobsQuery(BaseModel):
     """The query of ``GET /jobs``."""
 

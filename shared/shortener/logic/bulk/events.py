@@ -13,6 +13,12 @@ class JobEventsPort(Protocol):
     def job_ended(self, detail: JobEndedDetail, resources: list[str]) -> None: ...
 
 
+class JobTopicsPort(Protocol):
+    """The SNS topics jobs named (``shortener.dal.job_events.JobTopics``, or a fake)."""
+
+    def job_ended(self, topic_arn: str, detail: JobEndedDetail) -> None: ...
+
+
 class Logger(Protocol):
     def exception(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -44,13 +50,14 @@ def job_ended_detail(job: Job) -> JobEndedDetail:
 
 
 class JobEndAnnouncer:
-    """Puts the job-ended event. The results file is recorded first (a consumer that fetches the
-    results at once finds them); an event that EventBridge did not take is logged with the job id,
-    and never fails the job."""
+    """Puts the job-ended event, and publishes it to the SNS topic the job named (if any). The
+    results file is recorded first (a consumer that fetches the results at once finds them); an
+    event or message not taken is logged with the job id, and never fails the job."""
 
-    def __init__(self, events: JobEventsPort, logger: Logger) -> None:
+    def __init__(self, events: JobEventsPort, logger: Logger, topics: JobTopicsPort | None = None) -> None:
         self._events = events
         self._logger = logger
+        self._topics = topics
 
     def __call__(self, job: Job) -> None:
         detail = job_ended_detail(job)
@@ -59,3 +66,11 @@ class JobEndAnnouncer:
             self._events.job_ended(detail, resources)
         except JobEventNotPutError:
             self._logger.exception("The job-ended event was not put", extra={"job_id": job.job_id})
+        if job.notify_topic and self._topics is not None:
+            try:
+                self._topics.job_ended(job.notify_topic, detail)
+            except JobEventNotPutError:
+                self._logger.exception(
+                    "The job-ended message was not published",
+                    extra={"job_id": job.job_id, "topic": job.notify_topic},
+                )
