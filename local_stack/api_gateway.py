@@ -281,7 +281,7 @@ class ApiGateway(ThreadingHTTPServer):
         if found is None and self.access is not None:
             # The template's gateway response for it, if it has one (it does: a 404).
             return self.access.responses.render(
-                "MISSING_AUTHENTICATION_TOKEN", request_headers=request.headers
+                "MISSING_AUTHENTICATION_TOKEN", request_headers=dict(request.headers)
             )
         if found is None:
             status, headers, body = _gateway_error(HTTPStatus.FORBIDDEN, "Missing Authentication Token")
