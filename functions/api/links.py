@@ -10,6 +10,7 @@ from shortener import web
 from shortener.dal.api_cache import StageCache
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.link_management import Change, StageCacheInvalidator
+from shortener.logic.paging import LINKS_PAGE_SIZE
 from shortener.models.access import Caller
 from shortener.models.api import ListLinksQuery
 from shortener.models.blocklist import BlockedHost, Blocklist, BlockRequest
@@ -38,7 +39,7 @@ def list_links() -> Response[str]:
         _caller(),
         owner=event.get_query_string_value("owner", None),
         cursor=event.get_query_string_value("cursor", None),
-        limit=web.whole_number(event.get_query_string_value("limit", "25") or "25", "limit"),
+        limit=web.whole_number(event.get_query_string_value("limit", None) or str(LINKS_PAGE_SIZE), "limit"),
         tag=event.get_query_string_value("tag", None),
         contains=event.get_query_string_value("q", None),
     )

@@ -8,6 +8,7 @@ from openapi_spec_validator import validate
 
 from local_stack.template import load_template
 from shortener import openapi
+from shortener.logic.paging import LINKS_PAGE_SIZE, MAX_LINKS_PAGE_SIZE
 
 _METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
 
@@ -87,5 +88,6 @@ def test_request_bodies_and_errors_come_from_the_models(spec: dict[str, Any]) ->
 def test_query_parameters_come_from_the_query_models(spec: dict[str, Any]) -> None:
     parameters = {p["name"]: p for p in spec["paths"]["/links"]["get"]["parameters"]}
     assert set(parameters) == {"limit", "cursor", "owner", "tag", "q"}
-    assert parameters["limit"]["schema"]["maximum"] >= 100
+    assert parameters["limit"]["schema"]["maximum"] == MAX_LINKS_PAGE_SIZE
+    assert parameters["limit"]["schema"]["default"] == LINKS_PAGE_SIZE
     assert parameters["limit"]["in"] == "query"

@@ -22,7 +22,7 @@ class ResultsFileLink(BaseModel):
 class ListLinksQuery(BaseModel):
     """The query of ``GET /links``."""
 
-    limit: int = Field(default=25, ge=1, le=100, description="Links per page.")
+    limit: int = Field(default=100, ge=1, le=1000, description="Links per page (fewer for very long URLs).")
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
     owner: str | None = Field(default=None, description="An admin: another owner's links.")
     tag: str | None = Field(default=None, description="Only links with this tag.")
