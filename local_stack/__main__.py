@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from local_stack.admin_key import ADMIN_KEY_FILE
+from local_stack.alarms import unevaluated_alarms
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
@@ -155,6 +156,13 @@ def banner(stack: LocalStack) -> str:
     template = resources.template["Resources"]
     for logical_id, name in resources.names.items():
         lines.append(f"  {logical_id:<30} {template[logical_id]['Type']:<28} {name}")
+    unevaluated = unevaluated_alarms(resources)
+    if unevaluated:
+        lines += [
+            "",
+            f"Alarms: {len(unevaluated)} watch metrics that only CloudWatch in AWS produces and are not "
+            f"evaluated here ({', '.join(unevaluated)}); the others are.",
+        ]
     lines += [f"  ! {warning}" for warning in stack.report.warnings]
     if options.faults:
         lines.append(f"Faults: {options.faults}")

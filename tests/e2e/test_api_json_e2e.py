@@ -112,3 +112,13 @@ def test_a_job_that_names_a_topic_gets_its_end_message_there(start_stack: StartS
     message = json.loads(received[0]["Body"])
     assert message["detail-type"] == DETAIL_TYPE
     assert (message["detail"]["job_id"], message["detail"]["total"]) == (accepted["job_id"], 1)
+
+
+def test_starting_prints_no_warning_that_is_not_about_the_users_stack(stack: RunningStack) -> None:
+    # Given what the stack printed up to READY (make run shows the same)
+    started = stack.log().split("READY ", 1)[0]
+    # Then no warning line: not the SAM translator's feature toggles, not one per alarm
+    assert [line for line in started.splitlines() if " WARNING " in line] == []
+    # And the alarms that are not evaluated locally are named once, in the banner, in words
+    assert started.count("not evaluated here") == 1
+    assert "FunctionErrorsAlarm" in started.split("Alarms: ", 1)[1].splitlines()[0]
