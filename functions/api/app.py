@@ -11,7 +11,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import openapi, web
+from shortener import openapi, security_headers, web
 from shortener.models.api import ErrorBody
 from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest, ShortenResult
@@ -217,4 +217,11 @@ def _error(status: int, error: str, message: str, headers: dict[str, str] | None
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
-    return app.resolve(event, context)
+    settings = api_settings()
+    return security_headers.secure(
+        app.resolve(event, context),
+        hsts=web.on_custom_domain(event, settings.CUSTOM_DOMAIN),
+        connect_origins=security_headers.upload_origins(
+            settings.AWS_ENDPOINT_URL_S3 or settings.AWS_ENDPOINT_URL
+        ),
+    )

@@ -110,6 +110,11 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....
     # The local stack points it at itself, as AWS_ENDPOINT_URL points boto3 at its AWS.
     AWS_ENDPOINT_URL_EXECUTE_API: str = ""
+    # The stack's custom domain ("" without one): answers that came in on it say HSTS.
+    CUSTOM_DOMAIN: str = ""
+    # Where boto3 sends S3 requests when not to AWS (the local stack): the page's uploads go there.
+    AWS_ENDPOINT_URL: str = ""
+    AWS_ENDPOINT_URL_S3: str = ""
     AWS_REGION: str = "us-east-1"
     APPLE_APP_SITE_ASSOCIATION: Annotated[dict[str, Any], BeforeValidator(_json_text)] = {
         "applinks": {"details": []}

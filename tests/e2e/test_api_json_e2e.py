@@ -122,3 +122,18 @@ def test_starting_prints_no_warning_that_is_not_about_the_users_stack(stack: Run
     # And the alarms that are not evaluated locally are named once, in the banner, in words
     assert started.count("not evaluated here") == 1
     assert "FunctionErrorsAlarm" in started.split("Alarms: ", 1)[1].splitlines()[0]
+
+
+def test_every_answer_says_nosniff_the_gateways_own_too(stack: RunningStack) -> None:
+    answers = {
+        "page": stack.request("GET", "", api_key=None),
+        "no key (gateway)": stack.post_json("", {"url": "https://example.com/"}, api_key=None),
+        "no route (gateway)": stack.request("GET", "no/such/route", api_key=None),
+        "bad request (function)": stack.post_json("", {"url": "not a url"}),
+    }
+    assert {
+        name: answer.headers.get("X-Content-Type-Options") for name, answer in answers.items()
+    } == dict.fromkeys(answers, "nosniff")
+    policy = answers["page"].headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in policy and "script-src 'sha256-" in policy
+    assert answers["page"].headers["Referrer-Policy"] == "strict-origin-when-cross-origin"
