@@ -16,7 +16,7 @@ from shortener.models.api import ErrorBody
 from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, operation
+from shortener.openapi import Answer, link_to, operation
 from shortener.services import api_links as links
 from shortener.settings import api_settings
 
@@ -54,6 +54,17 @@ def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
+# What a client may do with a link it made (POST /): the stateful fuzzing follows these.
+_CODE = "$response.body#/code"
+_LINK_OPERATIONS = {
+    "ShowLink": link_to("GET", "/links/{code}", code=_CODE),
+    "ChangeLink": link_to("PATCH", "/links/{code}", code=_CODE),
+    "DeleteLink": link_to("DELETE", "/links/{code}", code=_CODE),
+    "FollowLink": link_to("GET", "/{code}", code=_CODE),
+    "CheckLink": link_to("HEAD", "/{code}", code=_CODE),
+}
+
+
 @app.get("/", **operation("The index page", {200: Answer("The page", media_type="text/html")}, keyed=False))
 def index_page() -> Response[str]:
     return Response(200, "text/html; charset=utf-8", page("index.html"))
@@ -63,7 +74,10 @@ def index_page() -> Response[str]:
     "/",
     **operation(
         "Shorten one URL",
-        {201: Answer("A new link", ShortenResult), 200: Answer("The existing link", ShortenResult)},
+        {
+            201: Answer("A new link", ShortenResult, links=_LINK_OPERATIONS),
+            200: Answer("The existing link", ShortenResult, links=_LINK_OPERATIONS),
+        },
         errors=(409,),
         body=ShortenRequest,
         body_media_types=("application/json", "application/x-www-form-urlencoded"),
@@ -94,7 +108,10 @@ def shorten() -> Response[str]:
 
 
 _APP_LINKS = operation(
-    "The app-links document", {200: Answer("The configured document (JSON)")}, keyed=False, tag="pages"
+    "The app-links document",
+    {200: Answer("The configured document (JSON)", schema={"type": "object"})},
+    keyed=False,
+    tag="pages",
 )
 
 
@@ -106,7 +123,12 @@ def app_site_association() -> Response[str]:
 
 @app.get(
     "/openapi.json",
-    **operation("This document (OpenAPI 3.1)", {200: Answer("The document")}, keyed=False, tag="pages"),
+    **operation(
+        "This document (OpenAPI 3.1)",
+        {200: Answer("The document", schema={"type": "object"})},
+        keyed=False,
+        tag="pages",
+    ),
 )
 def openapi_document() -> Response[str]:
     spec = dict(_openapi_document())

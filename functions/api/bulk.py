@@ -34,10 +34,16 @@ from shortener.models.jobs import (
     UploadAccepted,
 )
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, operation
+from shortener.openapi import Answer, link_to, operation
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
+# What a client does with a job it started: the stateful fuzzing follows these.
+_JOB_ID = "$response.body#/job_id"
+_JOB_OPERATIONS = {
+    "JobStatus": link_to("GET", "/jobs/{job_id}", job_id=_JOB_ID),
+    "JobResults": link_to("GET", "/jobs/{job_id}/results", job_id=_JOB_ID),
+}
 # A CSV upload is a file, as the page's form or `curl --data-binary @links.csv` sends it.
 _CSV_BODY = {
     "required": True,
@@ -110,7 +116,7 @@ def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     "/bulk",
     **operation(
         "Start a job from a CSV file in the body",
-        {202: Answer("The job was accepted", JobAccepted)},
+        {202: Answer("The job was accepted", JobAccepted, links=_JOB_OPERATIONS)},
         errors=(400, 413, 415),
         file_body=_CSV_BODY,
         query=BulkUploadQuery,
@@ -180,6 +186,7 @@ def list_jobs() -> Response[str]:
                 "The job, and a presigned PUT for the file",
                 UploadAccepted,
                 headers={"Location": "The job's status URL."},
+                links=_JOB_OPERATIONS,
             )
         },
         body=DirectUploadRequest,

@@ -17,7 +17,7 @@ from shortener.models.blocklist import BlockedHost, Blocklist, BlockRequest
 from shortener.models.exceptions import ForbiddenError, NotBlockedError
 from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, operation
+from shortener.openapi import Answer, link_to, operation
 from shortener.services import api_link_manager, api_links
 from shortener.settings import api_settings
 
@@ -60,7 +60,13 @@ def show_link(code: str) -> Response[str]:
     "/links/<code>",
     **operation(
         "Change a link's URL, title, tags or status",
-        {200: Answer("The changed link", LinkView)},
+        {
+            200: Answer(
+                "The changed link",
+                LinkView,
+                links={"DeleteLink": link_to("DELETE", "/links/{code}", code="$response.body#/code")},
+            )
+        },
         errors=(404, 409, 410),
         body=LinkUpdate,
     ),
@@ -105,7 +111,13 @@ def show_blocklist() -> Response[str]:
     "/blocklist/<host>",
     **operation(
         "Block a host and its subdomains (admins)",
-        {200: Answer("The entry", BlockedHost)},
+        {
+            200: Answer(
+                "The entry",
+                BlockedHost,
+                links={"UnblockHost": link_to("DELETE", "/blocklist/{host}", host="$response.body#/host")},
+            )
+        },
         body=BlockRequest,
         tag="blocklist",
     ),
@@ -124,7 +136,7 @@ def block_host(host: str) -> Response[str]:
 @router.delete(
     "/blocklist/<host>",
     **operation(
-        "Unblock a host (admins)", {204: Answer("Unblocked", empty=True)}, errors=(404,), tag="blocklist"
+        "Unblock a host (admins)", {204: Answer("Unblocked", empty=True)}, errors=(400, 404), tag="blocklist"
     ),
 )
 def unblock_host(host: str) -> Response[str]:

@@ -35,7 +35,7 @@ _QUERY_KEY = "x-shortener-query"
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "The request is malformed: an invalid URL, code, cursor or body.",
     403: "API Gateway: no API key in X-Api-Key, or one not valid or revoked; or the key may not do this.",
-    404: "Nothing has that name (for this caller).",
+    404: "Nothing has that name (for this caller), or no route matches the method and path.",
     405: "The path exists, but not with this method.",
     409: "A conflict: the code is taken, or the results are not ready yet.",
     410: "The link was taken down.",
@@ -45,8 +45,9 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     429: "API Gateway: over the request rate or the daily quota; retry later.",
     503: "A dependency is busy or not configured; retry in a moment (or see the message).",
 }
-# Every route can meet a busy table, and API Gateway's throttle covers every method.
-COMMON_ERRORS = (429, 503)
+# Every route can meet a busy table, API Gateway's throttle covers every method, and a path
+# parameter that no route takes (an encoded "/") matches no route: 404.
+COMMON_ERRORS = (404, 429, 503)
 KEYED_ERRORS = (403,)
 BODY_ERRORS = (400, 413, 415, 422)
 
@@ -65,6 +66,10 @@ class Answer:
     empty: bool = False
     # Also an HTML page, for browsers (a redirect's 404 and 410).
     html_too: bool = False
+    # A JSON schema of its own, for a body no model describes (the app-links document).
+    schema: Mapping[str, Any] | None = None
+    # OpenAPI links: the operations a client (or a stateful fuzzer) calls next with this answer.
+    links: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def spec(self) -> dict[str, Any]:
         answer: dict[str, Any] = {"description": self.description}
@@ -72,16 +77,27 @@ class Answer:
             answer["content"] = {}
         elif self.model is not None:
             answer["content"] = {self.media_type: {"model": self.model}}
+        elif self.schema is not None:
+            answer["content"] = {self.media_type: {"schema": dict(self.schema)}}
         else:
             answer["content"] = {self.media_type: {"schema": {"type": "string"}}}
         if self.html_too:
             answer["content"]["text/html"] = {"schema": {"type": "string"}}
+        if self.links:
+            answer["links"] = {name: dict(link) for name, link in self.links.items()}
         if self.headers:
             answer["headers"] = {
                 name: {"description": text, "schema": {"type": "string"}}
                 for name, text in self.headers.items()
             }
         return answer
+
+
+def link_to(method: str, path: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link to the operation ``method path``, its parameters taken from the answer
+    (runtime expressions such as ``$response.body#/code``)."""
+    pointer = path.replace("~", "~0").replace("/", "~1")
+    return {"operationRef": f"#/paths/{pointer}/{method.lower()}", "parameters": parameters}
 
 
 def operation(
