@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bulk import ByOwnerIndexes, LocalStack, _write_units
-from local_stack import request_log
+from local_stack.embedded import request_log
 
 
 def main() -> None:

@@ -18,11 +18,12 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
-from local_stack.moto_server import install_moto_fixes
-from local_stack.template import create_table_arguments
-from shortener import services, settings
+from local_stack.cloudformation.template import create_table_arguments
+from local_stack.embedded.server import install_moto_fixes
+from shortener import settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
+from shortener.services import api as api_services
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
 # freezegun's fake datetime class in their annotations.
@@ -56,9 +57,9 @@ def _clear_container_caches() -> None:
     ):
         getter.cache_clear()
     code_generator.cache_clear()
-    services.api_links.cache_clear()
-    services.api_link_manager.cache_clear()
-    services.api_bulk_links.cache_clear()
+    api_services.api_links.cache_clear()
+    api_services.api_link_manager.cache_clear()
+    api_services.api_bulk_links.cache_clear()
 
 
 @pytest.fixture

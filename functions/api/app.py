@@ -17,7 +17,7 @@ from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, Shorte
 from shortener.models.links import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
 from shortener.openapi import Answer, link_to, operation
-from shortener.services import api_links as links
+from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.

@@ -10,7 +10,7 @@ from shortener.logic.bulk.inline import read_bulk_request
 from shortener.models.bulk_links import BulkLinksRequest, BulkLinksResult
 from shortener.observability import metrics
 from shortener.openapi import Answer, operation
-from shortener.services import api_bulk_links
+from shortener.services.api import api_bulk_links
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()

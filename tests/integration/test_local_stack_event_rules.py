@@ -1,4 +1,4 @@
-"""EventBridge rules' targets on the local stack (local_stack/event_rules.py) over moto: function
+"""EventBridge rules' targets on the local stack (local_stack/events/rules.py) over moto: function
 and topic targets get put events, scheduled and disabled rules match none."""
 
 import json
@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.event_rules import deliver_rule_targets
+from local_stack.events import deliver_rule_targets
 
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:receiver"
 PATTERN = json.dumps({"source": ["shortener.jobs"]})

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from local_stack.template import load_template
+from local_stack.cloudformation import load_template
 from shortener import openapi
 from shortener.logic.paging import LINKS_PAGE_SIZE, MAX_LINKS_PAGE_SIZE
 

@@ -1,0 +1,63 @@
+"""The local stack's admin API key: made on first start with the product's own key logic (the
+one place the local stack knows about the shortener), kept in the data dir so it survives
+restarts, shown in the banner and the READY line.
+
+It finds the keys table and usage plan through the template's Outputs (KeysTableName,
+UsagePlanId, RestApiId, ApiStageName), the same ones `shortener keys --stack` reads from
+CloudFormation; a template without them has no keys, and no key is made."""
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from local_stack.embedded.client import aws_client
+from shortener.dal.keys import KeysStore
+from shortener.dal.usage_plans import ApiGatewayUsagePlan
+from shortener.logic.access import KeyManager
+
+log = logging.getLogger(__name__)
+
+ADMIN_KEY_FILE = "admin-api-key"
+NEEDED_OUTPUTS = ("KeysTableName", "UsagePlanId", "RestApiId", "ApiStageName")
+
+
+def key_manager(
+    outputs: Mapping[str, str], stack_name: str, aws_endpoint: str, region: str
+) -> KeyManager | None:
+    """The key logic over the embedded AWS, or None when the template declares no keys."""
+    if not all(outputs.get(name) for name in NEEDED_OUTPUTS):
+        return None
+    plan = ApiGatewayUsagePlan(
+        aws_client("apigateway", aws_endpoint, region),
+        outputs["UsagePlanId"],
+        outputs["RestApiId"],
+        outputs["ApiStageName"],
+    )
+    store = KeysStore(outputs["KeysTableName"], aws_client("dynamodb", aws_endpoint, region))
+    return KeyManager(store, plan, name_prefix=stack_name)
+
+
+def ensure_admin_key(manager: KeyManager, data_dir: Path, persist: bool) -> str:
+    """The admin key kept in ``data_dir`` if it still works (known, not revoked, in the usage plan),
+    else a new one (stored there when ``persist``)."""
+    path = data_dir / ADMIN_KEY_FILE
+    if path.is_file():
+        kept = path.read_text(encoding="utf-8").strip()
+        if manager.is_active(kept):
+            return kept
+        log.warning("The admin key in %s no longer works (revoked or lost); making a new one", path)
+    created = manager.create("local admin", "local-admin", "admin")
+    if persist:
+        write_private(path, created.key + "\n")
+    return created.key
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by its owner only (it holds a key)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(partial, path)

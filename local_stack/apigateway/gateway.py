@@ -1,0 +1,269 @@
+"""API Gateway, locally: the template's REST API served on loopback, each request turned into a
+proxy event (the shape `sam local generate-event apigateway aws-proxy` prints) for the function the
+route integrates, and its answer turned back into HTTP."""
+
+import base64
+import fnmatch
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from local_stack.apigateway.cache import StageCache
+from local_stack.apigateway.routes import (
+    INTEGRATION_TIMEOUT_SECONDS,
+    STAGE,
+    Guard,
+    HttpRequest,
+    Route,
+    binary_media_types,
+    find_route,
+    routes_from_swagger,
+    security_schemes,
+)
+from local_stack.awslambda.runtime import FunctionThrottledError, LambdaRuntime
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.ports import LISTEN_BACKLOG
+
+__all__ = [
+    "INTEGRATION_TIMEOUT_SECONDS",
+    "STAGE",
+    "ApiGateway",
+    "HttpRequest",
+    "Route",
+    "binary_media_types",
+    "find_route",
+    "http_response",
+    "proxy_event",
+    "routes_from_swagger",
+    "security_schemes",
+]
+
+log = logging.getLogger(__name__)
+
+_HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
+
+
+def proxy_event(
+    request: HttpRequest, route: Route, path_parameters: dict[str, str], binary_types: list[str], api_id: str
+) -> dict[str, Any]:
+    """The REST API proxy event API Gateway would send for ``request``."""
+    split = urlsplit(request.target)
+    path = unquote(split.path) or "/"
+    headers = [
+        *((k, v) for k, v in request.headers if k.lower() not in ("x-forwarded-proto", "x-forwarded-port")),
+        ("X-Forwarded-Proto", "http"),
+        ("X-Forwarded-Port", str(request.port)),
+    ]
+    if not any(k.lower() == "x-forwarded-for" for k, _ in headers):
+        headers.append(("X-Forwarded-For", request.source_ip))
+    query = parse_qsl(split.query, keep_blank_values=True)
+    content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+    is_binary = bool(request.body) and _is_binary(content_type, binary_types)
+    body: str | None = None
+    if request.body:
+        body = (
+            base64.b64encode(request.body).decode() if is_binary else request.body.decode("utf-8", "replace")
+        )
+    now = datetime.now(UTC)
+    user_agent = next((v for k, v in headers if k.lower() == "user-agent"), None)
+    host = next((v for k, v in headers if k.lower() == "host"), "")
+    return {
+        "body": body,
+        "resource": route.resource,
+        "path": path,
+        "httpMethod": request.method,
+        "isBase64Encoded": is_binary,
+        "queryStringParameters": dict(query) or None,
+        "multiValueQueryStringParameters": _multi(query) or None,
+        "pathParameters": path_parameters or None,
+        "stageVariables": None,
+        "headers": dict(headers),
+        "multiValueHeaders": _multi(headers),
+        "requestContext": {
+            "accountId": ACCOUNT_ID,
+            "resourceId": uuid.uuid5(uuid.NAMESPACE_URL, route.resource).hex[:6],
+            "stage": STAGE,
+            "requestId": str(uuid.uuid4()),
+            "extendedRequestId": str(uuid.uuid4()),
+            "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "requestTimeEpoch": int(now.timestamp() * 1000),
+            "identity": {
+                "cognitoIdentityPoolId": None,
+                "accountId": None,
+                "cognitoIdentityId": None,
+                "caller": None,
+                "accessKey": None,
+                "sourceIp": request.source_ip,
+                "cognitoAuthenticationType": None,
+                "cognitoAuthenticationProvider": None,
+                "userArn": None,
+                "userAgent": user_agent,
+                "user": None,
+            },
+            # Served at the root, like a custom domain mapped to the stage: no stage in the path.
+            "path": path,
+            "resourcePath": route.resource,
+            "httpMethod": request.method,
+            "apiId": api_id,
+            "domainName": host.split(":", 1)[0],
+            "protocol": "HTTP/1.1",
+        },
+    }
+
+
+def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """(status, headers, body) for a proxy integration's answer; a malformed answer is a 502,
+    as API Gateway gives."""
+    if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int):
+        return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
+    headers: list[tuple[str, str]] = []
+    for key, values in (result.get("multiValueHeaders") or {}).items():
+        headers += [(key, str(value)) for value in values]
+    listed = {key.lower() for key, _ in headers}
+    headers += [(k, str(v)) for k, v in (result.get("headers") or {}).items() if k.lower() not in listed]
+    headers = [(k, v) for k, v in headers if k.lower() not in _HOP_BY_HOP]
+    body = result.get("body") or ""
+    raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    if not any(k.lower() == "content-type" for k, _ in headers):
+        headers.append(("Content-Type", "application/json"))
+    return result["statusCode"], headers, raw
+
+
+class ApiGateway(ThreadingHTTPServer):
+    """The REST API on loopback."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(
+        self,
+        routes: list[Route],
+        binary_types: list[str],
+        runtime: LambdaRuntime | None,
+        api_id: str,
+        port: int,
+        *,
+        access: Guard | None = None,
+        cache: StageCache | None = None,
+    ) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.routes = routes
+        self.binary_types = binary_types
+        # Set before the first request (the stack binds the port first, to tell the functions it).
+        self.runtime = runtime
+        self.api_id = api_id
+        # WAF, authorizers, usage plans and gateway responses (local_stack/apigateway/access.py).
+        self.access = access
+        # The stage cache when the stage turns it on (local_stack/apigateway/cache.py).
+        self.cache = cache
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a CLI interrupted, a test's timeout) is not the stack's error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+    def answer(self, request: HttpRequest) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Screen, route, admit, invoke, answer."""
+        if self.access is not None and (blocked := self.access.screen(request)) is not None:
+            return blocked
+        path = urlsplit(request.target).path or "/"
+        found = find_route(self.routes, request.method, unquote(path))
+        if found is None and self.access is not None:
+            # The template's gateway response for it, if it has one (it does: a 404).
+            return self.access.no_route(request)
+        if found is None:
+            status, headers, body = _gateway_error(HTTPStatus.FORBIDDEN, "Missing Authentication Token")
+            return status, [*headers, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")], body
+        route, parameters = found
+        event = proxy_event(request, route, parameters, self.binary_types, self.api_id)
+        if self.access is not None and (refused := self.access.admit(route, event)) is not None:
+            return refused
+        if self.cache is not None:
+            # After the method's authorization, as API Gateway looks up its cache.
+            return self.cache.serve(
+                request.method,
+                route.resource,
+                target=request.target,
+                headers=request.headers,
+                path_parameters=parameters,
+                fetch=lambda: self._integrate(route, event),
+            )
+        return self._integrate(route, event)
+
+    def _integrate(self, route: Route, event: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Invoke the route's function with the proxy event and turn its answer into HTTP."""
+        assert self.runtime is not None
+        try:
+            invocation = self.runtime.invoke(route.function, event, slot_timeout=INTEGRATION_TIMEOUT_SECONDS)
+        except FunctionThrottledError:
+            return _gateway_error(HTTPStatus.GATEWAY_TIMEOUT, "Endpoint request timed out")
+        if invocation.error is not None:
+            if invocation.error.get("errorType") == "Sandbox.Timedout":
+                return _gateway_error(HTTPStatus.GATEWAY_TIMEOUT, "Endpoint request timed out")
+            error = invocation.error
+            log.error("%s failed: %s: %s", route.function, error.get("errorType"), error.get("errorMessage"))
+            return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
+        return http_response(invocation.result)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ApiGateway
+    protocol_version = "HTTP/1.1"
+
+    def _handle(self) -> None:
+        started = time.monotonic()
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=body,
+            source_ip=self.client_address[0],
+            port=self.server.server_address[1],
+        )
+        status, headers, raw = self.server.answer(request)
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(raw)
+        elapsed = (time.monotonic() - started) * 1000
+        log.info("%s %s %d %.0f ms", self.command, self.path, status, elapsed)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # _handle logs each request once, with its timing
+
+
+def _multi(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return grouped
+
+
+def _is_binary(content_type: str, binary_types: list[str]) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return any(fnmatch.fnmatch(media_type, pattern.lower()) for pattern in binary_types)
+
+
+def _gateway_error(status: HTTPStatus, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = json.dumps({"message": message}).encode()
+    return status, [("Content-Type", "application/json")], body

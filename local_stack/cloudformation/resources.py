@@ -1,0 +1,512 @@
+"""The template's resources, named and created on the embedded AWS.
+
+Names follow CloudFormation's habit of `<stack>-<LogicalId>` when the template gives none, so they
+are stable across restarts (the data dir's snapshot finds its tables again)."""
+
+import base64
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
+from local_stack.cloudformation.template import (
+    LOCAL_CODE_BUCKET,
+    PROJECT_ROOT,
+    expand_sam,
+    load_template,
+    table_arguments,
+)
+from local_stack.embedded.client import aws_client
+from local_stack.s3 import buckets as s3
+
+log = logging.getLogger(__name__)
+
+TABLE = "AWS::DynamoDB::Table"
+QUEUE = "AWS::SQS::Queue"
+TOPIC = "AWS::SNS::Topic"
+SUBSCRIPTION = "AWS::SNS::Subscription"
+ALARM = "AWS::CloudWatch::Alarm"
+RULE = "AWS::Events::Rule"
+FUNCTION = "AWS::Lambda::Function"
+LAYER = "AWS::Lambda::LayerVersion"
+REST_API = "AWS::ApiGateway::RestApi"
+ROLE = "AWS::IAM::Role"
+IAM_POLICY = "AWS::IAM::Policy"
+MANAGED_POLICY = "AWS::IAM::ManagedPolicy"
+KMS_KEY = "AWS::KMS::Key"
+KMS_ALIAS = "AWS::KMS::Alias"
+API_STAGE = "AWS::ApiGateway::Stage"
+USAGE_PLAN = "AWS::ApiGateway::UsagePlan"
+API_KEY = "AWS::ApiGateway::ApiKey"
+USAGE_PLAN_KEY = "AWS::ApiGateway::UsagePlanKey"
+WEB_ACL = "AWS::WAFv2::WebACL"
+WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
+BUCKET = "AWS::S3::Bucket"
+# The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
+LOCAL_STAGE = "local"
+
+# The types the local stack creates or runs; the rest (roles, permissions, deployments) mean
+# nothing on one machine.
+EMULATED_TYPES = (
+    TABLE,
+    QUEUE,
+    TOPIC,
+    SUBSCRIPTION,
+    ALARM,
+    RULE,
+    FUNCTION,
+    REST_API,
+    USAGE_PLAN,
+    API_KEY,
+    WEB_ACL,
+    BUCKET,
+)
+# Properties named after what they create, per type: CloudFormation's explicit physical names.
+_NAME_PROPERTIES = {
+    TABLE: "TableName",
+    QUEUE: "QueueName",
+    TOPIC: "TopicName",
+    ALARM: "AlarmName",
+    RULE: "Name",
+    FUNCTION: "FunctionName",
+    REST_API: "Name",
+    ROLE: "RoleName",
+    MANAGED_POLICY: "ManagedPolicyName",
+    KMS_ALIAS: "AliasName",
+    USAGE_PLAN: "UsagePlanName",
+    API_KEY: "Name",
+    WEB_ACL: "Name",
+    BUCKET: "BucketName",
+}
+_DEFAULT_TIMEOUT_SECONDS = 3
+_DEFAULT_MEMORY_MB = 128
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One Lambda function as the local runtime needs it."""
+
+    logical_id: str
+    name: str
+    arn: str
+    code_dir: Path
+    handler: str
+    timeout_seconds: int
+    memory_mb: int
+    environment: dict[str, str]
+    layer_dirs: tuple[Path, ...] = ()
+
+    @property
+    def handler_file(self) -> Path:
+        module = self.handler.rsplit(".", 1)[0]
+        return self.code_dir / (module.replace(".", "/") + ".py")
+
+
+@dataclass
+class Resources:
+    """What the local stack made of the (SAM-expanded) template."""
+
+    template: dict[str, Any]
+    resolver: Resolver
+    aws_endpoint: str
+    region: str
+    # Where CodeUri and ContentUri folders are: beside the template, as for SAM.
+    base_dir: Path = PROJECT_ROOT
+    _resolved: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+
+    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        """Logical id -> resolved properties, for the resources of one type."""
+        return {
+            logical_id: self.properties(logical_id)
+            for logical_id, resource in self.template["Resources"].items()
+            if resource["Type"] == resource_type and self._included(resource)
+        }
+
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        """A resource's properties with every intrinsic function resolved."""
+        if logical_id not in self._resolved:
+            raw = self.template["Resources"][logical_id].get("Properties", {})
+            self._resolved[logical_id] = self.resolver.resolve(raw)
+        return self._resolved[logical_id]
+
+    def physical_id(self, logical_id: str) -> str:
+        """What Ref gives for a resource: a table or function name, a queue URL, a topic ARN."""
+        return str(self.resolver.refs[logical_id])
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Logical id -> physical id of everything the local stack created or runs."""
+        return {
+            logical_id: self.physical_id(logical_id)
+            for logical_id, resource in self.template["Resources"].items()
+            if resource["Type"] in EMULATED_TYPES
+            and self._included(resource)
+            and logical_id not in self.skipped_functions
+        }
+
+    @property
+    def functions(self) -> dict[str, FunctionSpec]:
+        """The functions that can run, by logical id."""
+        return self._function_specs[0]
+
+    @property
+    def skipped_functions(self) -> dict[str, str]:
+        """The functions that cannot run yet (their handler file is missing), with the reason; the
+        stack starts without them, so it keeps working while a function is being written."""
+        return self._function_specs[1]
+
+    @cached_property
+    def _function_specs(self) -> tuple[dict[str, FunctionSpec], dict[str, str]]:
+        specs, skipped = {}, {}
+        for logical_id, properties in self.of_type(FUNCTION).items():
+            spec = self._function_spec(logical_id, properties)
+            if spec.handler_file.is_file():
+                specs[logical_id] = spec
+            else:
+                skipped[logical_id] = f"no handler file {spec.handler_file}"
+        return specs, skipped
+
+    def outputs(self) -> dict[str, str]:
+        """The template's Outputs, resolved to local values (those that cannot be are left out)."""
+        resolved = {}
+        for name, output in (self.template.get("Outputs") or {}).items():
+            condition = output.get("Condition")
+            if condition is not None and not self.resolver.condition(condition):
+                continue
+            try:
+                resolved[name] = _env_text(self.resolver.resolve(output.get("Value")))
+            except IntrinsicError as exc:
+                log.debug("Output %s has no local value: %s", name, exc)
+        return resolved
+
+    def function_by_name(self, name_or_arn: str) -> FunctionSpec | None:
+        """The function a Lambda API call names: by name, full ARN or partial ARN."""
+        name = name_or_arn.split(":function:", 1)[-1].split(":", 1)[0]
+        return next((spec for spec in self.functions.values() if spec.name == name), None)
+
+    def _included(self, resource: dict[str, Any]) -> bool:
+        condition = resource.get("Condition")
+        return condition is None or self.resolver.condition(condition)
+
+    def _function_spec(self, logical_id: str, properties: dict[str, Any]) -> FunctionSpec:
+        code = properties.get("Code", {})
+        if code.get("S3Bucket") != LOCAL_CODE_BUCKET:
+            raise IntrinsicError(f"{logical_id}: only local CodeUri folders can run locally")
+        layers = self._layer_dirs()
+        variables = properties.get("Environment", {}).get("Variables", {})
+        return FunctionSpec(
+            logical_id=logical_id,
+            name=self.physical_id(logical_id),
+            arn=self.resolver.get_att(logical_id, "Arn"),
+            code_dir=(self.base_dir / code["S3Key"]).resolve(),
+            handler=properties["Handler"],
+            timeout_seconds=int(properties.get("Timeout", _DEFAULT_TIMEOUT_SECONDS)),
+            memory_mb=int(properties.get("MemorySize", _DEFAULT_MEMORY_MB)),
+            environment={key: _env_text(value) for key, value in variables.items()},
+            layer_dirs=tuple(layers[arn] for arn in properties.get("Layers", []) if arn in layers),
+        )
+
+    def _layer_dirs(self) -> dict[str, Path]:
+        return {
+            self.physical_id(logical_id): (self.base_dir / properties["Content"]["S3Key"]).resolve()
+            for logical_id, properties in self.of_type(LAYER).items()
+            if properties.get("Content", {}).get("S3Bucket") == LOCAL_CODE_BUCKET
+        }
+
+
+def name_resources(
+    template: dict[str, Any],
+    resolver: Resolver,
+    aws_endpoint: str,
+    region: str,
+    base_dir: Path = PROJECT_ROOT,
+) -> Resources:
+    """Give every resource its local physical id and attributes, before anything is created, so
+    that references between resources (a redrive policy's ARN, a function's queue URL) resolve."""
+    stack = resolver.stack_name
+    arn = f"{region}:{ACCOUNT_ID}"
+    for logical_id, resource in template["Resources"].items():
+        kind = resource["Type"]
+        name = _explicit_name(resolver, kind, resource) or f"{stack}-{logical_id}"
+        if kind == QUEUE and resource.get("Properties", {}).get("FifoQueue") and not name.endswith(".fifo"):
+            name += ".fifo"
+        refs, attributes = _identity(kind, name, arn, aws_endpoint)
+        resolver.refs[logical_id] = refs
+        resolver.attributes[logical_id] = attributes
+    return Resources(template, resolver, aws_endpoint, region, base_dir)
+
+
+def template_resources(
+    stack_name: str,
+    region: str,
+    aws_endpoint: str,
+    params: dict[str, str] | None = None,
+    stack_uuid: str | None = None,
+) -> Resources:
+    """template.yaml's resources, SAM-expanded and named, nothing created: for tests and benchmarks
+    that judge the template itself (``stack_uuid``: the end of AWS::StackId, else the resolver's)."""
+    expanded = expand_sam(load_template(), stack_name, region)
+    resolver = Resolver(
+        parameters=parameter_values(expanded.get("Parameters", {}), params or {}),
+        region=region,
+        stack_name=stack_name,
+        conditions=expanded.get("Conditions", {}),
+        mappings=expanded.get("Mappings", {}),
+    )
+    if stack_uuid:
+        resolver.stack_uuid = stack_uuid
+    return name_resources(expanded, resolver, aws_endpoint, region)
+
+
+def _identity(kind: str, name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    """(Ref value, GetAtt attributes) of a resource called ``name``, as CloudFormation gives them."""
+    known = _IDENTITIES.get(kind)
+    if known is not None:
+        return known(name, arn, endpoint)
+    service = kind.split("::")[1].lower() if kind.count("::") >= 2 else "local"
+    return name, {"Arn": f"arn:aws:{service}:{arn}:{name}"}
+
+
+def _table_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    table_arn = f"arn:aws:dynamodb:{arn}:table/{name}"
+    return name, {"Arn": table_arn, "StreamArn": f"{table_arn}/stream/local"}
+
+
+def _queue_identity(name: str, arn: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    url = f"{endpoint}/{ACCOUNT_ID}/{name}"
+    return url, {"Arn": f"arn:aws:sqs:{arn}:{name}", "QueueName": name, "QueueUrl": url}
+
+
+def _topic_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    topic_arn = f"arn:aws:sns:{arn}:{name}"
+    return topic_arn, {"TopicArn": topic_arn, "TopicName": name}
+
+
+def _kms_key_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{arn}:{name}"))
+    return key_id, {"Arn": f"arn:aws:kms:{arn}:key/{key_id}", "KeyId": key_id}
+
+
+def _web_acl_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    acl_arn = f"arn:aws:wafv2:{arn}:regional/webacl/{name}/local"
+    return f"{name}|local|REGIONAL", {"Arn": acl_arn, "Id": "local"}
+
+
+def _bucket_identity(name: str, _: str, endpoint: str) -> tuple[str, dict[str, Any]]:
+    # CloudFormation's default bucket names may have capitals, which S3 refuses.
+    name = name.lower()
+    host = endpoint.split("://", 1)[-1]
+    return name, {
+        "Arn": f"arn:aws:s3:::{name}",
+        "DomainName": f"{host}/{name}",
+        "RegionalDomainName": f"{host}/{name}",
+    }
+
+
+_Identity = Callable[[str, str, str], tuple[str, dict[str, Any]]]
+_IDENTITIES: dict[str, _Identity] = {
+    TABLE: _table_identity,
+    QUEUE: _queue_identity,
+    TOPIC: _topic_identity,
+    ALARM: lambda name, arn, _: (name, {"Arn": f"arn:aws:cloudwatch:{arn}:alarm:{name}"}),
+    RULE: lambda name, arn, _: (name, {"Arn": f"arn:aws:events:{arn}:rule/{name}"}),
+    FUNCTION: lambda name, arn, _: (name, {"Arn": f"arn:aws:lambda:{arn}:function:{name}"}),
+    LAYER: lambda name, arn, _: (f"arn:aws:lambda:{arn}:layer:{name}:1", {}),
+    REST_API: lambda name, arn, _: ("local", {"RootResourceId": "root"}),
+    # IAM is global: no region in its ARNs.
+    ROLE: lambda name, arn, _: (
+        name,
+        {"Arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}", "RoleId": f"AROA{_key_id(name)}"},
+    ),
+    MANAGED_POLICY: lambda name, arn, _: (f"arn:aws:iam::{ACCOUNT_ID}:policy/{name}", {}),
+    KMS_KEY: _kms_key_identity,
+    API_STAGE: lambda name, arn, _: (LOCAL_STAGE, {}),
+    WEB_ACL: _web_acl_identity,
+    BUCKET: _bucket_identity,
+}
+
+
+def _key_id(name: str) -> str:
+    """16 characters of an IAM-style unique id, the same for the same name on every start."""
+    return base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:16]
+
+
+def _explicit_name(resolver: Resolver, kind: str, resource: dict[str, Any]) -> str | None:
+    prop = _NAME_PROPERTIES.get(kind)
+    value = resource.get("Properties", {}).get(prop) if prop else None
+    return str(resolver.resolve(value)) if value is not None else None
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _attribute_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+def create_resources(resources: Resources, sns_endpoint_for: Callable[[str], str]) -> None:
+    """Create the tables, queues, topics, subscriptions, alarms and rules on the embedded AWS.
+
+    ``sns_endpoint_for(function_name)`` gives the HTTP address that delivers a topic's messages
+    to a function, since moto cannot run Lambda code itself."""
+    endpoint, region = resources.aws_endpoint, resources.region
+    _create_tables(resources, aws_client("dynamodb", endpoint, region))
+    _create_queues(resources, aws_client("sqs", endpoint, region))
+    _create_topics(resources, aws_client("sns", endpoint, region), sns_endpoint_for)
+    _create_alarms(resources, aws_client("cloudwatch", endpoint, region))
+    _create_rules(resources, aws_client("events", endpoint, region))
+    _create_buckets(resources, aws_client("s3", endpoint, region))
+    _create_usage_plans(resources, aws_client("apigateway", endpoint, region))
+
+
+def _create_tables(resources: Resources, dynamodb: Any) -> None:
+    for logical_id, properties in resources.of_type(TABLE).items():
+        name = resources.physical_id(logical_id)
+        arguments = table_arguments(properties, name)
+        if "StreamSpecification" in properties:
+            arguments["StreamSpecification"] = {"StreamEnabled": True, **properties["StreamSpecification"]}
+        dynamodb.create_table(**arguments)
+        ttl = properties.get("TimeToLiveSpecification")
+        if ttl and ttl.get("Enabled"):
+            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+
+
+def _create_queues(resources: Resources, sqs: Any) -> None:
+    queues = resources.of_type(QUEUE)
+    # Every queue first, then redrive policies: a policy must name a queue that exists.
+    for logical_id, properties in queues.items():
+        attributes = {
+            key: _attribute_text(value)
+            for key, value in properties.items()
+            if key not in ("QueueName", "Tags", "RedrivePolicy")
+        }
+        name = resources.resolver.attributes[logical_id]["QueueName"]
+        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        if url != resources.physical_id(logical_id):
+            raise RuntimeError(f"moto named queue {name} {url}, not {resources.physical_id(logical_id)}")
+    for logical_id, properties in queues.items():
+        if "RedrivePolicy" in properties:
+            sqs.set_queue_attributes(
+                QueueUrl=resources.physical_id(logical_id),
+                Attributes={"RedrivePolicy": _attribute_text(properties["RedrivePolicy"])},
+            )
+
+
+def _create_topics(resources: Resources, sns: Any, sns_endpoint_for: Callable[[str], str]) -> None:
+    # (logical id of an AWS::SNS::Subscription or "" for a topic's inline one, topic, protocol, endpoint)
+    subscriptions: list[tuple[str, str, str, str]] = []
+    for logical_id, properties in resources.of_type(TOPIC).items():
+        attributes = {
+            key: _attribute_text(value)
+            for key, value in properties.items()
+            if key in ("DisplayName", "KmsMasterKeyId", "FifoTopic", "ContentBasedDeduplication")
+        }
+        name = resources.resolver.attributes[logical_id]["TopicName"]
+        sns.create_topic(Name=name, Attributes=attributes)
+        topic_arn = resources.physical_id(logical_id)
+        subscriptions += [
+            ("", topic_arn, s["Protocol"], s["Endpoint"]) for s in properties.get("Subscription", [])
+        ]
+    for logical_id, properties in resources.of_type(SUBSCRIPTION).items():
+        subscriptions.append(
+            (logical_id, properties["TopicArn"], properties["Protocol"], properties["Endpoint"])
+        )
+    for logical_id, topic_arn, protocol, endpoint in subscriptions:
+        target = (protocol, endpoint)
+        if protocol == "lambda":
+            function = resources.function_by_name(endpoint)
+            if function is None:
+                log.warning("Not subscribing %s to %s: the function is not running", endpoint, topic_arn)
+                continue
+            # moto delivers to http endpoints only; ours turns the notification into a Lambda SNS event.
+            target = ("http", sns_endpoint_for(function.name))
+        arn = sns.subscribe(TopicArn=topic_arn, Protocol=target[0], Endpoint=target[1])["SubscriptionArn"]
+        if logical_id:
+            resources.resolver.refs[logical_id] = arn
+
+
+def _create_alarms(resources: Resources, cloudwatch: Any) -> None:
+    for logical_id, properties in resources.of_type(ALARM).items():
+        arguments = {key: value for key, value in properties.items() if key != "AlarmName"}
+        for key in ("Period", "EvaluationPeriods", "DatapointsToAlarm"):
+            if key in arguments:
+                arguments[key] = int(arguments[key])
+        if "Threshold" in arguments:
+            arguments["Threshold"] = float(arguments["Threshold"])
+        cloudwatch.put_metric_alarm(AlarmName=resources.physical_id(logical_id), **arguments)
+
+
+def _create_buckets(resources: Resources, client: Any) -> None:
+    for logical_id, properties in resources.of_type(BUCKET).items():
+        s3.create_bucket(client, resources.physical_id(logical_id), properties, resources.region)
+
+
+def _create_rules(resources: Resources, events: Any) -> None:
+    for logical_id, properties in resources.of_type(RULE).items():
+        name = resources.physical_id(logical_id)
+        rule: dict[str, Any] = {
+            key: properties[key]
+            for key in ("ScheduleExpression", "Description", "State")
+            if key in properties
+        }
+        if "EventPattern" in properties:
+            rule["EventPattern"] = _attribute_text(properties["EventPattern"])
+        events.put_rule(Name=name, **rule)
+        targets = [
+            {key: target[key] for key in ("Id", "Arn", "Input", "InputPath") if key in target}
+            for target in properties.get("Targets", [])
+        ]
+        if targets:
+            events.put_targets(Rule=name, Targets=targets)
+
+
+def _create_usage_plans(resources: Resources, apigateway: Any) -> None:
+    """Usage plans, API keys and the keys' plan memberships, in moto's API Gateway. moto makes up
+    their ids, which become their Ref (resolved after each is created: a UsagePlanKey names both)."""
+    for logical_id, properties in resources.of_type(USAGE_PLAN).items():
+        arguments: dict[str, Any] = {"name": resources.physical_id(logical_id)}
+        if "Description" in properties:
+            arguments["description"] = properties["Description"]
+        if properties.get("ApiStages"):
+            arguments["apiStages"] = [
+                {"apiId": str(stage["ApiId"]), "stage": str(stage["Stage"])}
+                for stage in properties["ApiStages"]
+            ]
+        throttle = properties.get("Throttle") or {}
+        if throttle:
+            arguments["throttle"] = {
+                key: (float if key == "rateLimit" else int)(float(throttle[prop]))
+                for key, prop in (("rateLimit", "RateLimit"), ("burstLimit", "BurstLimit"))
+                if prop in throttle
+            }
+        quota = properties.get("Quota") or {}
+        if quota:
+            arguments["quota"] = {"limit": int(quota["Limit"]), "period": str(quota.get("Period", "DAY"))}
+        resources.resolver.refs[logical_id] = apigateway.create_usage_plan(**arguments)["id"]
+    for logical_id, properties in resources.of_type(API_KEY).items():
+        arguments = {
+            "name": resources.physical_id(logical_id),
+            "enabled": str(properties.get("Enabled", False)).lower() == "true",
+        }
+        for key, prop in (("value", "Value"), ("description", "Description")):
+            if prop in properties:
+                arguments[key] = str(properties[prop])
+        resources.resolver.refs[logical_id] = apigateway.create_api_key(**arguments)["id"]
+    for logical_id in resources.of_type(USAGE_PLAN_KEY):
+        # Resolved now, not before: the plan's and the key's ids exist only from here on.
+        raw = resources.template["Resources"][logical_id].get("Properties", {})
+        properties = resources.resolver.resolve(raw)
+        apigateway.create_usage_plan_key(
+            usagePlanId=properties["UsagePlanId"], keyId=properties["KeyId"], keyType=properties["KeyType"]
+        )
