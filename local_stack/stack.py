@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from local_stack.apigateway import (
     routes_from_swagger,
     stage_cache,
 )
+from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.faults import Faults
 from local_stack.awslambda.log_format import LogFormat
@@ -52,11 +54,13 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
-from local_stack.embedded import EmbeddedAws, aws_client
+from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.events import Scheduler, deliver_rule_targets, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.kms import KeyRing
+from local_stack.ports import listening_socket
 from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
@@ -87,6 +91,8 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
+    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
+    dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
 class _BackgroundPart(Protocol):
@@ -152,6 +158,7 @@ class LocalStack:
     def _start(self) -> None:
         options = self.options
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
+        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
@@ -170,6 +177,11 @@ class LocalStack:
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
         )
         self.resources = resources
+        dynamodb_throttling.add_tables(
+            capacity,
+            {resources.physical_id(lid): props for lid, props in resources.of_type(TABLE).items()},
+            lambda name: f"arn:aws:dynamodb:{options.region}:{ACCOUNT_ID}:table/{name}",
+        )
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)
@@ -182,57 +194,22 @@ class LocalStack:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
-        # The API's port first: the functions are told it (the stage cache's invalidations). Its
-        # runtime and access control are set below, before it serves its first request.
-        routes, binary_types, api_id = self._api_definition(resources)
-        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-        cache = self._stage_cache(
-            resources,
-            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
-            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
-        )
-        self._api = ApiGateway(routes, binary_types, None, api_id, options.api_port, cache=cache)
-        self._runtime = LambdaRuntime(
-            resources.functions,
-            RuntimeSettings(
-                aws_endpoint=self.aws_endpoint,
-                lambda_endpoint=self._lambda_endpoint.url,
-                region=options.region,
-                max_concurrency=options.max_concurrency,
-                time_scale=options.time_scale,
-                async_retries=options.async_retries,
-                log_format=options.log_format,
-                duplicate_async=options.faults.duplicate_async,
-                faults={
-                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
-                    for spec in resources.functions.values()
-                },
-                execute_api_endpoint=self._api.url,
-            ),
-        )
-        self._api.runtime = self._runtime
-        self._lambda_endpoint.runtime = self._runtime
-        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
-        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
-        # Put events reach their rules' function and topic targets (moto delivers only some kinds).
-        self._undo_event_rules = deliver_rule_targets(
-            lambda function_arn, event: self._invoke_tracked(function_arn, event, None)
-        )
+        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
+        # for the stage cache's invalidations), and each server is then built with what it serves.
+        lambda_socket = listening_socket(options.lambda_port)
+        api_socket = listening_socket(options.api_port)
+        try:
+            runtime = self._serve_functions_and_api(resources, lambda_socket, api_socket)
+        except BaseException:
+            # A server closes its socket when stopped; a socket whose server was not built yet is
+            # closed here.
+            if self._lambda_endpoint is None:
+                lambda_socket.close()
+            if self._api is None:
+                api_socket.close()
+            raise
 
-        create_resources(resources, self._lambda_endpoint.sns_url)
-        if options.persist:
-            self._restore_state(resources)
-
-        access = self._api_access(resources)
-        self._api.access = access
-        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
-        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
-        self._serve(self._api.serve_forever, "api-gateway")
-
-        scheduler = Scheduler(
-            schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
-        )
+        scheduler = Scheduler(schedules_of(resources, runtime, options.time_scale), runtime, options.region)
         evaluator = AlarmEvaluator(
             alarm_specs(resources),
             self.aws_endpoint,
@@ -245,6 +222,61 @@ class LocalStack:
             part.start()
             self._background.append(part)
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _serve_functions_and_api(
+        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+    ) -> LambdaRuntime:
+        """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
+        the REST API with its access control."""
+        options = self.options
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._runtime = LambdaRuntime(
+            resources.functions,
+            RuntimeSettings(
+                aws_endpoint=self.aws_endpoint,
+                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
+                region=options.region,
+                max_concurrency=options.max_concurrency,
+                time_scale=options.time_scale,
+                async_retries=options.async_retries,
+                log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
+                async_configs=async_configs(resources),
+                faults={
+                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
+                    for spec in resources.functions.values()
+                },
+                execute_api_endpoint=_url_of(api_socket),
+            ),
+        )
+        self._lambda_endpoint = LambdaEndpoint(
+            options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
+        )
+        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+        # Put events reach their rules' function and topic targets (moto delivers only some kinds).
+        self._undo_event_rules = deliver_rule_targets(
+            lambda function_arn, event: self._invoke_tracked(function_arn, event, None)
+        )
+
+        create_resources(resources, self._lambda_endpoint.sns_url)
+        if options.persist:
+            self._restore_state(resources)
+
+        access = self._api_access(resources)
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
+        )
+        self._api = ApiGateway(
+            routes, binary_types, self._runtime, api_id, 0, access=access, cache=cache, listening=api_socket
+        )
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        self._serve(self._api.serve_forever, "api-gateway")
+        return self._runtime
 
     def _api_access(self, resources: Resources) -> ApiAccess | None:
         """The REST API's access control, API keys restored and the admin key made (or kept)."""
@@ -402,6 +434,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _url_of(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://{host}:{port}/"
 
 
 def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:

@@ -5,7 +5,9 @@ and changes in it. Every change to moto is listed, with why it exists, in ``patc
   end hooks, control routes, presigned URL checks, local tools only).
 - ``client``: boto3 clients for it (aws_client, FAKE_CREDENTIALS).
 - ``local_only``: no CORS, no moto admin API, for anything but the tools of this machine.
-- ``request_log``: moto's request recorder read back, one entry per AWS request."""
+- ``request_log``: moto's request recorder read back, one entry per AWS request.
+- ``dynamodb_capacity`` and ``dynamodb_throttling``: DynamoDB's on-demand capacity (a model, and
+  the middleware inside the serialising lock that charges and throttles requests by it)."""
 
 from local_stack.embedded.client import FAKE_CREDENTIALS, aws_client
 from local_stack.embedded.server import EmbeddedAws

@@ -150,6 +150,8 @@ class PollerSettings(TablesMixin, LinksMixin):
     METRICS_FLUSH_SECONDS: float = Field(default=60, gt=0)
     # Parallel DynamoDB writes while one message is processed.
     WRITE_THREADS: int = Field(default=8, ge=1, le=64)
+    # Pace the loop's batch writes to the links table's throttles (logic.pacing).
+    WRITE_PACING: bool = True
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
     # The function that writes a job's results file once its last chunk is counted.
     FILES_FUNCTION: str = ""
@@ -183,6 +185,8 @@ class RestarterSettings(LoopsMixin):
     """The restarter."""
 
     STALE_HEARTBEAT_SECONDS: int = Field(default=180, ge=1)
+    # A dead-lettered message's last attempt waits this long in its queue (SQS DelaySeconds).
+    LAST_ATTEMPT_DELAY_SECONDS: int = Field(default=30, ge=0, le=900)
     JOBS_TABLE: str = ""
     # How long the chunk items of dead-lettered rows are kept (as a delivery's would be).
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)

@@ -187,6 +187,7 @@ DOCS_EXPECTED = {
         r"^code,short_url,url,title,tags,status,created_at,updated_at,owner,is_custom,job_id$",
         r'^\{"code": "[^"]+", "short_url": ',
     ],
+    "capacity.md": [r'"settings": "scale=1"', r'"shortener-local-LinksTable": \{"write_units": '],
     "operations.md": [r"^\S+-DeadLetterAlarm (OK|INSUFFICIENT_DATA)$", r"^\S+-FunctionErrorsAlarm "],
     "api.md": [
         r'"error": "missing_api_key".* 403$',

@@ -56,7 +56,7 @@ class LoopsStore(aws.DynamoDBTable):
             raise
         return claimed
 
-    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool:
+    def heartbeat(self, loop: LoopInvocation, holder: str, *, throttled_at: int | None = None) -> bool:
         """Record that invocation ``loop.seq`` of ``loop`` is alive; False means it must stop.
 
         One conditional write that is also the fence: it claims the token when the row still
@@ -64,12 +64,17 @@ class LoopsStore(aws.DynamoDBTable):
         or refreshes it when the row already names this sequence number *and* this holder (every
         later heartbeat, and a first one whose answer was lost and is tried again). A duplicated
         or retried delivery of an event that already ran has another holder nonce, so it fails
-        here; so does an invocation of a loop id the restarter replaced, or of a deleted token."""
+        here; so does an invocation of a loop id the restarter replaced, or of a deleted token.
+        ``throttled_at``: when the table last throttled the loop's writes (the scaler reads it)."""
+        throttled: dict[str, Any] = (
+            {":throttled": {"N": str(throttled_at)}} if throttled_at is not None else {}
+        )
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={"queue_url": {"S": loop.queue_url}, "token": {"S": loop.token}},
-                UpdateExpression="SET last_used = :now, seq = :seq, holder = :holder",
+                UpdateExpression="SET last_used = :now, seq = :seq, holder = :holder"
+                + (", throttled_at = :throttled" if throttled else ""),
                 ConditionExpression=(
                     "loop_id = :loop_id AND (seq = :previous OR (seq = :seq AND holder = :holder))"
                 ),
@@ -79,6 +84,7 @@ class LoopsStore(aws.DynamoDBTable):
                     ":seq": {"N": str(loop.seq)},
                     ":previous": {"N": str(loop.seq - 1)},
                     ":holder": {"S": holder},
+                    **throttled,
                 },
             )
         except ClientError as exc:
@@ -126,6 +132,45 @@ class LoopsStore(aws.DynamoDBTable):
                 return None
             raise
         return revived
+
+    def take_over_failed(self, failed: LoopInvocation) -> LoopToken | None:
+        """Give the token a new loop id if its loop is still the one whose invocation ``failed``
+        (Lambda reported it to the on-failure destination) and no later invocation of it claimed
+        the token: one conditional write, whatever the heartbeat's age, so of two racing revivals
+        only one wins, and a successor started just before the failure stops at its first
+        heartbeat. The new row, or None when the loop went on or was revived already."""
+        now = clock.epoch_seconds()
+        loop_id = uuid.uuid4().hex
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={"queue_url": {"S": failed.queue_url}, "token": {"S": failed.token}},
+                UpdateExpression=(
+                    "SET loop_id = :new_id, last_used = :now, started_at = :now, seq = :zero REMOVE holder"
+                ),
+                ConditionExpression="loop_id = :old_id AND seq <= :seq",
+                ExpressionAttributeValues={
+                    ":new_id": {"S": loop_id},
+                    ":old_id": {"S": failed.loop_id},
+                    ":now": {"N": str(now)},
+                    ":seq": {"N": str(failed.seq)},
+                    ":zero": {"N": "0"},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
+                return None
+            raise
+        item = response["Attributes"]
+        return LoopToken(
+            queue_url=failed.queue_url,
+            token=failed.token,
+            loop_id=loop_id,
+            started_at=int(item["started_at"]["N"]),
+            last_used=now,
+            seq=0,
+        )
 
     def mark_unstarted(self, token: LoopToken) -> bool:
         """Make ``token`` look dead at once, after starting its loop failed: its heartbeat is
@@ -234,4 +279,5 @@ def _from_item(item: dict[str, Any]) -> LoopToken:
         last_used=int(item["last_used"]["N"]) if "last_used" in item else None,
         seq=int(item.get("seq", {}).get("N", "0")),
         holder=item.get("holder", {}).get("S"),
+        throttled_at=int(item["throttled_at"]["N"]) if "throttled_at" in item else None,
     )

@@ -101,6 +101,8 @@ class JobUsage(BaseModel):
     write_units: float = 0
     read_units: float = 0
     lambda_gb_seconds: float = 0
+    # Requests of the job's work that DynamoDB throttled (each attempt): the table was its bottleneck.
+    throttled_requests: int = 0
 
     def __add__(self, other: "JobUsage") -> "JobUsage":
         return JobUsage.model_validate(
@@ -225,6 +227,9 @@ class JobStatusView(BaseModel):
     error: JobError | None = None
     cost: CostLine
     owner: str | None = None
+    # "table" when DynamoDB throttled the job's writes: the table's throughput, not the loops,
+    # bounded how fast it went (docs/capacity.md).
+    throttled_by: Literal["table"] | None = None
 
 
 class JobList(BaseModel):
@@ -291,6 +296,10 @@ class ChunkMessage(BaseModel):
     own_hosts: list[str] = []
     # The uploader's owner id: every link of the job is theirs.
     owner: str | None = None
+    # Set by the restarter when it sends a dead-lettered message back for one last attempt
+    # (shortener.logic.dead_letters): if that attempt fails too, the loop fails the rows with
+    # that attempt's reason instead of letting SQS deliver the message again.
+    last_attempt: bool = False
 
     def bulk_rows(self) -> list[BulkRow]:
         return [BulkRow(url=url, code=code) for url, code in self.rows]

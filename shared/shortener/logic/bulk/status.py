@@ -41,6 +41,7 @@ def status_view(
         error=job.error,
         cost=cost_line(job.usage),
         owner=job.owner,
+        throttled_by="table" if job.usage.throttled_requests else None,
     )
 
 
