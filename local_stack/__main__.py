@@ -13,6 +13,7 @@ from local_stack.apigateway import ADMIN_KEY_FILE
 from local_stack.awslambda.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
 from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
+from local_stack.cloudwatch.alarms import unevaluated_alarms
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.ports import taken_ports
@@ -165,6 +166,13 @@ def banner(stack: LocalStack) -> str:
     template = resources.template["Resources"]
     for logical_id, name in resources.names.items():
         lines.append(f"  {logical_id:<30} {template[logical_id]['Type']:<28} {name}")
+    unevaluated = unevaluated_alarms(resources)
+    if unevaluated:
+        lines += [
+            "",
+            f"Alarms: {len(unevaluated)} watch metrics that only CloudWatch in AWS produces and are not "
+            f"evaluated here ({', '.join(unevaluated)}); the others are.",
+        ]
     lines += [f"  ! {warning}" for warning in stack.report.warnings]
     if options.faults:
         lines.append(f"Faults: {options.faults}")

@@ -57,7 +57,7 @@ from local_stack.durability import (
 )
 from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
 from local_stack.embedded.dynamodb_capacity import CapacitySettings
-from local_stack.events import Scheduler, schedules_of
+from local_stack.events import Scheduler, deliver_rule_targets, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.kms import KeyRing
@@ -130,6 +130,7 @@ class LocalStack:
         self._background: list[_BackgroundPart] = []
         self._servers: list[threading.Thread] = []
         self._undo_s3_notifications: Callable[[], None] | None = None
+        self._undo_event_rules: Callable[[], None] | None = None
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
 
@@ -257,6 +258,10 @@ class LocalStack:
         )
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
         self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+        # Put events reach their rules' function and topic targets (moto delivers only some kinds).
+        self._undo_event_rules = deliver_rule_targets(
+            lambda function_arn, event: self._invoke_tracked(function_arn, event, None)
+        )
 
         create_resources(resources, self._lambda_endpoint.sns_url)
         if options.persist:
@@ -358,6 +363,9 @@ class LocalStack:
         if self._undo_s3_notifications is not None:
             self._undo_s3_notifications()
             self._undo_s3_notifications = None
+        if self._undo_event_rules is not None:
+            self._undo_event_rules()
+            self._undo_event_rules = None
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener.models.exceptions import InvalidKeyRequestError, ShortenerError
-from shortener_cli import keys
+from shortener_cli import keys, output
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--local-stack",
         metavar="DATA_DIR",
         help="data dir of the local stack (env SHORTENER_LOCAL_STACK; default: ./.local-stack)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the API's answers as JSON (for programs), not as text"
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -125,8 +128,14 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     links.add_argument("--tag", help="only links with this tag")
     links.add_argument("--search", help="only links whose URL contains this")
     links.add_argument("--owner", help="another owner's links (admins)")
-    links.add_argument("--limit", type=int, default=25, help="links per page (1-100)")
+    links.add_argument("--limit", type=int, help="links per page (1-1000; default 100, 1000 with --all)")
     links.add_argument("--all", action="store_true", help="every page, not only the first")
+    links.add_argument(
+        "--format",
+        choices=["table", "csv", "jsonl"],
+        default="table",
+        help="table for people; csv or jsonl (one JSON object a line) to export, e.g. with --all",
+    )
 
     link = commands.add_parser("link", help="show one of your links")
     link.add_argument("code")
@@ -164,15 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         "shorten": lambda: _shorten(client, args),
         "bulk": lambda: _bulk(client, args),
         "results": lambda: _results(client, args.job_id, args),
-        "job": lambda: _job(client, args.job_id),
+        "job": lambda: _show(client.job(args.job_id), args.json),
         "clicks": lambda: _clicks(client, args),
         "links": lambda: _links(client, args),
-        "link": lambda: _show(client.link(args.code)),
+        "link": lambda: _show(client.link(args.code), args.json),
         "update": lambda: _update(client, args),
-        "delete": lambda: _show(client.delete_link(args.code)),
-        "block": lambda: _show(client.block(args.host, args.reason)),
+        "delete": lambda: _show(client.delete_link(args.code), args.json),
+        "block": lambda: _show(client.block(args.host, args.reason), args.json),
         "unblock": lambda: _unblock(client, args.host),
-        "blocklist": lambda: _blocklist(client),
+        "blocklist": lambda: _blocklist(client, args.json),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }
@@ -381,42 +390,48 @@ def progress_bar(status: dict[str, Any]) -> str:
     return f"[{bar}] {done}/{total} rows, {int(status.get('failed') or 0)} failed ({status.get('status')})"
 
 
-def _job(client: ShortenerClient, job_id: str) -> int:
-    status = client.job(job_id)
-    print(" ".join(f"{key}={value}" for key, value in status.items()))
-    return EXIT_OK
-
-
 def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
-    cursor, rows = "", []
+    """A page of links, or every page (--all); csv and jsonl are written page by page as they
+    come (an export of any size), the table once all are read."""
+    export = "jsonl" if args.json and args.format == "table" else args.format
+    limit = args.limit or (1000 if args.all else 100)
+    cursor, rows, first = "", [], True
     while True:
         page = client.links(
             tag=args.tag or "",
             q=args.search or "",
             owner=args.owner or "",
-            limit=str(args.limit),
+            limit=str(limit),
             cursor=cursor,
         )
-        rows += page["links"]
+        if export == "csv":
+            sys.stdout.write(output.links_csv(page["links"], header=first))
+        elif export == "jsonl":
+            sys.stdout.write(output.links_jsonl(page["links"]))
+        else:
+            rows += page["links"]
+        first = False
         cursor = page.get("next_cursor") or ""
         if not (args.all and cursor):
             break
-    print(format_links(rows))
+    if export == "table":
+        print(format_links(rows))
     if cursor:
         print("more links follow: --all lists every page", file=sys.stderr)
     return EXIT_OK
 
 
 def format_links(links: list[dict[str, Any]]) -> str:
-    """One line per link: code, status, creation date, short URL, target and title."""
+    """A table of links: short URL, status, creation date, target and title."""
     if not links:
         return "No links."
-    lines = []
-    for link in links:
-        status = "" if link["status"] == "active" else f" [{link['status']}]"
-        title = f"  {link['title']}" if link.get("title") else ""
-        lines.append(f"{link['short_url']}{status}  {link['created_at'][:10]}  -> {link['url']}{title}")
-    return "\n".join(lines)
+    return output.table(
+        ("SHORT URL", "STATUS", "CREATED", "URL", "TITLE"),
+        (
+            (link["short_url"], link["status"], link["created_at"][:10], link["url"], link.get("title") or "")
+            for link in links
+        ),
+    )
 
 
 def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
@@ -433,12 +448,11 @@ def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
     if not changes:
         print("shortener: nothing to change (--url, --title, --tag, --disable or --enable)", file=sys.stderr)
         return EXIT_USAGE
-    return _show(client.update_link(args.code, changes))
+    return _show(client.update_link(args.code, changes), args.json)
 
 
-def _show(fields: dict[str, Any]) -> int:
-    for key, value in fields.items():
-        print(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+def _show(fields: dict[str, Any], as_json: bool = False) -> int:
+    print(output.as_json(fields) if as_json else output.aligned_fields(fields))
     return EXIT_OK
 
 
@@ -448,8 +462,11 @@ def _unblock(client: ShortenerClient, host: str) -> int:
     return EXIT_OK
 
 
-def _blocklist(client: ShortenerClient) -> int:
+def _blocklist(client: ShortenerClient, as_json: bool = False) -> int:
     hosts = client.blocklist()
+    if as_json:
+        print(output.as_json(hosts))
+        return EXIT_OK
     for entry in hosts:
         reason = f"  ({entry['reason']})" if entry.get("reason") else ""
         print(f"{entry['host']}  blocked {entry['created_at'][:10]} by {entry['added_by']}{reason}")

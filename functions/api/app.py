@@ -11,20 +11,24 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import web
+from shortener import openapi, security_headers, web
+from shortener.models.api import ErrorBody
 from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
-from shortener.models.links import ShortenRequest
+from shortener.models.links import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
+from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
     from bulk import router as bulk_router
+    from bulk_links import router as bulk_links_router
     from clicks import router as clicks_router
     from links import router as links_router
     from links import stage_cache
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
+    from functions.api.bulk_links import router as bulk_links_router
     from functions.api.clicks import router as clicks_router
     from functions.api.links import router as links_router
     from functions.api.links import stage_cache
@@ -34,6 +38,7 @@ except ModuleNotFoundError:
 app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
+app.include_router(bulk_links_router)
 app.include_router(links_router)
 app.include_router(clicks_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
@@ -52,12 +57,35 @@ def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
-@app.get("/")
+# What a client may do with a link it made (POST /): the stateful fuzzing follows these.
+_CODE = "$response.body#/code"
+_LINK_OPERATIONS = {
+    "ShowLink": link_to("GET", "/links/{code}", code=_CODE),
+    "ChangeLink": link_to("PATCH", "/links/{code}", code=_CODE),
+    "DeleteLink": link_to("DELETE", "/links/{code}", code=_CODE),
+    "FollowLink": link_to("GET", "/{code}", code=_CODE),
+    "CheckLink": link_to("HEAD", "/{code}", code=_CODE),
+}
+
+
+@app.get("/", **operation("The index page", {200: Answer("The page", media_type="text/html")}, keyed=False))
 def index_page() -> Response[str]:
     return Response(200, "text/html; charset=utf-8", page("index.html"))
 
 
-@app.post("/")
+@app.post(
+    "/",
+    **operation(
+        "Shorten one URL",
+        {
+            201: Answer("A new link", ShortenResult, links=_LINK_OPERATIONS),
+            200: Answer("The existing link", ShortenResult, links=_LINK_OPERATIONS),
+        },
+        errors=(409,),
+        body=ShortenRequest,
+        body_media_types=("application/json", "application/x-www-form-urlencoded"),
+    ),
+)
 def shorten() -> Response[str]:
     event = app.current_event
     fields = web.parse_fields(
@@ -82,16 +110,81 @@ def shorten() -> Response[str]:
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
 
 
-@app.get("/apple-app-site-association")
-@app.get("/.well-known/apple-app-site-association")
+_APP_LINKS = operation(
+    "The app-links document",
+    {200: Answer("The configured document (JSON)", schema={"type": "object"})},
+    keyed=False,
+    tag="pages",
+)
+
+
+@app.get("/apple-app-site-association", **_APP_LINKS)
+@app.get("/.well-known/apple-app-site-association", **_APP_LINKS)
 def app_site_association() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, apple_app_site_association())
 
 
+@app.get(
+    "/openapi.json",
+    **operation(
+        "This document (OpenAPI 3.1)",
+        {200: Answer("The document", schema={"type": "object"})},
+        keyed=False,
+        tag="pages",
+    ),
+)
+def openapi_document() -> Response[str]:
+    spec = dict(_openapi_document())
+    spec["servers"] = [{"url": _base_url()}]
+    return Response(200, content_types.APPLICATION_JSON, json.dumps(spec))
+
+
+@lru_cache(maxsize=1)
+def _openapi_document() -> dict:
+    # Built on the first request for it: a cold start of any other route does not pay for it.
+    return openapi.document(app)
+
+
+_REDIRECT = {
+    "Location": "The link's URL.",
+    "Cache-Control": "How long browsers may keep the redirect (the stack's RedirectCacheControl).",
+}
+_MISSING_PAGE = "An HTML page for browsers (Accept: text/html); JSON otherwise"
+
+
+_REDIRECTS = {
+    status: Answer(
+        f"{status}: to the link's URL (the status is the stack's RedirectStatus)",
+        headers=_REDIRECT,
+        media_type="text/plain",
+    )
+    for status in (301, 302, 307, 308)
+}
+
+
 # Registered last: the static routes above take precedence over these catch-alls. HEAD answers
 # as GET does, without a body (link checkers and `curl -I`).
-@app.get("/<code>")
-@app.head("/<code>")
+@app.get(
+    "/<code>",
+    **operation(
+        "Follow a short link",
+        _REDIRECTS
+        | {
+            404: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+            410: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+        },
+        keyed=False,
+    ),
+)
+@app.head(
+    "/<code>",
+    **operation(
+        "Check a short link (as GET, without a body)",
+        {status: Answer("As GET", headers=_REDIRECT, empty=True) for status in (301, 302, 307, 308)}
+        | {404: Answer("No such link", empty=True), 410: Answer("Taken down", empty=True)},
+        keyed=False,
+    ),
+)
 def follow(code: str) -> Response[str]:
     event = app.current_event
     resolution = links().resolve(code, fresh=web.wants_fresh(event.headers))
@@ -136,6 +229,11 @@ def route_not_found(_: Exception) -> Response[str]:
     return _error(404, "not_found", "No such path or method.")
 
 
+def _base_url() -> str:
+    event = app.current_event
+    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
+
+
 def _error(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:
     body = json.dumps({"error": error, "message": message})
     return Response(status, content_types.APPLICATION_JSON, body, headers=headers)
@@ -144,4 +242,11 @@ def _error(status: int, error: str, message: str, headers: dict[str, str] | None
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
-    return app.resolve(event, context)
+    settings = api_settings()
+    return security_headers.secure(
+        app.resolve(event, context),
+        hsts=web.on_custom_domain(event, settings.CUSTOM_DOMAIN),
+        connect_origins=security_headers.upload_origins(
+            settings.AWS_ENDPOINT_URL_S3 or settings.AWS_ENDPOINT_URL
+        ),
+    )

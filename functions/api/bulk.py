@@ -12,8 +12,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from shortener import clock, web
 from shortener.logic import bulk
 from shortener.logic.bulk import status
+from shortener.logic.bulk.topics import job_topic
 from shortener.logic.link_management import require_key
 from shortener.logic.paging import decode_cursor, encode_cursor, page_size
+from shortener.models.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.models.files import SplitRequest
 from shortener.models.jobs import (
@@ -25,10 +27,30 @@ from shortener.models.jobs import (
     UploadAccepted,
 )
 from shortener.observability import logger, metrics
+from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import api_links, bulk_metering, files, files_function, jobs, queue, work_loops
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
+# What a client does with a job it started: the stateful fuzzing follows these.
+_JOB_ID = "$response.body#/job_id"
+_JOB_OPERATIONS = {
+    "JobStatus": link_to("GET", "/jobs/{job_id}", job_id=_JOB_ID),
+    "JobResults": link_to("GET", "/jobs/{job_id}/results", job_id=_JOB_ID),
+}
+# A CSV upload is a file, as the page's form or `curl --data-binary @links.csv` sends it.
+_CSV_BODY = {
+    "required": True,
+    "content": {
+        "text/csv": {"schema": {"type": "string"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {"file": {"type": "string", "contentMediaType": "text/csv"}},
+            }
+        },
+    },
+}
 # A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
 # which only small jobs with very long URLs need (larger jobs are served as a file).
 RESULTS_PAGE_BYTES = 5_000_000
@@ -45,9 +67,10 @@ def _options() -> bulk.BulkOptions:
     )
 
 
-def _origin() -> bulk.JobOrigin:
+def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     event = router.current_event
     return bulk.JobOrigin(
+        notify_topic=job_topic(notify_topic, api_settings().JOB_TOPIC_PREFIX),
         own_host=web.request_host(event.headers),
         base_url=_base_url(),
         bucket=api_settings().BULK_BUCKET,
@@ -57,10 +80,21 @@ def _origin() -> bulk.JobOrigin:
     )
 
 
-@router.post("/bulk")
+@router.post(
+    "/bulk",
+    **operation(
+        "Start a job from a CSV file in the body",
+        {202: Answer("The job was accepted", JobAccepted, links=_JOB_OPERATIONS)},
+        errors=(400, 413, 415),
+        file_body=_CSV_BODY,
+        query=BulkUploadQuery,
+        tag="jobs",
+    ),
+)
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
+    origin = _origin(event.get_query_string_value("notify_topic", None))
     rows = bulk.read_upload(
         web.body_bytes(event.body, event.is_base64_encoded),
         web.header(event.headers, "content-type"),
@@ -74,7 +108,7 @@ def upload_csv() -> Response[str]:
         jobs=jobs(),
         queue=queue(),
         queue_url=settings.BULK_QUEUE_URL,
-        origin=_origin(),
+        origin=origin,
         options=_options(),
         loops=work_loops(),
         metering=bulk_metering(),
@@ -84,7 +118,16 @@ def upload_csv() -> Response[str]:
     return Response(202, content_types.APPLICATION_JSON, accepted.model_dump_json())
 
 
-@router.get("/jobs")
+@router.get(
+    "/jobs",
+    **operation(
+        "The caller's jobs, newest first",
+        {200: Answer("A page", JobList)},
+        errors=(400,),
+        query=ListJobsQuery,
+        tag="jobs",
+    ),
+)
 def list_jobs() -> Response[str]:
     event = router.current_event
     caller = web.caller_from_event(event.raw_event)
@@ -102,7 +145,22 @@ def list_jobs() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
 
-@router.post("/bulk/uploads")
+@router.post(
+    "/bulk/uploads",
+    **operation(
+        "Start a job for a file uploaded straight to S3",
+        {
+            201: Answer(
+                "The job, and a presigned PUT for the file",
+                UploadAccepted,
+                headers={"Location": "The job's status URL."},
+                links=_JOB_OPERATIONS,
+            )
+        },
+        body=DirectUploadRequest,
+        tag="jobs",
+    ),
+)
 def direct_upload() -> Response[str]:
     """A job for a file of any size (up to S3's 5 GiB for one PUT), and a presigned PUT for it."""
     event = router.current_event
@@ -117,7 +175,7 @@ def direct_upload() -> Response[str]:
         request,
         jobs=jobs(),
         files=files(),
-        origin=_origin(),
+        origin=_origin(request.notify_topic),
         options=_options(),
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
@@ -132,7 +190,10 @@ def direct_upload() -> Response[str]:
     )
 
 
-@router.get("/jobs/<job_id>")
+@router.get(
+    "/jobs/<job_id>",
+    **operation("A job's progress", {200: Answer("The job", JobStatusView)}, errors=(404,), tag="jobs"),
+)
 def job_status(job_id: str) -> Response[str]:
     job = _job(job_id)
     _restart_stalled_work(job)
@@ -142,7 +203,26 @@ def job_status(job_id: str) -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
 
 
-@router.get("/jobs/<job_id>/results")
+@router.get(
+    "/jobs/<job_id>/results",
+    **operation(
+        "A job's results",
+        {
+            200: Answer(
+                "Small jobs: the results CSV (row,url,code,short_url,error), pages linked by rel=next",
+                media_type="text/csv",
+                headers={"Link": 'The next page (rel="next"), when there is one.'},
+            ),
+            303: Answer("Larger jobs: the results file", ResultsFileLink, headers={"Location": "The file."}),
+            409: Answer(
+                "The results file is not written yet", ErrorBody, headers={"Retry-After": "Seconds."}
+            ),
+        },
+        errors=(400, 404),
+        query=JobResultsQuery,
+        tag="jobs",
+    ),
+)
 def job_results(job_id: str) -> Response[str]:
     """Small jobs: the CSV (``text/csv``, pages linked with rel="next"), also while running.
     Larger jobs: a 303 to the results file once written (a presigned link), else 409."""
@@ -153,7 +233,7 @@ def job_results(job_id: str) -> Response[str]:
     results_file = _results_file(job)
     if results_file is not None:
         url, expires_at = results_file
-        body = json.dumps({"results_file_url": url, "expires_at": expires_at.isoformat()})
+        body = ResultsFileLink(results_file_url=url, expires_at=expires_at).model_dump_json()
         return Response(303, content_types.APPLICATION_JSON, body, headers={"Location": url})
     _restart_stalled_work(job)
     message = (

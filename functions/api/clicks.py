@@ -11,8 +11,10 @@ from shortener import clock, web
 from shortener.logic import bulk
 from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
 from shortener.logic.clicks import hour_of, link_report, parse_range, top_links, top_range
-from shortener.models.clicks import LinkTotals
+from shortener.models.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
+from shortener.models.clicks import LinkClicks, LinkTotals, TopLinks
 from shortener.models.exceptions import ServiceUnavailableError
+from shortener.openapi import Answer, operation
 from shortener.services.api import api_clicks, api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
 
@@ -22,7 +24,15 @@ REPORT_RETRY_SECONDS = 5
 _NO_TOTALS = LinkTotals()
 
 
-@router.get("/links/<code>/clicks")
+@router.get(
+    "/links/<code>/clicks",
+    **operation(
+        "A link's clicks over a range: totals, a series and top lists",
+        {200: Answer("The link's clicks", LinkClicks)},
+        errors=(400, 404, 410),
+        query=LinkClicksQuery,
+    ),
+)
 def link_clicks(code: str) -> Response[str]:
     event = router.current_event
     begin, end, interval = parse_range(
@@ -39,7 +49,15 @@ def link_clicks(code: str) -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, report.model_dump_json(by_alias=True))
 
 
-@router.get("/clicks")
+@router.get(
+    "/clicks",
+    **operation(
+        "The caller's most followed links over a range",
+        {200: Answer("The top links", TopLinks)},
+        errors=(400,),
+        query=TopLinksQuery,
+    ),
+)
 def caller_top_links() -> Response[str]:
     """The caller's most followed links over a range of whole UTC days (an admin's own links too:
     links are filed under their owner)."""
@@ -55,7 +73,26 @@ def caller_top_links() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
 
 
-@router.get("/jobs/<job_id>/clicks")
+@router.get(
+    "/jobs/<job_id>/clicks",
+    **operation(
+        "A job's clicks per row, in input order",
+        {
+            200: Answer(
+                "Small jobs: the CSV (row,url,code,short_url,clicks,humans,first_click,last_click)",
+                media_type="text/csv",
+            ),
+            202: Answer(
+                "Larger jobs: the report file is being built", ErrorBody, headers={"Retry-After": "Seconds."}
+            ),
+            303: Answer(
+                "Larger jobs: the report file", ClickReportFileLink, headers={"Location": "The file."}
+            ),
+        },
+        errors=(404,),
+        tag="jobs",
+    ),
+)
 def job_clicks(job_id: str) -> Response[str]:
     """The job's per-row click report: the CSV itself for jobs of up to INLINE_RESULTS_ROWS rows;
     for larger ones a 303 to a file built on request within the hour, else 202 while it is built."""

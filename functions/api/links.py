@@ -9,25 +9,36 @@ from aws_lambda_powertools.metrics import MetricUnit
 from shortener import web
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.link_management import Change, StageCacheInvalidator
+from shortener.logic.paging import LINKS_PAGE_SIZE
 from shortener.models.access import Caller
-from shortener.models.blocklist import Blocklist, BlockRequest
+from shortener.models.api import ListLinksQuery
+from shortener.models.blocklist import BlockedHost, Blocklist, BlockRequest
 from shortener.models.exceptions import ForbiddenError, NotBlockedError
 from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
+from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import api_link_manager, api_links, stage_cache_invalidator
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
 
 
-@router.get("/links")
+@router.get(
+    "/links",
+    **operation(
+        "The caller's links, newest first",
+        {200: Answer("A page", LinkList)},
+        errors=(400,),
+        query=ListLinksQuery,
+    ),
+)
 def list_links() -> Response[str]:
     event = router.current_event
     found, cursor = api_link_manager().list(
         _caller(),
         owner=event.get_query_string_value("owner", None),
         cursor=event.get_query_string_value("cursor", None),
-        limit=web.whole_number(event.get_query_string_value("limit", "25") or "25", "limit"),
+        limit=web.whole_number(event.get_query_string_value("limit", None) or str(LINKS_PAGE_SIZE), "limit"),
         tag=event.get_query_string_value("tag", None),
         contains=event.get_query_string_value("q", None),
     )
@@ -36,12 +47,29 @@ def list_links() -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
 
-@router.get("/links/<code>")
+@router.get(
+    "/links/<code>",
+    **operation("One of the caller's links", {200: Answer("The link", LinkView)}, errors=(404, 410)),
+)
 def show_link(code: str) -> Response[str]:
     return _link_answer(api_link_manager().get(_caller(), code))
 
 
-@router.patch("/links/<code>")
+@router.patch(
+    "/links/<code>",
+    **operation(
+        "Change a link's URL, title, tags or status",
+        {
+            200: Answer(
+                "The changed link",
+                LinkView,
+                links={"DeleteLink": link_to("DELETE", "/links/{code}", code="$response.body#/code")},
+            )
+        },
+        errors=(404, 409, 410),
+        body=LinkUpdate,
+    ),
+)
 def change_link(code: str) -> Response[str]:
     event = router.current_event
     settings = api_settings()
@@ -54,21 +82,45 @@ def change_link(code: str) -> Response[str]:
     return _changed(change)
 
 
-@router.delete("/links/<code>")
+@router.delete(
+    "/links/<code>",
+    **operation(
+        "Delete a link (its code answers 410 from then on)",
+        {200: Answer("The deleted link", LinkView)},
+        errors=(404, 410),
+    ),
+)
 def delete_link(code: str) -> Response[str]:
     change = api_link_manager().delete(_caller(), code, stage_cache())
     metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
     return _changed(change)
 
 
-@router.get("/blocklist")
+@router.get(
+    "/blocklist",
+    **operation("The blocked hosts (admins)", {200: Answer("Every entry", Blocklist)}, tag="blocklist"),
+)
 def show_blocklist() -> Response[str]:
     _admin()
     entries = _guard().entries()
     return Response(200, content_types.APPLICATION_JSON, Blocklist(hosts=entries).model_dump_json())
 
 
-@router.put("/blocklist/<host>")
+@router.put(
+    "/blocklist/<host>",
+    **operation(
+        "Block a host and its subdomains (admins)",
+        {
+            200: Answer(
+                "The entry",
+                BlockedHost,
+                links={"UnblockHost": link_to("DELETE", "/blocklist/{host}", host="$response.body#/host")},
+            )
+        },
+        body=BlockRequest,
+        tag="blocklist",
+    ),
+)
 def block_host(host: str) -> Response[str]:
     caller = _admin()
     event = router.current_event
@@ -80,7 +132,12 @@ def block_host(host: str) -> Response[str]:
     return Response(200, content_types.APPLICATION_JSON, entry.model_dump_json())
 
 
-@router.delete("/blocklist/<host>")
+@router.delete(
+    "/blocklist/<host>",
+    **operation(
+        "Unblock a host (admins)", {204: Answer("Unblocked", empty=True)}, errors=(400, 404), tag="blocklist"
+    ),
+)
 def unblock_host(host: str) -> Response[str]:
     caller = _admin()
     if not _guard().unblock(host):

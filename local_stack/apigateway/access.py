@@ -117,6 +117,11 @@ class ApiAccess:
             context.setdefault("identity", {}).update({"apiKey": api_key, "apiKeyId": info.key_id})
         return None
 
+    def no_route(self, request: HttpRequest) -> GatewayAnswer:
+        """MISSING_AUTHENTICATION_TOKEN: a method and path that no route matches (the template's
+        gateway response for it, else API Gateway's 403)."""
+        return self.responses.render("MISSING_AUTHENTICATION_TOKEN", request_headers=dict(request.headers))
+
     def refuse(self, response_type: str, message: str | None, event: Mapping[str, Any]) -> GatewayAnswer:
         """API Gateway's own answer of type ``response_type``."""
         return self.responses.render(

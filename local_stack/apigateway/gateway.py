@@ -195,6 +195,9 @@ class ApiGateway(ThreadingHTTPServer):
             return blocked
         path = urlsplit(request.target).path or "/"
         found = find_route(self.routes, request.method, unquote(path))
+        if found is None and self.access is not None:
+            # The template's gateway response for it, if it has one (it does: a 404).
+            return self.access.no_route(request)
         if found is None:
             status, headers, body = _gateway_error(HTTPStatus.FORBIDDEN, "Missing Authentication Token")
             return status, [*headers, ("x-amzn-ErrorType", "MissingAuthenticationTokenException")], body

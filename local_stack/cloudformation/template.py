@@ -2,6 +2,7 @@
 create tables (and the rest) from the template's own properties, never from a copy in Python."""
 
 import copy
+import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -90,6 +91,9 @@ def expand_sam(
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
                 properties[key] = f"s3://{LOCAL_CODE_BUCKET}/{properties[key]}"
+    # Without SAM's hosted feature-toggle configuration, the translator warns about each feature
+    # it looks up ("Feature ... not available in Feature Toggle Config"): nothing about this stack.
+    logging.getLogger("samtranslator.feature_toggle").setLevel(logging.ERROR)
     translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=region))
     try:
         return translator.translate(

@@ -238,12 +238,33 @@ def alarm_specs(resources: Resources) -> list[AlarmSpec]:
         spec = AlarmSpec.from_properties(
             resources.physical_id(logical_id), resources.resolver.get_att(logical_id, "Arn"), properties
         )
-        queue = dict(spec.dimensions).get("QueueName")
-        if spec.namespace != "AWS/SQS" or spec.metric_name not in SQS_METRICS or queue is None:
-            log.warning("%s: %s/%s is not evaluated locally", logical_id, spec.namespace, spec.metric_name)
+        if not _evaluable(spec):
+            # Said once, in the banner (unevaluated_alarms), not as a warning per alarm.
+            log.debug("%s: %s/%s is not evaluated locally", logical_id, spec.namespace, spec.metric_name)
             continue
         specs.append(spec)
     return specs
+
+
+def unevaluated_alarms(resources: Resources) -> list[str]:
+    """The template's alarms (logical ids) on metrics the local stack does not produce."""
+    return [
+        logical_id
+        for logical_id, properties in resources.of_type(ALARM).items()
+        if not _evaluable(
+            AlarmSpec.from_properties(
+                resources.physical_id(logical_id), resources.resolver.get_att(logical_id, "Arn"), properties
+            )
+        )
+    ]
+
+
+def _evaluable(spec: AlarmSpec) -> bool:
+    return (
+        spec.namespace == "AWS/SQS"
+        and spec.metric_name in SQS_METRICS
+        and dict(spec.dimensions).get("QueueName") is not None
+    )
 
 
 class AlarmEvaluator:

@@ -110,6 +110,11 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....
     # The local stack points it at itself, as AWS_ENDPOINT_URL points boto3 at its AWS.
     AWS_ENDPOINT_URL_EXECUTE_API: str = ""
+    # The stack's custom domain ("" without one): answers that came in on it say HSTS.
+    CUSTOM_DOMAIN: str = ""
+    # Where boto3 sends S3 requests when not to AWS (the local stack): the page's uploads go there.
+    AWS_ENDPOINT_URL: str = ""
+    AWS_ENDPOINT_URL_S3: str = ""
     AWS_REGION: str = "us-east-1"
     APPLE_APP_SITE_ASSOCIATION: Annotated[dict[str, Any], BeforeValidator(_json_text)] = {
         "applinks": {"details": []}
@@ -118,6 +123,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
     # Rows per upload: bounds the messages one request sends within the API's 29 s.
     MAX_UPLOAD_ROWS: int = Field(default=100_000, ge=1)
+    # "arn:<partition>:sns:<region>:<account>:" where jobs may name an SNS topic of the stack's own
+    # account and region for their job-ended message (AllowJobTopics); "" where they may not.
+    JOB_TOPIC_PREFIX: str = ""
     # A direct upload is one presigned PUT: S3 takes at most 5 GiB that way.
     MAX_DIRECT_UPLOAD_BYTES: int = Field(default=5 * 1024**3, ge=1, le=5 * 1024**3)
     # How long presigned upload and download links work.

@@ -128,6 +128,14 @@ def wants_fresh(headers: Mapping[str, str] | None) -> bool:
     return bool(directives & {"max-age=0", "no-cache", "no-store"})
 
 
+def on_custom_domain(event: Mapping[str, Any], custom_domain: str) -> bool:
+    """Whether the request came in on the stack's custom domain (API Gateway's ``domainName``)."""
+    if not custom_domain:
+        return False
+    domain = str((event.get("requestContext") or {}).get("domainName") or "").lower().rstrip(".")
+    return domain == custom_domain.lower().rstrip(".")
+
+
 def execute_api_host(api_id: str, region: str) -> str:
     """The API's default host name."""
     return f"{api_id}.execute-api.{region}.amazonaws.com"

@@ -66,7 +66,10 @@ def test_the_app_site_association_is_json_on_both_paths(deployment: Deployment) 
         assert "applinks" in answer.json()
 
 
-def test_a_path_that_matches_no_route_is_api_gateways_403(deployment: Deployment) -> None:
-    answer = deployment.request("GET", "no/such/route")
-    assert answer.status == 403
-    assert answer.json() == {"message": "Missing Authentication Token"}
+def test_a_path_or_method_that_matches_no_route_is_a_404_in_the_error_shape(deployment: Deployment) -> None:
+    # API Gateway's own 403 "Missing Authentication Token", as the template's gateway response has it
+    for method, path in (("GET", "no/such/route"), ("DELETE", "jobs"), ("PUT", "")):
+        answer = deployment.request(method, path)
+        assert answer.status == 404, (method, path, answer.text)
+        assert answer.json()["error"] == "not_found"
+        assert "openapi.json" in answer.json()["message"]

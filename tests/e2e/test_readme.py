@@ -181,6 +181,12 @@ DOCS_EXPECTED = {
         r"^LinksTableName shortener-local-LinksTable$",
         r"^BulkQueueUrl http://127\.0\.0\.1:\d+/\d+/shortener-local-BulkQueue$",
     ],
+    "api-json.md": [
+        r"^OpenAPI 3\.1\.\d+ \d+ paths$",
+        r'^\{"links":\[\{"status":201,"code":"\w+","short_url":"http://127\.0\.0\.1:\d+/\w+".* 200$',
+        r"^code,short_url,url,title,tags,status,created_at,updated_at,owner,is_custom,job_id$",
+        r'^\{"code": "[^"]+", "short_url": ',
+    ],
     "capacity.md": [r'"settings": "scale=1"', r'"shortener-local-LinksTable": \{"write_units": '],
     "operations.md": [r"^\S+-DeadLetterAlarm (OK|INSUFFICIENT_DATA)$", r"^\S+-FunctionErrorsAlarm "],
     "api.md": [

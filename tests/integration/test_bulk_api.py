@@ -296,3 +296,38 @@ def test_the_page_uploads_large_files_straight_to_storage_and_links_the_whole_re
     ):
         assert contract in page
     assert "SMALL_BODY_BYTES = 4000000" in page
+
+
+TOPIC = "arn:aws:sns:us-east-1:123456789012:jobs-done"
+
+
+def upload_naming_topic(api: ModuleType, topic: str) -> dict[str, Any]:
+    event = api_event(
+        "POST", "/bulk", body=b"url\nhttps://example.com/t\n", headers={"Content-Type": "text/csv"}
+    )
+    event["queryStringParameters"] = {"notify_topic": topic}
+    event["multiValueQueryStringParameters"] = {"notify_topic": [topic]}
+    return call(api, event)
+
+
+def test_a_job_names_a_topic_only_where_the_stack_allows_it(
+    api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack that allows no job topics, a job naming one is refused, writing nothing
+    refused = upload_naming_topic(api, TOPIC)
+    assert refused["statusCode"] == 400, refused["body"]
+    assert "AllowJobTopics" in json.loads(refused["body"])["message"]
+    assert job_items(tables) == []
+    # Given one that allows its own account and region's topics
+    monkeypatch.setenv("JOB_TOPIC_PREFIX", "arn:aws:sns:us-east-1:123456789012:")
+    from shortener.settings import api_settings
+
+    api_settings.cache_clear()
+    # Then a topic elsewhere is refused, and one there is kept on the job
+    assert upload_naming_topic(api, "arn:aws:sns:eu-west-1:123456789012:x")["statusCode"] == 400
+    accepted = upload_naming_topic(api, TOPIC)
+    assert accepted["statusCode"] == 202, accepted["body"]
+    from functions.api import bulk
+
+    job = bulk.jobs().get_job(json.loads(accepted["body"])["job_id"])
+    assert job is not None and job.notify_topic == TOPIC

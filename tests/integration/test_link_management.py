@@ -277,3 +277,53 @@ def test_a_takedown_reaches_a_container_that_cached_the_link(
     # Then the other container no longer serves it from memory
     with pytest.raises(LinkGoneError):
         elsewhere.resolve(code)
+
+
+def make_links(caller: ApiCaller, count: int, path: str = "p") -> None:
+    for start in range(0, count, 25):
+        links = [{"url": f"https://example.com/{path}/{n}"} for n in range(start, min(start + 25, count))]
+        assert caller.request("POST", "/links/bulk", body={"links": links})["statusCode"] == 200
+
+
+def test_links_come_100_a_page_unless_asked_for_up_to_1000(alice: ApiCaller) -> None:
+    # Given 130 links
+    make_links(alice, 130)
+    # When the first page is asked for without a limit, it has 100 and a cursor to the other 30
+    first = body(alice.list_links())
+    assert len(first["links"]) == 100 and first["next_cursor"]
+    rest = body(alice.list_links(cursor=first["next_cursor"]))
+    assert len(rest["links"]) == 30 and rest["next_cursor"] is None
+    # And a page of up to 1,000 may be asked for, not more
+    assert len(body(alice.list_links(limit="1000"))["links"]) == 130
+    too_many = alice.list_links(limit="1001")
+    assert (too_many["statusCode"], body(too_many)["error"]) == (400, "invalid_request")
+
+
+def test_a_page_of_long_urls_ends_before_lambdas_6_mb_and_goes_on_from_there(
+    alice: ApiCaller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack that takes URLs of up to 32,768 characters (MaxUrlLength), and 200 links of
+    # 30,000-character URLs (6 MB of URLs)
+    from shortener.settings import api_settings
+
+    monkeypatch.setenv("MAX_URL_LENGTH", "32768")
+    api_settings.cache_clear()
+    long_path = "x" * 30_000
+    for start in range(0, 200, 25):
+        links = [{"url": f"https://example.com/{n}/{long_path}"} for n in range(start, start + 25)]
+        answer = alice.request("POST", "/links/bulk", body={"links": links})
+        assert {outcome["status"] for outcome in body(answer)["links"]} == {201}
+    # When they are listed 1,000 a page
+    pages, cursor = [], None
+    while True:
+        answer = alice.list_links(limit="1000", **({"cursor": cursor} if cursor else {}))
+        assert answer["statusCode"] == 200
+        assert len(answer["body"]) < 5_500_000
+        pages.append(body(answer)["links"])
+        cursor = body(answer)["next_cursor"]
+        if not cursor:
+            break
+    # Then the first page ends early, and the pages hold every link once
+    assert len(pages) >= 2 and len(pages[0]) < 200
+    codes = [link["code"] for page in pages for link in page]
+    assert len(codes) == len(set(codes)) == 200

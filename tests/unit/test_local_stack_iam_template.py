@@ -59,6 +59,11 @@ def test_the_api_may_release_a_find_if_exists_claim_of_a_changed_link() -> None:
     assert decide("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-LinksTable") is Decision.ALLOW
 
 
+def test_the_api_may_write_the_links_of_a_json_bulk_call_in_batches() -> None:
+    # POST /links/bulk: generated links 25 a BatchWriteItem, as the bulk path writes them
+    assert decide("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-LinksTable") is Decision.ALLOW
+
+
 def test_the_poller_may_renew_the_visibility_of_a_batch_it_works_on() -> None:
     # ChangeMessageVisibilityBatch, every third of the visibility timeout while a batch is processed
     assert decide("PollerFunction", "sqs:ChangeMessageVisibility", QUEUE) is Decision.ALLOW
@@ -74,7 +79,7 @@ def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() ->
 @pytest.mark.parametrize(
     ("function", "action", "resource"),
     [
-        ("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-LinksTable"),
+        ("ApiFunction", "dynamodb:BatchWriteItem", f"{TABLE}-JobsTable"),
         ("ApiFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
         ("ApiFunction", "sqs:ReceiveMessage", QUEUE),
         ("PollerFunction", "sqs:SendMessage", QUEUE),

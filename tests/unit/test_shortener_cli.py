@@ -1,6 +1,9 @@
 """The command-line client against a small fake API over real HTTP on loopback."""
 
+import csv
+import io
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +22,7 @@ from shortener_cli.main import (
     main,
     progress_bar,
 )
+from shortener_cli.output import aligned_fields
 
 LINK = {
     "code": "c1",
@@ -221,12 +225,58 @@ def test_loops_are_listed_with_heartbeat_ages() -> None:
 
 def test_links_are_listed_page_after_page(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--api-url", api_url, "links", "--tag", "spring", "--all"]) == EXIT_OK
-    lines = capsys.readouterr().out.splitlines()
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == ["SHORT", "URL", "STATUS", "CREATED", "URL", "TITLE"]
     assert [line.split()[0] for line in lines] == ["http://sho.rt/c1", "http://sho.rt/c2", "http://sho.rt/c3"]
-    assert "[disabled]" in lines[1]
+    assert lines[1].split()[1] == "disabled"
     assert "Sale" in lines[1]
+    # Every page, 1,000 links a page (the API's most)
     paths = [path for method, path, _ in FakeApi.requests if method == "GET"]
-    assert paths == ["/links?tag=spring&limit=25", "/links?tag=spring&limit=25&cursor=c1"]
+    assert paths == ["/links?tag=spring&limit=1000", "/links?tag=spring&limit=1000&cursor=c1"]
+
+
+def test_links_are_exported_as_csv_or_json_lines(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # When every link is exported as CSV
+    assert main(["--api-url", api_url, "links", "--all", "--format", "csv"]) == EXIT_OK
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    # Then there is one row per link of every page, with the link's fields
+    assert [row["code"] for row in rows] == ["c1", "c2", "c3"]
+    assert (rows[1]["status"], rows[1]["title"], rows[1]["short_url"]) == (
+        "disabled",
+        "Sale",
+        "http://sho.rt/c2",
+    )
+    # And as JSON lines, one object per line
+    assert main(["--api-url", api_url, "links", "--all", "--format", "jsonl"]) == EXIT_OK
+    objects = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [link["code"] for link in objects] == ["c1", "c2", "c3"]
+
+
+def test_a_job_is_shown_in_aligned_fields_or_as_json(
+    api_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When a job is shown to a person
+    assert main(["--api-url", api_url, "job", "j1"]) == EXIT_OK
+    out = capsys.readouterr().out
+    # Then no Python value shows (None, {...}), and the values line up
+    assert "None" not in out and "{" not in out and "=" not in out
+    lines = out.splitlines()
+    assert len({line.index(line.split(":", 1)[1].strip()) for line in lines}) == 1
+    # And --json gives the API's answer as it is
+    assert main(["--api-url", api_url, "--json", "job", "j1"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["job_id"] == "j1"
+
+
+def test_aligned_fields_flatten_nested_values() -> None:
+    text = aligned_fields(
+        {"job_id": "j1", "upload": None, "cost": {"requests": {"dynamodb": 1200}}, "ok": True}
+    )
+    assert text.splitlines() == [
+        "job_id:                 j1",
+        "upload:                 -",
+        "cost.requests.dynamodb: 1,200",
+        "ok:                     yes",
+    ]
 
 
 def test_a_link_is_changed_and_deleted(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,7 +286,7 @@ def test_a_link_is_changed_and_deleted(api_url: str, capsys: pytest.CaptureFixtu
     assert (patch_method, patch_path) == ("PATCH", "/links/c1")
     assert json.loads(patch_body) == {"tags": ["a", "b"], "status": "disabled"}
     assert delete[:2] == ("DELETE", "/links/c1")
-    assert "status: deleted" in capsys.readouterr().out
+    assert re.search(r"^status: +deleted$", capsys.readouterr().out, re.MULTILINE)
 
 
 def test_nothing_to_change_is_a_usage_error(api_url: str) -> None:

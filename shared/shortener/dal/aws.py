@@ -20,8 +20,10 @@ from shortener.models.exceptions import StorageThrottledError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
 # botocore rebuilds its User-Agent header from a dozen sanitised parts twice per request, about a
@@ -72,9 +74,19 @@ def s3() -> "S3Client":
     return usage.install(boto3.client("s3", config=_S3_CONFIG))  # type: ignore[no-any-return]
 
 
+@lru_cache(maxsize=1)
+def events() -> "EventBridgeClient":
+    return usage.install(boto3.client("events", config=_CONFIG))  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def sns() -> "SNSClient":
+    return usage.install(boto3.client("sns", config=_CONFIG))  # type: ignore[no-any-return]
+
+
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_, s3):
+    for factory in (dynamodb, sqs, lambda_, s3, events, sns):
         factory.cache_clear()
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shortener.dal import aws
-from shortener.dal.link_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition
+from shortener.dal.link_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition, list_position
 from shortener.models.links import Link
 
 # Above every position: ISO times start with a digit.
@@ -27,6 +27,10 @@ class LinkPage:
 
 class LinkIndex(aws.DynamoDBTable):
     """Reads of the ByOwner index."""
+
+    def position(self, link: Link) -> str:
+        """Where ``link`` is in its owner's listing (a page that ends with it continues below it)."""
+        return list_position(link)
 
     def list_links(
         self,

@@ -13,7 +13,13 @@ from shortener.dal.link_changes import LinkChangedError
 from shortener.dal.link_listing import LinkPage
 from shortener.logic.codes import is_well_formed
 from shortener.logic.links import LinkService
-from shortener.logic.paging import decode_cursor, encode_cursor, page_size
+from shortener.logic.paging import (
+    LINKS_PAGE_SIZE,
+    MAX_LINKS_PAGE_SIZE,
+    decode_cursor,
+    encode_cursor,
+    page_size,
+)
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
 from shortener.models.access import Caller
 from shortener.models.exceptions import (
@@ -50,6 +56,15 @@ class OwnerIndex(Protocol):
         contains: str | None = None,
     ) -> LinkPage: ...
 
+    def position(self, link: Link) -> str:
+        """Where ``link`` is in its owner's listing (a page that ends with it continues below it)."""
+        ...
+
+
+# What GET /links may answer in one page (Lambda answers at most 6 MB), and a bound on what a link's
+# view adds to its own JSON (its short URL's base, the field names).
+LIST_PAGE_BYTES = 5_000_000
+_VIEW_OVERHEAD = 400
 
 # Refreshes the stage cache's entry of a code: the status of the fresh answer (None: no answer).
 StageCacheInvalidator = Callable[[str], int | None]
@@ -94,7 +109,7 @@ class LinkManager:
         *,
         owner: str | None = None,
         cursor: str | None = None,
-        limit: int = 25,
+        limit: int = LINKS_PAGE_SIZE,
         tag: str | None = None,
         contains: str | None = None,
     ) -> tuple[list[Link], str | None]:
@@ -104,12 +119,17 @@ class LinkManager:
         wanted = owner or caller.owner_id
         if wanted != caller.owner_id and not caller.is_admin:
             raise ForbiddenError("Only an admin can list another owner's links.")
-        before, size = decode_cursor(cursor), page_size(limit)
+        before, size = decode_cursor(cursor), page_size(limit, MAX_LINKS_PAGE_SIZE)
         page = self._index.list_links(
             wanted, before=before, limit=size, tag=tag or None, contains=contains or None
         )
-        next_cursor = encode_cursor(page.next_position) if page.next_position else None
-        return page.links, next_cursor
+        links, next_position = page.links, page.next_position
+        # A page of long URLs ends early, its answer under Lambda's 6 MB; the cursor goes on from there.
+        shown = _within_bytes(links, LIST_PAGE_BYTES)
+        if shown < len(links):
+            links, next_position = links[:shown], self._index.position(links[shown - 1])
+        next_cursor = encode_cursor(next_position) if next_position else None
+        return links, next_cursor
 
     def update(
         self,
@@ -187,6 +207,17 @@ class LinkManager:
             # Another owner's link is indistinguishable from no link at all.
             raise LinkNotFoundError(f"You have no link with the code '{code[:64]}'.")
         return link
+
+
+def _within_bytes(links: list[Link], budget: int) -> int:
+    """How many of ``links`` (at least one) a page shows within about ``budget`` bytes of JSON."""
+    used = 0
+    for count, link in enumerate(links):
+        # The link's own JSON, its short URL (a base and the code) and the view's field names.
+        used += len(link.model_dump_json()) + len(link.code) + _VIEW_OVERHEAD
+        if used > budget and count:
+            return count
+    return len(links)
 
 
 def require_key(caller: Caller) -> None:

@@ -10,6 +10,9 @@ import re
 from shortener.models.exceptions import InvalidRequestError
 
 MAX_PAGE_SIZE = 100
+# GET /links: 100 a page unless asked, up to 1,000 (an export of thousands of links in few calls).
+LINKS_PAGE_SIZE = 100
+MAX_LINKS_PAGE_SIZE = 1_000
 # Creation time (ISO 8601) and a code or job id.
 _POSITION = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.+-]{8,40}#[A-Za-z0-9_-]{1,64}")
 
@@ -33,8 +36,8 @@ def decode_cursor(cursor: str | None) -> str | None:
     return position
 
 
-def page_size(limit: int) -> int:
-    """``limit`` if it is a page size this API serves, else InvalidRequestError."""
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise InvalidRequestError(f"limit must be 1 to {MAX_PAGE_SIZE}.")
+def page_size(limit: int, maximum: int = MAX_PAGE_SIZE) -> int:
+    """``limit`` if it is a page size this API serves (1 to ``maximum``), else InvalidRequestError."""
+    if not 1 <= limit <= maximum:
+        raise InvalidRequestError(f"limit must be 1 to {maximum}.")
     return limit

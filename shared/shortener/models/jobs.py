@@ -151,6 +151,8 @@ class Job(BaseModel):
     # When the job last made progress (a chunk counted); None until the first one.
     updated_at: datetime | None = None
     usage: JobUsage = Field(default_factory=JobUsage)
+    # An SNS topic (ARN) that gets the job-ended message too.
+    notify_topic: str | None = None
 
     @property
     def processed(self) -> int:
@@ -255,6 +257,9 @@ class DirectUploadRequest(BaseModel):
     file_name: str = Field(default="upload.csv", min_length=1, max_length=255, alias="filename")
     size: int = Field(gt=0)
     content_type: str | None = Field(default=None, max_length=255)
+    # An SNS topic of this stack's account and region that also gets the job-ended message
+    # (where the stack allows it: its AllowJobTopics parameter).
+    notify_topic: str | None = Field(default=None, max_length=256)
 
 
 class PresignedUpload(BaseModel):

@@ -26,7 +26,7 @@ class ShortenRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
-    url: str = Field(min_length=1, max_length=32768)
+    url: str = Field(min_length=1, max_length=32768, examples=["https://example.com/spring-sale"])
     code: str | None = Field(default=None, max_length=256)
     title: str = Field(default="", max_length=MAX_TITLE_LENGTH)
     tags: Tags = []
@@ -106,7 +106,9 @@ class LinkUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    url: str | None = Field(default=None, min_length=1, max_length=32768)
+    url: str | None = Field(
+        default=None, min_length=1, max_length=32768, examples=["https://example.com/summer"]
+    )
     title: str | None = Field(default=None, max_length=MAX_TITLE_LENGTH)
     tags: Tags | None = None
     status: Literal["active", "disabled"] | None = None

@@ -8,9 +8,12 @@ from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
+from shortener.dal.links import LinksStore
 from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
+from shortener.logic.bulk.inline import InlineBulk
 from shortener.logic.bulk.metering import Metering
+from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager, StageCacheInvalidator
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import WorkStarter
@@ -74,3 +77,16 @@ def api_clicks() -> ClicksStore:
     if not name:
         raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")
     return ClicksStore(name)
+
+
+@lru_cache(maxsize=1)
+def api_bulk_links() -> InlineBulk:
+    """The API container's shortener of ``POST /links/bulk`` calls."""
+    settings = api_settings()
+    return InlineBulk(
+        LinksStore(settings.LINKS_TABLE),
+        api_links(),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+    )

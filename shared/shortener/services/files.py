@@ -5,9 +5,11 @@ from functools import lru_cache
 from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
+from shortener.dal.job_events import JobEventsBus, JobTopics
 from shortener.dal.jobs import JobsStore
 from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
+from shortener.logic.bulk.events import JobEndAnnouncer
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.click_reports import ClickReportWriter
@@ -48,6 +50,8 @@ def results_writer() -> ResultsWriter:
         BulkFiles(),
         lease_seconds=settings.RESULTS_LEASE_SECONDS,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        # The job-ended event on the account's default bus, and on the job's own topic if it named one.
+        on_ended=JobEndAnnouncer(JobEventsBus(), logger, JobTopics()),
     )
 
 

@@ -128,7 +128,7 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
         "kind": {"S": job.kind},
         "split_done": {"BOOL": job.split_done},
     }
-    for name in ("bucket", "base_url", "own_host", "owner"):
+    for name in ("bucket", "base_url", "own_host", "owner", "notify_topic"):
         if value := getattr(job, name):
             item[name] = {"S": value}
     if job.upload is not None:
@@ -174,6 +174,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         base_url=text("base_url") or "",
         own_host=text("own_host"),
         owner=text("owner"),
+        notify_topic=text("notify_topic"),
         upload=UploadSource(
             key=upload["key"]["S"],
             file_name=upload["file_name"]["S"],

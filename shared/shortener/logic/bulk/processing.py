@@ -2,7 +2,6 @@
 (idempotently) into links and row outcomes counted on its job."""
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +11,7 @@ from pydantic import ValidationError
 
 from shortener import clock
 from shortener.logic.bulk.metering import Meter, Metering, map_in_context, null_metering
+from shortener.logic.bulk.writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.logic.chunk_outcomes import (
     ChunkOutcomes,
     ResultsRequester,
@@ -21,25 +21,18 @@ from shortener.logic.chunk_outcomes import (
 )
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import IdPool, LinkService
-from shortener.logic.urls import UrlPolicy, normalise_url, url_key
+from shortener.logic.urls import UrlPolicy, normalise_url
 from shortener.models.exceptions import InvalidUrlError, ShortenerError, StorageThrottledError
 from shortener.models.jobs import ChunkIds, ChunkMessage, ChunkResult, JobUsage, RowOutcome
 from shortener.models.links import Link, ShortenRequest
 
-_LINKS_PER_BATCH_WRITE = 25
 # Eight chunks of the loop's 250 rows: a container that ends mid-block leaves at most this many
 # ids unused.
 _ID_BLOCK = 2_000
 
 
-class ChunkLinks(Protocol):
+class ChunkLinks(GeneratedLinks, Protocol):
     """What chunk processing needs of the links table (``shortener.dal.links.LinksStore``)."""
-
-    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
-    def get_many(self, codes: Sequence[str]) -> dict[str, Link]: ...
-    def put_generated_batch(self, links: Iterable[Link]) -> None: ...
-    def find_claims(self, keys: Sequence[str]) -> dict[str, Link]: ...
-    def claim_urls(self, claims: Sequence[tuple[str, Link]]) -> dict[str, Link]: ...
 
 
 class ChunkRecords(ChunkOutcomes, Protocol):
@@ -92,6 +85,7 @@ class ChunkProcessor:
         self._ids = IdPool(links, _ID_BLOCK, generator.fingerprint)
         # Writes of one chunk go out in parallel: each request waits on the network, not the CPU.
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="chunk-writer")
+        self._writer = GeneratedLinkWriter(links, self._ids, generator, self._pool)
         self._results = results
         self._metering = metering
 
@@ -211,57 +205,7 @@ class ChunkProcessor:
             )
             for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
         ]
-        if self._find_if_exists:
-            return self._write_claimed(message, links)
-        self._put_batches(self._settle(links))
-        return [link.code for link in links]
-
-    def _write_claimed(self, message: ChunkMessage, links: list[Link]) -> list[str]:
-        """Find-if-exists: a URL that already has a link of the owner keeps its code. Each new URL
-        (once per chunk) gets its row's link written in a batch, then claimed, up to 100 claims a
-        transaction; where another writer claimed the URL first, its code wins (and the link
-        written here stays, unreferenced but valid)."""
-        keys = [url_key(link.url, message.owner) for link in links]
-        found = {key: link.code for key, link in self._links.find_claims(keys).items()}
-        first_of_key: dict[str, int] = {}
-        for position, key in enumerate(keys):
-            if key not in found:
-                first_of_key.setdefault(key, position)
-        new_links = [links[position] for position in first_of_key.values()]
-        self._put_batches(self._settle(new_links))
-        new = list(zip(first_of_key, new_links, strict=True))
-        found.update({key: link.code for key, link in self._links.claim_urls(new).items()})
-        return [found[key] for key in keys]
-
-    def _settle(self, links: list[Link]) -> list[Link]:
-        """Make every code in ``links`` one that is free (or already this very link, written by an
-        earlier delivery): a code held by anything else gets the code of a fresh id. ``links`` is
-        updated in place; returns the links still to be written."""
-        pending = list(range(len(links)))
-        written_before: set[int] = set()
-        while pending:
-            existing = self._links.get_many([links[position].code for position in pending])
-            taken = []
-            for position in pending:
-                stored = existing.get(links[position].code)
-                if stored is None:
-                    continue
-                if stored == links[position]:
-                    written_before.add(position)
-                else:
-                    taken.append(position)
-            for position, link_id in zip(taken, self._ids.take(len(taken)), strict=True):
-                links[position] = links[position].model_copy(update={"code": self._generator.encode(link_id)})
-            pending = taken
-        return [link for position, link in enumerate(links) if position not in written_before]
-
-    def _put_batches(self, links: list[Link]) -> None:
-        batches = [
-            links[start : start + _LINKS_PER_BATCH_WRITE]
-            for start in range(0, len(links), _LINKS_PER_BATCH_WRITE)
-        ]
-        for _ in map_in_context(self._pool, self._links.put_generated_batch, batches):
-            pass
+        return [written.code for written in self._writer.write(links, find_if_exists=self._find_if_exists)]
 
     def _write_conditional(
         self, message: ChunkMessage, indexes: list[int], policy: UrlPolicy

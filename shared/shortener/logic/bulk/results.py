@@ -169,8 +169,11 @@ class ResultsWriter:
         lease_seconds: int = 900,
         metering: Metering = null_metering,
         epoch_seconds: Callable[[], int] = clock.epoch_seconds,
+        on_ended: Callable[[Job], None] | None = None,
     ) -> None:
         self._jobs = jobs
+        # Told of each job whose results file this writer recorded (the job-ended event).
+        self._on_ended = on_ended
         self._files = files
         self._lease_seconds = lease_seconds
         self._metering = metering
@@ -204,5 +207,6 @@ class ResultsWriter:
             results = ResultsFile(key=key, size=tally.size, rows=tally.rows, written_at=clock.now())
             # The recording write itself is the last request of this work.
             usage = meter.take() + JobUsage(dynamodb_requests=1, write_units=1)
-            self._jobs.record_results(job_id, results, usage)
+            if self._jobs.record_results(job_id, results, usage) and self._on_ended is not None:
+                self._on_ended(job.model_copy(update={"results": results}))
             return results

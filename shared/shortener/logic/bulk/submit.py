@@ -79,6 +79,8 @@ class JobOrigin:
     owner: str | None = None
     # Every other name the request reached this API by (its execute-api host, the custom domain).
     own_hosts: tuple[str, ...] = ()
+    # The SNS topic that gets the job-ended message too (checked: shortener.logic.bulk.topics).
+    notify_topic: str | None = None
 
 
 def submit_job(
@@ -160,6 +162,7 @@ def _new_job(job_id: str, origin: JobOrigin, *, total: int, chunks: int) -> Job:
         base_url=origin.base_url,
         own_host=origin.own_host,
         owner=origin.owner,
+        notify_topic=origin.notify_topic,
         usage=_ONE_WRITE,
     )
 

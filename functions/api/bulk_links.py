@@ -1,0 +1,48 @@
+"""``POST /links/bulk``: up to 1,000 links in one JSON call, one outcome per link in input order.
+Included into the API's resolver by app.py; errors raised here are mapped to JSON there."""
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from aws_lambda_powertools.metrics import MetricUnit
+
+from shortener import web
+from shortener.logic.bulk.inline import read_bulk_request
+from shortener.models.bulk_links import BulkLinksRequest, BulkLinksResult
+from shortener.observability import metrics
+from shortener.openapi import Answer, operation
+from shortener.services.api import api_bulk_links
+from shortener.settings import api_settings
+
+router = APIGatewayRouter()
+
+
+@router.post(
+    "/links/bulk",
+    **operation(
+        "Shorten up to 1,000 links in one call",
+        {
+            200: Answer(
+                "One outcome per link, in input order (each with the status POST / answers)", BulkLinksResult
+            )
+        },
+        body=BulkLinksRequest,
+    ),
+)
+def shorten_links() -> Response[str]:
+    event = router.current_event
+    settings = api_settings()
+    content_type = web.header(event.headers, "content-type")
+    items = read_bulk_request(
+        web.body_bytes(event.body, event.is_base64_encoded), lambda raw: web.parse_fields(raw, content_type)
+    )
+    outcomes = api_bulk_links().shorten(
+        items,
+        settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
+        web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage),
+        owner=web.caller_from_event(event.raw_event).owner_id,
+    )
+    created = sum(1 for outcome in outcomes if outcome.status == 201)
+    metrics.add_metric(name="LinksCreated", unit=MetricUnit.Count, value=created)
+    metrics.add_metric(name="LinksFound", unit=MetricUnit.Count, value=sum(o.status == 200 for o in outcomes))
+    body = BulkLinksResult(links=outcomes).model_dump_json(exclude_none=True)
+    return Response(200, content_types.APPLICATION_JSON, body)

@@ -1,0 +1,80 @@
+"""What every route shares: the error body, and the query parameters that routes read."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class ErrorBody(BaseModel):
+    """Every error answer, the API function's and API Gateway's own (its gateway responses)."""
+
+    error: str = Field(description="A stable machine word, such as not_found or code_taken.")
+    message: str = Field(description="A sentence for a person: what went wrong and what to do.")
+
+
+class ResultsFileLink(BaseModel):
+    """``GET /jobs/{job_id}/results`` of a larger job: where its results file is, for how long."""
+
+    results_file_url: str
+    expires_at: datetime
+
+
+class ClickReportFileLink(BaseModel):
+    """``GET /jobs/{job_id}/clicks`` of a larger job: where its click report file is, for how long."""
+
+    report_file_url: str
+    expires_at: datetime
+
+
+class ListLinksQuery(BaseModel):
+    """The query of ``GET /links``."""
+
+    limit: int = Field(default=100, ge=1, le=1000, description="Links per page (fewer for very long URLs).")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
+    owner: str | None = Field(default=None, description="An admin: another owner's links.")
+    tag: str | None = Field(default=None, description="Only links with this tag.")
+    q: str | None = Field(default=None, description="Only links whose URL or title contains this.")
+
+
+class BulkUploadQuery(BaseModel):
+    """The query of ``POST /bulk``."""
+
+    notify_topic: str | None = Field(
+        default=None,
+        max_length=256,
+        description="An SNS topic ARN of the stack's account and region that also gets the job-ended "
+        "message (where the stack's AllowJobTopics parameter allows it).",
+    )
+
+
+class ListJobsQuery(BaseModel):
+    """The query of ``GET /jobs``."""
+
+    limit: int = Field(default=25, ge=1, le=100, description="Jobs per page.")
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
+
+
+class JobResultsQuery(BaseModel):
+    """The query of ``GET /jobs/{job_id}/results``."""
+
+    from_chunk: int = Field(default=0, ge=0, description="Where the next page starts (from the Link header).")
+
+
+class LinkClicksQuery(BaseModel):
+    """The query of ``GET /links/{code}/clicks``."""
+
+    from_: datetime | None = Field(
+        default=None, alias="from", description="ISO 8601 start of the range (default: 30 days ago)."
+    )
+    to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
+    interval: Literal["hour", "day"] = Field(default="day", description="The series' step.")
+
+
+class TopLinksQuery(BaseModel):
+    """The query of ``GET /clicks``."""
+
+    from_: datetime | None = Field(
+        default=None, alias="from", description="ISO 8601 first day of the range (whole UTC days)."
+    )
+    to: datetime | None = Field(default=None, description="ISO 8601 last day of the range.")

@@ -1,0 +1,99 @@
+"""What the CLI prints: aligned fields and tables for people, JSON (``--json``) or CSV / JSON lines
+(``links --format``) for programs. Never a Python repr."""
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# The columns of `shortener links --format csv`, in order (the fields of GET /links' links).
+LINK_COLUMNS = (
+    "code",
+    "short_url",
+    "url",
+    "title",
+    "tags",
+    "status",
+    "created_at",
+    "updated_at",
+    "owner",
+    "is_custom",
+    "job_id",
+)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def value_text(value: Any) -> str:
+    """One value as a person reads it: '-' for none, yes/no, lists joined, numbers grouped."""
+    if value is None or value in ("", [], {}):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.6g}"
+    if isinstance(value, list):
+        return ", ".join(value_text(item) for item in value)
+    return str(value)
+
+
+def flatten(fields: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """(name, text) of every field, nested objects as dotted names (cost.requests.dynamodb)."""
+    rows: list[tuple[str, str]] = []
+    for key, value in fields.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            rows += flatten(value, name + ".")
+        else:
+            rows.append((name, value_text(value)))
+    return rows
+
+
+def aligned_fields(fields: Mapping[str, Any]) -> str:
+    """``name  value`` lines, the values in one column."""
+    rows = flatten(fields)
+    width = max((len(name) for name, _ in rows), default=0)
+    return "\n".join(f"{name + ':':<{width + 1}} {text}" for name, text in rows)
+
+
+def table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    """A plain-text table: a header line, then one line per row, columns padded to fit."""
+    all_rows = [list(headers), *(list(row) for row in rows)]
+    widths = [max(len(row[column]) for row in all_rows) for column in range(len(all_rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in all_rows
+    ]
+    return "\n".join(lines)
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def links_csv(links: Iterable[Mapping[str, Any]], *, header: bool) -> str:
+    """CSV lines of ``links`` (tags joined by spaces). A cell that a spreadsheet would run as a
+    formula starts with a quote mark, as the results CSV does."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(LINK_COLUMNS)
+    for link in links:
+        writer.writerow([_csv_cell(link.get(column)) for column in LINK_COLUMNS])
+    return out.getvalue()
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = " ".join(value) if isinstance(value, list) else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def links_jsonl(links: Iterable[Mapping[str, Any]]) -> str:
+    """One JSON object per line."""
+    return "".join(json.dumps(link, ensure_ascii=False) + "\n" for link in links)
