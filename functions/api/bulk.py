@@ -93,7 +93,7 @@ def _origin() -> bulk.JobOrigin:
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
-    rows = bulk.read_upload(
+    uploaded = bulk.read_upload(
         web.body_bytes(event.body, event.is_base64_encoded),
         web.header(event.headers, "content-type"),
         max_bytes=settings.MAX_UPLOAD_BYTES,
@@ -102,7 +102,7 @@ def upload_csv() -> Response[str]:
     # Rows that could not be shortened would wait in the queue: refuse them now, saying why.
     services.api_links().check_code_key()
     job = bulk.submit_job(
-        rows,
+        uploaded.rows,
         jobs=jobs(),
         queue=queue(),
         queue_url=settings.BULK_QUEUE_URL,
@@ -110,6 +110,7 @@ def upload_csv() -> Response[str]:
         options=_options(),
         loops=work_loops(),
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        encoding=uploaded.encoding,
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
@@ -207,7 +208,10 @@ def _inline_results(job: Job) -> Response[str]:
         hint=" (take it from the Link header)",
     )
     page = bulk.results_page(
-        jobs().iter_chunk_outcomes(job.job_id, from_chunk), _base_url(), max_bytes=RESULTS_PAGE_BYTES
+        jobs().iter_chunk_outcomes(job.job_id, from_chunk),
+        _base_url(),
+        max_bytes=RESULTS_PAGE_BYTES,
+        ending=bulk.ending_line(job) if job.complete else "",
     )
     headers = {"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'}
     if page.next_chunk is not None:

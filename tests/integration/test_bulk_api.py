@@ -121,8 +121,10 @@ def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str)
         (b"url\n", "text/csv", 400, "invalid_csv"),
         (b"url\n\n \n", "text/csv", 400, "invalid_csv"),
         (b"", "text/csv", 400, "invalid_csv"),
-        (b"url\nhttps://example.com/\xff\xfe\n", "text/csv", 400, "invalid_csv"),
-        (b'url\n"https://example.com/unclosed\n', "text/csv", 400, "invalid_csv"),
+        # Only a file that is not text at all is refused whole: a workbook, UTF-16, binary bytes.
+        (b"PK\x03\x04\x14\x00\x06\x00", "text/csv", 400, "invalid_csv"),
+        ("url\nhttps://example.com/\n".encode("utf-16"), "text/csv", 400, "invalid_csv"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "text/csv", 400, "invalid_csv"),
         (b"url\nhttps://example.com/\n", "application/pdf", 415, "unsupported_media_type"),
     ],
 )

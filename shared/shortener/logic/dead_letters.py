@@ -134,7 +134,7 @@ class DeadLetterSettler:
         now = clock.now()
         error = dead_letter_error(max_receive_count)
         outcomes = [
-            RowOutcome(row=chunk.first_row + index, url=url, error=error)
+            RowOutcome(row=chunk.row_number(index), url=url, error=error)
             for index, (url, _) in enumerate(chunk.rows)
         ]
         recorded = self._jobs.record_outcomes(

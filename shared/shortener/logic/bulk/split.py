@@ -197,7 +197,7 @@ class _Run:
             max_rows=options.rows_per_message,
             max_bytes=options.message_bytes,
             first_chunk=job.chunks,
-            first_row=self.checkpoint.rows + 1,
+            first_row=self.checkpoint.last_row_number + 1,
         )
         self.outgoing: list[tuple[ChunkMessage, ReadPosition]] = []
         self.sent = self.checkpoint  # the end of the last message sent
@@ -229,10 +229,10 @@ class _Run:
         end = self.checkpoint  # where the rows added to the packer so far end
         unreadable: InvalidCsvError | None = None
         try:
-            for url, code in reader:
+            for row in reader:
                 if self.file_format is None:
                     self.file_format = reader.format
-                closed = self.packer.add(url, code)
+                closed = self.packer.add(row.url, row.code, row=row.row, problem=row.problem)
                 if closed is not None:
                     # The row just read starts the next message: the closed one ends before it.
                     if not self._queue(closed, end):
@@ -241,7 +241,8 @@ class _Run:
                         return self._hand_over()
                 end = reader.position
         except InvalidCsvError as exc:
-            # The rows before the bad line are queued; the split ends there, saying why.
+            # Only the start of a file is refused so (not text, no header and no URL): nothing
+            # was queued, and the job ends saying why.
             unreadable = exc
         self.file_format = self.file_format or reader.format
         last = self.packer.flush()

@@ -39,6 +39,10 @@ def status_view(
         results_file_expires_at=results_file[1] if results_file else None,
         upload=upload,
         error=job.error,
+        ended_early=job.ended_early,
+        encoding=job.encoding.encoding if job.encoding else None,
+        fallback_encoding=job.encoding.fallback if job.encoding and job.encoding.fallback_lines else None,
+        fallback_lines=job.encoding.fallback_lines if job.encoding else 0,
         cost=cost_line(job.usage),
         owner=job.owner,
     )

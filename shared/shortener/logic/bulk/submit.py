@@ -18,6 +18,7 @@ from shortener.models.files import upload_key
 from shortener.models.jobs import (
     BulkRow,
     DirectUploadRequest,
+    FileEncoding,
     Job,
     JobUsage,
     PresignedUpload,
@@ -91,9 +92,11 @@ def submit_job(
     options: BulkOptions,
     loops: WorkLoops | None = None,
     metering: Metering = null_metering,
+    encoding: FileEncoding | None = None,
 ) -> Job:
     """Create a job for ``rows``: the job record first (so progress always has a total to count
-    towards), then the rows packed into messages and sent in batches, then the loops they need."""
+    towards), then the rows packed into messages and sent in batches, then the loops they need.
+    ``encoding`` says how the file's text was decoded (shown with the job's status)."""
     with metering() as meter:
         job_id = uuid.uuid4().hex
         messages = pack_rows(
@@ -105,7 +108,9 @@ def submit_job(
             owner=origin.owner,
             own_hosts=origin.own_hosts,
         )
-        job = _new_job(job_id, origin, total=len(rows), chunks=len(messages))
+        job = _new_job(job_id, origin, total=len(rows), chunks=len(messages)).model_copy(
+            update={"encoding": encoding}
+        )
         jobs.create_job(job, expires_at=expiry(job.created_at, options.retention_days))
         meter.take()  # the creation is in the job's usage already
         try:
