@@ -1,0 +1,112 @@
+"""Bulk files as people have them, end to end on one shared local stack: a UTF-8 file with a Latin-1
+line in the middle, a file saved by Excel on Windows (cp1252), blank lines and a line no encoding
+reads; every data row has one outcome numbered by its line, and the CLI's exit code says when a
+job ended early."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack
+
+WAIT_SECONDS = 120
+
+
+def _cli(stack: RunningStack) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "shortener_cli.main",
+        "--api-url",
+        stack.api_url,
+        "--api-key",
+        str(stack.api_key),
+    ]
+
+
+def _bulk(stack: RunningStack, source: Path, output: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*_cli(stack), "bulk", str(source), "--output", str(output), "--timeout", str(WAIT_SECONDS), *extra],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS + 30,
+        check=False,
+    )
+
+
+def _results(output: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(output.open(encoding="utf-8", newline="")))
+
+
+def test_a_latin1_line_in_a_utf8_file_is_shortened_and_blank_lines_keep_the_row_numbers(
+    stack: RunningStack, tmp_path: Path
+) -> None:
+    # Given a UTF-8 file (sent in the request body) with a Latin-1 line in the middle and blank lines
+    source = tmp_path / "mixed.csv"
+    source.write_bytes(
+        b"url\n"
+        + "https://example.com/ünïcode\n".encode()
+        + b"\n"
+        + b"https://example.com/caf\xe9\n"
+        + b"\n\n"
+        + b"https://example.com/last\n"
+    )
+    output = tmp_path / "mixed-results.csv"
+    # When the CLI uploads it and waits for the results
+    done = _bulk(stack, source, output)
+    # Then it exits 0, each data row has one outcome, numbered by its line after the header, and
+    # the Latin-1 line was read with the fallback and shortened
+    assert done.returncode == 0, done.stderr
+    lines = _results(output)
+    assert [int(line["row"]) for line in lines] == [1, 3, 6]
+    assert all(line["code"] and not line["error"] for line in lines)
+    assert lines[1]["url"] == "https://example.com/caf%C3%A9"
+    assert "1 lines were not UTF-8 and were read as cp1252" in done.stderr
+
+
+def test_a_cp1252_file_uploaded_directly_gives_every_row_one_outcome(
+    stack: RunningStack, tmp_path: Path
+) -> None:
+    # Given a file saved by Excel on Windows (cp1252, semicolons) with a line no encoding reads
+    source = tmp_path / "excel.csv"
+    text = "Long URL;Notes\r\nhttps://example.com/€uro;prix 5 €\r\nhttps://example.com/naïve;“quoted”\r\n"
+    source.write_bytes(
+        text.encode("cp1252") + b"https://example.com/\x81;x\r\n\r\nhttps://example.com/z;\r\n"
+    )
+    output = tmp_path / "excel-results.csv"
+    # When the CLI uploads it straight to storage and waits
+    done = _bulk(stack, source, output, "--direct")
+    # Then every data row has one outcome: the cp1252 ones shortened, the unreadable one a row error
+    assert done.returncode == 0, done.stderr
+    lines = _results(output)
+    assert [int(line["row"]) for line in lines] == [1, 2, 3, 5]
+    assert [bool(line["code"]) for line in lines] == [True, True, False, True]
+    assert lines[2]["error"].startswith("invalid_row: line 4 is neither UTF-8 nor cp1252")
+    status = stack.request("GET", f"jobs/{_job_id(done)}").json()
+    assert status["fallback_encoding"] == "cp1252" and status["fallback_lines"] == 2
+    assert status["ended_early"] is False and status["failed"] == 1
+
+
+def test_the_cli_exits_non_zero_when_a_job_ended_early(stack: RunningStack, tmp_path: Path) -> None:
+    # Given a file uploaded directly whose first line is neither a header nor a URL
+    source = tmp_path / "contacts.csv"
+    source.write_text("Name;Phone\nAda;123\n")
+    output = tmp_path / "contacts-results.csv"
+    # When the CLI uploads it and waits
+    done = _bulk(stack, source, output, "--direct")
+    # Then the job is done but ended early: the CLI says why and exits 4, and the results say so
+    assert done.returncode == 4, done.stderr
+    assert "ended early (invalid_csv)" in done.stderr
+    [line] = _results(output)
+    assert line["row"] == "" and line["error"].startswith("ended_early: invalid_csv:")
+    status = stack.request("GET", f"jobs/{_job_id(done)}").json()
+    assert status["status"] == "done" and status["ended_early"] is True
+
+
+def _job_id(done: subprocess.CompletedProcess[str]) -> str:
+    for line in done.stderr.splitlines():
+        if line.startswith("job "):
+            return line.split()[1].rstrip(":")
+    raise AssertionError(done.stderr)
