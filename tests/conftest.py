@@ -58,6 +58,8 @@ def _clear_container_caches() -> None:
     code_generator.cache_clear()
     services.api_links.cache_clear()
     services.api_link_manager.cache_clear()
+    services.api_takedowns.cache_clear()
+    services._snapshot.cache_clear()
 
 
 @pytest.fixture

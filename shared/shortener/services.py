@@ -8,6 +8,7 @@ from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
 from shortener.dal.link_changes import LinkChangesStore
+from shortener.dal.link_hosts import LinkHostScan
 from shortener.dal.link_listing import LinkIndex
 from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore, LoopStarter
@@ -21,6 +22,7 @@ from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
+from shortener.logic.takedown import BlockedHostsSnapshot, HostTakedowns
 from shortener.models.scaling import LoopTarget
 from shortener.observability import logger
 from shortener.settings import ApiSettings, FilesSettings, PollerSettings, WorkLoopsMixin, api_settings
@@ -39,7 +41,30 @@ def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
         cache_size=redirects.REDIRECT_CACHE_SIZE if redirects else 0,
         cache_check_seconds=redirects.REDIRECT_CACHE_CHECK_SECONDS if redirects else 0,
         guard=host_guard(settings),
+        blocked_hosts=blocked_hosts(redirects) if redirects else None,
     )
+
+
+@lru_cache(maxsize=1)
+def _snapshot(table: str, refresh_seconds: float) -> BlockedHostsSnapshot:
+    return BlockedHostsSnapshot(BlocklistStore(table), refresh_seconds=refresh_seconds)
+
+
+def blocked_hosts(settings: ApiSettings) -> BlockedHostsSnapshot | None:
+    """The container's snapshot of the blocklist that redirects check (one per container)."""
+    if not settings.BLOCKLIST_TABLE:
+        return None
+    return _snapshot(settings.BLOCKLIST_TABLE, settings.BLOCKLIST_REFRESH_SECONDS)
+
+
+@lru_cache(maxsize=1)
+def api_takedowns() -> HostTakedowns | None:
+    """Blocking and unblocking hosts, with their links' takedown (None without a blocklist table)."""
+    settings = api_settings()
+    guard = api_links().guard
+    if guard is None:
+        return None
+    return HostTakedowns(guard, LinkHostScan(settings.LINKS_TABLE), snapshot=blocked_hosts(settings))
 
 
 def host_guard(settings: ApiSettings | PollerSettings) -> HostGuard | None:

@@ -105,6 +105,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)
     REDIRECT_CACHE_SIZE: int = Field(default=10_000, ge=0)
     REDIRECT_CACHE_CHECK_SECONDS: float = Field(default=1.0, ge=0)
+    # How often a container reads the blocklist again: a blocked host's links answer 410 within
+    # this long in every container (at once in the one that blocked it).
+    BLOCKLIST_REFRESH_SECONDS: float = Field(default=5.0, ge=0)
     # The stage caches GET /{code} (Stage=prod): a takedown invalidates the code's entry there.
     API_CACHE_ENABLED: bool = False
     # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....
