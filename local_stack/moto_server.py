@@ -42,6 +42,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
+from local_stack import bucket_policies, delete_refusals
 from local_stack.aws import FAKE_CREDENTIALS
 from local_stack.local_only import LocalToolsOnly
 from local_stack.s3 import PresignedUrlGate
@@ -191,6 +192,10 @@ def install_moto_fixes() -> None:
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
+    # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
+    delete_refusals.install()
+    # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
+    bucket_policies.install()
 
 
 def install_whole_recorder_lines() -> None:

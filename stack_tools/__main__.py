@@ -7,7 +7,15 @@ from pathlib import Path
 
 import boto3
 
-from stack_tools.stacks import StackToolError, deploy_parameters, kept_on_delete, stack_name_of
+from stack_tools.stacks import (
+    StackToolError,
+    buckets_deleted_with,
+    deploy_parameters,
+    empty_bucket,
+    kept_on_delete,
+    stack_name_of,
+    stack_status,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,14 +46,27 @@ def _delete(args: argparse.Namespace, sam_arguments: list[str]) -> int:
     cloudformation = boto3.client("cloudformation")
     # Read before deleting: afterwards the stack's template and resources are gone.
     kept = kept_on_delete(stack_name, cloudformation)
+    buckets = buckets_deleted_with(stack_name, cloudformation)
     command = [args.sam, "delete", "--stack-name", stack_name, *sam_arguments]
     if args.config_file.is_file():
         command += ["--config-file", str(args.config_file.resolve()), "--config-env", args.config_env]
     returncode = subprocess.run(command, check=False).returncode
+    if returncode != 0 and buckets and stack_status(stack_name, cloudformation) == "DELETE_FAILED":
+        # S3 refuses to delete a bucket that holds objects, so the stack ends DELETE_FAILED. The
+        # stack's bucket holds only job files (uploads and results files, which expire with their
+        # jobs; the jobs table is gone with the stack): once the deletion was confirmed, they are
+        # deleted, saying how many, and the deletion is run again.
+        s3 = boto3.client("s3")
+        emptied = {bucket: empty_bucket(bucket, s3) for bucket in buckets}
+        if any(emptied.values()):
+            for bucket, files in emptied.items():
+                print(f"\nEmptied bucket {bucket}: {files} job files (uploads and results files of its jobs)")
+            again = [*command, *([] if "--no-prompts" in command else ["--no-prompts"])]
+            returncode = subprocess.run(again, check=False).returncode
     if returncode != 0:
         return returncode
     if kept:
-        print(f"\nKept (DeletionPolicy: Retain), so no link is lost with stack {stack_name}:")
+        print(f"\nKept (DeletionPolicy: Retain), so no link or key is lost with stack {stack_name}:")
         for resource in kept:
             print(f"  {resource.logical_id:<14} {resource.resource_type:<24} {resource.physical_id}")
         print("A new stack starts with an empty table; to remove a kept table for good:")
