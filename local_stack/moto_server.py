@@ -42,7 +42,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack import bucket_policies, delete_refusals
+from local_stack import bucket_policies, delete_refusals, lambda_quota
 from local_stack.aws import FAKE_CREDENTIALS
 from local_stack.local_only import LocalToolsOnly
 from local_stack.s3 import PresignedUrlGate
@@ -196,6 +196,8 @@ def install_moto_fixes() -> None:
     delete_refusals.install()
     # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
     bucket_policies.install()
+    # GetAccountSettings, and reservations that would leave fewer than 100 executions refused.
+    lambda_quota.install()
 
 
 def install_whole_recorder_lines() -> None:

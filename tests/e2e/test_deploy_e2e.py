@@ -223,6 +223,28 @@ def test_an_impossible_parameter_set_is_refused_before_anything_is_created(
 
 
 @pytest.mark.e2e_timeout(600)
+def test_a_deploy_whose_reserved_concurrency_exceeds_the_quota_stops_with_the_quota_to_ask_for(
+    aws: dict[str, str], deployed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an account whose Lambda quota is 130 (a new account's may be lower than 1,000)
+    monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "130")
+    # When a stack reserving 2 x 20 loops is deployed
+    result = make(
+        "deploy",
+        aws,
+        f"SAMCONFIG={deployed['samconfig']}",
+        "ARGS=--stack-name quota-stack --parameter-overrides Stage=dev MaxLoops=20",
+    )
+    # Then `make deploy` stops before sam deploy, naming the quota to ask for, and no stack exists
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "reserves 40 concurrent executions" in output and "at least" in output
+    assert "sam deploy" not in result.stdout.split("check-quota", 1)[-1]
+    names = [stack["StackName"] for stack in client("cloudformation", aws).describe_stacks()["Stacks"]]
+    assert "quota-stack" not in names
+
+
+@pytest.mark.e2e_timeout(600)
 def test_make_delete_empties_the_job_bucket_removes_the_stack_and_keeps_links_and_keys(
     aws: dict[str, str], deployed: dict[str, Any]
 ) -> None:

@@ -81,3 +81,36 @@ def test_an_https_only_bucket_policy_lets_requests_through_and_a_plain_deny_does
     s3.put_object(Bucket="https-only-test", Key="uploads/a.csv", Body=b"url\n")
     with pytest.raises(s3.exceptions.ClientError, match="403"):
         s3.put_object(Bucket="denied-test", Key="uploads/a.csv", Body=b"url\n")
+
+
+@pytest.mark.usefixtures("moto")
+def test_the_embedded_lambda_answers_its_account_settings_and_refuses_a_reservation_over_the_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an account whose quota is 150 concurrent executions, and a function reserving 30
+    monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "150")
+    iam, lambda_client = boto3.client("iam"), boto3.client("lambda")
+    role = iam.create_role(RoleName="quota-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    lambda_client.create_function(
+        FunctionName="first", Runtime="python3.13", Role=role, Handler="app.handler", Code={"ZipFile": b"x"}
+    )
+    lambda_client.put_function_concurrency(FunctionName="first", ReservedConcurrentExecutions=30)
+    # Then the account settings say what is left
+    limit = lambda_client.get_account_settings()["AccountLimit"]
+    assert (limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]) == (150, 120)
+    # And a stack whose function would leave fewer than 100 unreserved fails, as AWS refuses it
+    function = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {
+            "FunctionName": "second",
+            "Runtime": "python3.13",
+            "Role": role,
+            "Handler": "app.handler",
+            "Code": {"ZipFile": "def handler(event, context): pass"},
+            "ReservedConcurrentExecutions": 21,
+        },
+    }
+    with pytest.raises(Exception, match=r"below its minimum value of \[100\]"):
+        boto3.client("cloudformation").create_stack(
+            StackName="too-many", TemplateBody=json.dumps({"Resources": {"Second": function}})
+        )
