@@ -15,6 +15,7 @@ from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.intrinsics import IntrinsicError
 from local_stack.log_format import LOG_FORMATS, configure_logging
 from local_stack.ports import taken_ports
+from local_stack.private_files import make_private
 from local_stack.stack import LocalStack, StackOptions
 from local_stack.template import PROJECT_ROOT, TemplateError
 
@@ -210,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    # The data folder holds every table, file and the admin key: the developer's alone.
+    make_private(options.data_dir)
     stack = LocalStack(options)
     try:
         stack.start()

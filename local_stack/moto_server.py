@@ -44,7 +44,7 @@ from werkzeug.serving import make_server
 
 from local_stack import bucket_policies, delete_refusals, lambda_quota
 from local_stack.aws import FAKE_CREDENTIALS
-from local_stack.local_only import LocalToolsOnly
+from local_stack.local_only import LocalToolsOnly, PresignedExemption
 from local_stack.s3 import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
@@ -142,6 +142,9 @@ class EmbeddedAws(ThreadedMotoServer):
         self.signing_secrets: dict[str, str] = {
             FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]
         }
+        # The presigned requests a browser may send (the page's uploads and results downloads):
+        # filled by the stack with its functions' keys and its buckets.
+        self.presigned_exemption = PresignedExemption()
 
     def reset(self) -> None:
         """Empty every backend, as moto's /moto-api/reset does, in-process (that path is refused
@@ -170,7 +173,7 @@ class EmbeddedAws(ThreadedMotoServer):
         )
         if self._front is not None:
             app = self._front(app)
-        app = LocalToolsOnly(app, self._admin_api)
+        app = LocalToolsOnly(app, self._admin_api, self.presigned_exemption)
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )

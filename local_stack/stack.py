@@ -14,7 +14,7 @@ from local_stack.alarms import AlarmEvaluator, alarm_specs
 from local_stack.api_access import ApiAccess
 from local_stack.api_cache import StageCache, invalidation_check, stage_cache
 from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
-from local_stack.aws import aws_client
+from local_stack.aws import FAKE_CREDENTIALS, aws_client
 from local_stack.cloudformation import check_template_rules
 from local_stack.durability import (
     ApiKeysState,
@@ -169,6 +169,16 @@ class LocalStack:
             for warning in principals.warnings:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
+        # A browser may send only the presigned job-file requests the functions sign (local_only):
+        # with their own keys, or (IAM off) with the credentials every function then shares.
+        self._moto.presigned_exemption.signers.update(
+            {key: FUNCTION_SECRET_KEY for key in self.access.principal_keys()}
+            if options.iam
+            else {FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]}
+        )
+        self._moto.presigned_exemption.buckets.update(
+            resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)
+        )
 
         self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
         # The API's port first: the functions are told it (the stage cache's invalidations). Its

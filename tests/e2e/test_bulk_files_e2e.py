@@ -4,11 +4,13 @@ reads; every data row has one outcome numbered by its line, and the CLI's exit c
 job ended early."""
 
 import csv
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from tests.e2e.conftest import PROJECT_ROOT, RunningStack
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack, http_request
 
 WAIT_SECONDS = 120
 
@@ -110,3 +112,52 @@ def _job_id(done: subprocess.CompletedProcess[str]) -> str:
         if line.startswith("job "):
             return line.split()[1].rstrip(":")
     raise AssertionError(done.stderr)
+
+
+def _raw(base_url: str, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> int:
+    """Send a request as a browser would, to ``base_url`` (an endpoint of the stack): its status."""
+    return http_request(base_url.rstrip("/") + "/", method, path.lstrip("/"), body, headers).status
+
+
+def test_a_web_page_cannot_reach_the_embedded_aws_but_the_page_can_still_upload(
+    stack: RunningStack, tmp_path: Path
+) -> None:
+    page = {"Origin": stack.api_url.rstrip("/")}
+    foreign = {"Origin": "https://some-site.example"}
+    bucket = stack.resources["BulkBucket"]
+    forged = "X-Amz-Credential=AKIAFORGED%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=00"
+    # When another site's page sends requests carrying a made-up signature query
+    for method, path in (
+        ("POST", f"moto-api/reset?{forged}"),
+        ("GET", f"{bucket}/results/x.csv?{forged}"),
+        ("DELETE", f"{bucket}/uploads/x.csv?{forged}"),
+    ):
+        # Then the embedded AWS refuses each, as does the Lambda endpoint a text/plain POST
+        assert _raw(stack.aws_endpoint, method, path, foreign) == 403, (method, path)
+    invoke = "2015-03-31/functions/shortener-local-poller/invocations"
+    assert (
+        _raw(stack.lambda_endpoint, "POST", invoke, {**foreign, "Content-Type": "text/plain"}, b"{}") == 403
+    )
+    # And the page's own presigned upload still works, preflight and all
+    data = b"url\nhttps://example.com/from-the-page\n"
+    started = stack.post_json("bulk/uploads", {"file_name": "page.csv", "size": len(data)})
+    assert started.status == 201, started.text
+    upload = started.json()["upload"]
+    path = upload["url"].split(stack.aws_endpoint.rstrip("/"), 1)[1]
+    preflight = {
+        **page,
+        "Access-Control-Request-Method": "PUT",
+        "Access-Control-Request-Headers": "content-type",
+    }
+    assert _raw(stack.aws_endpoint, "OPTIONS", path, preflight) == 200
+    assert _raw(stack.aws_endpoint, "PUT", path, {**page, **upload["headers"]}, data) == 200
+    job_id = started.json()["job_id"]
+    deadline = time.monotonic() + WAIT_SECONDS
+    while (status := stack.request("GET", f"jobs/{job_id}").json())["status"] != "done":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.5)
+    assert status["succeeded"] == 1
+    # And the data folder is the developer's alone
+    assert stat.S_IMODE(stack.data_dir.stat().st_mode) == 0o700
+    files = [path for path in stack.data_dir.rglob("*") if path.is_file()]
+    assert files and all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in files)
