@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack.private_files import make_private
+from local_stack.durability.private_files import make_private
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from local_stack.s3 import presigned_url_problem
+from local_stack.s3.buckets import presigned_url_problem
 
 ADMIN_PATH_PREFIX = "/moto-api"
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
