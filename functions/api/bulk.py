@@ -93,8 +93,9 @@ def _origin() -> bulk.JobOrigin:
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
+    raw = web.body_bytes(event.body, event.is_base64_encoded)
     uploaded = bulk.read_upload(
-        web.body_bytes(event.body, event.is_base64_encoded),
+        raw,
         web.header(event.headers, "content-type"),
         max_bytes=settings.MAX_UPLOAD_BYTES,
         max_rows=settings.MAX_UPLOAD_ROWS,
@@ -111,6 +112,8 @@ def upload_csv() -> Response[str]:
         loops=work_loops(),
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
         encoding=uploaded.encoding,
+        quota=services.daily_quota(settings),
+        size=len(raw),
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
@@ -154,6 +157,7 @@ def direct_upload() -> Response[str]:
         options=_options(),
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
+        quota=services.daily_quota(settings),
     )
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job.job_id)

@@ -14,8 +14,10 @@ from shortener.dal.links import LinksStore
 from shortener.dal.loops import LoopsStore, LoopStarter
 from shortener.dal.queue import BulkQueue
 from shortener.dal.queue_metrics import QueueMetrics
+from shortener.dal.quotas import DailyQuotaStore
 from shortener.dal.usage import metering
 from shortener.logic.blocklist import HostGuard
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
@@ -95,6 +97,15 @@ def api_link_manager() -> LinkManager:
     return link_manager(api_settings(), api_links())
 
 
+def daily_quota(settings: ApiSettings | FilesSettings) -> DailyQuota | None:
+    """Each owner's daily quota of bulk rows and bytes (counted in the jobs table)."""
+    if not settings.JOBS_TABLE:
+        return None
+    return DailyQuota(
+        DailyQuotaStore(settings.JOBS_TABLE), settings.OWNER_DAILY_ROWS, settings.OWNER_DAILY_BYTES
+    )
+
+
 def work_loops(settings: ApiSettings | FilesSettings) -> WorkStarter | None:
     """What starts the loops for work queued on the bulk queue (None when no loop function is
     configured for it: then the alarms and the restarter do)."""
@@ -126,6 +137,7 @@ def splitter(settings: FilesSettings) -> Splitter:
         settings.BULK_QUEUE_URL,
         FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
         loops=work_loops(settings),
+        quota=daily_quota(settings),
         options=SplitOptions(
             rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
             message_bytes=settings.BULK_MESSAGE_BYTES,

@@ -89,6 +89,9 @@ class BulkMixin(_FromEnvironment):
     BULK_ROWS_PER_MESSAGE: int = Field(default=250, ge=1, le=1000)
     BULK_MESSAGE_BYTES: int = Field(default=64_000, ge=1024, le=200_000)
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # What one owner may submit per UTC day (rows of bulk files, and their bytes).
+    OWNER_DAILY_ROWS: int = Field(default=2_000_000, ge=1)
+    OWNER_DAILY_BYTES: int = Field(default=10 * 1024**3, ge=1)
     # The function that splits uploads and writes results files ("" where there is none).
     FILES_FUNCTION: str = ""
     # Set by Lambda: a job's compute is counted as time times this.

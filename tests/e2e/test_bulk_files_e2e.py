@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.e2e.conftest import PROJECT_ROOT, RunningStack, http_request
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack, http_request
+from tests.e2e.test_access_e2e import create_key
 
 WAIT_SECONDS = 120
 
@@ -161,3 +162,33 @@ def test_a_web_page_cannot_reach_the_embedded_aws_but_the_page_can_still_upload(
     assert stat.S_IMODE(stack.data_dir.stat().st_mode) == 0o700
     files = [path for path in stack.data_dir.rglob("*") if path.is_file()]
     assert files and all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in files)
+
+
+def test_a_member_over_its_daily_row_quota_gets_429_for_its_next_job_and_nothing_is_written(
+    start_stack: StartStack,
+) -> None:
+    # Given a stack whose owners may submit 5 bulk rows a day, and a member who submitted 3
+    stack = start_stack(params={"OwnerDailyRows": "5"})
+    _, key = create_key(stack, "quota-member")
+    csv_headers = {"Content-Type": "text/csv"}
+    first = stack.request("POST", "bulk", "url\n" + "https://example.com/q\n" * 3, csv_headers, api_key=key)
+    assert first.status == 202, first.text
+    jobs_table = stack.resources["JobsTable"]
+
+    def job_count() -> int:
+        items = stack.boto3_client("dynamodb").scan(TableName=jobs_table)["Items"]
+        return len([item for item in items if not item["job_id"]["S"].startswith("#")])
+
+    before = job_count()
+    # When the member sends a job of 3 rows more
+    second = stack.request("POST", "bulk", "url\n" + "https://example.com/r\n" * 3, csv_headers, api_key=key)
+    # Then it is a clear 429 quota_exceeded, and no job of it exists
+    assert second.status == 429, second.text
+    assert second.json()["error"] == "quota_exceeded" and "5 rows" in second.json()["message"]
+    assert job_count() == before
+    # And another member's day is their own
+    _, other = create_key(stack, "quota-other")
+    assert (
+        stack.request("POST", "bulk", "url\nhttps://example.com/s\n", csv_headers, api_key=other).status
+        == 202
+    )

@@ -8,6 +8,7 @@ import boto3
 import pytest
 
 from shortener.models.jobs import ChunkMessage
+from shortener.settings import api_settings
 from tests.support.api import call
 from tests.support.bulk import BOUNDARY, create_bulk_queues, csv_text, multipart_body
 from tests.support.events import api_event
@@ -45,7 +46,9 @@ def queued_messages(queue_url: str) -> list[ChunkMessage]:
 
 
 def job_items(tables: dict[str, str]) -> list[dict[str, Any]]:
-    return boto3.client("dynamodb").scan(TableName=tables["JOBS_TABLE"])["Items"]
+    """The jobs table's job and chunk items (not the owners' daily quota counters, "#quota#...")."""
+    items = boto3.client("dynamodb").scan(TableName=tables["JOBS_TABLE"])["Items"]
+    return [item for item in items if not item["job_id"]["S"].startswith("#")]
 
 
 def test_upload_is_accepted_with_a_job_id_and_rows_packed_many_to_a_message(
@@ -298,3 +301,23 @@ def test_the_page_uploads_large_files_straight_to_storage_and_links_the_whole_re
     ):
         assert contract in page
     assert "SMALL_BODY_BYTES = 4000000" in page
+
+
+def test_a_job_over_the_owners_daily_rows_is_429_and_writes_nothing(
+    api: ModuleType, tables: dict[str, str], queue_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an owner's daily quota of 5 rows, 3 of them used by a first job
+    monkeypatch.setenv("OWNER_DAILY_ROWS", "5")
+    api_settings.cache_clear()
+    assert upload(api, b"url\n" + b"https://example.com/a\n" * 3)["statusCode"] == 202
+    jobs_before, messages_before = len(job_items(tables)), len(queued_messages(queue_url))
+    # When a second job of 3 rows is sent
+    answer = upload(api, b"url\n" + b"https://example.com/b\n" * 3)
+    # Then it is refused, saying why, and nothing of it is written
+    assert answer["statusCode"] == 429
+    problem = json.loads(answer["body"])
+    assert problem["error"] == "quota_exceeded" and "5 rows" in problem["message"]
+    assert (len(job_items(tables)), len(queued_messages(queue_url))) == (jobs_before, 0)
+    assert messages_before == 1
+    # And a job that fits what is left is accepted
+    assert upload(api, b"url\nhttps://example.com/c\nhttps://example.com/d\n")["statusCode"] == 202

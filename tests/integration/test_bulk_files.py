@@ -15,8 +15,10 @@ from shortener.dal.files import MIN_PART_BYTES, BulkFiles, FileChangedError
 from shortener.dal.jobs import JobsStore
 from shortener.dal.links import LinksStore
 from shortener.dal.queue import BulkQueue
+from shortener.dal.quotas import DailyQuotaStore
 from shortener.dal.usage import Meter
 from shortener.logic.bulk import BulkOptions, ChunkProcessor, JobOrigin, create_upload_job
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
@@ -55,7 +57,9 @@ class Loops:
 class World:
     """Real stores over moto (jobs table, bucket, queue); the successor and loops recorded."""
 
-    def __init__(self, tables: dict[str, str], *, checkpoint_messages: int = 4) -> None:
+    def __init__(
+        self, tables: dict[str, str], *, checkpoint_messages: int = 4, quota: DailyQuota | None = None
+    ) -> None:
         self.bucket = create_bulk_bucket()
         self.queue_url = create_bulk_queues()
         self.jobs = JobsStore(tables["JOBS_TABLE"])
@@ -70,6 +74,7 @@ class World:
             self.queue_url,
             self.successor,
             loops=self.loops,
+            quota=quota,
             options=SplitOptions(
                 rows_per_message=100, checkpoint_messages=checkpoint_messages, handover_seconds=10
             ),
@@ -475,3 +480,24 @@ def test_the_results_of_a_job_that_ended_early_say_so_in_their_last_line(world: 
     [line] = parse_results(body.decode())
     assert line["row"] == "" and line["error"].startswith("ended_early: invalid_csv: The first line holds")
     assert world.job(request.job_id).ended_early
+
+
+def test_a_file_that_passes_its_owners_daily_rows_mid_way_ends_with_its_read_rows_failed(
+    tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an owner's daily quota of 1,500 rows, and a file of 2,500
+    quota = DailyQuota(DailyQuotaStore(tables["JOBS_TABLE"]), max_rows=1_500, max_bytes=10**9)
+    world = World(tables, quota=quota)
+    request = world.upload(csv_bytes(2_500))
+    # When it is split and processed
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    # Then the rows within the quota were shortened, the rows read after it failed quota_exceeded,
+    # the rest not read, and the job is done but ended early, saying why
+    job = world.job(request.job_id)
+    assert job.status == "done" and job.ended_early
+    assert job.error is not None and job.error.error == "quota_exceeded"
+    assert job.succeeded == 1_000 and job.failed > 0 and job.total == job.processed < 2_500
+    # And only the rows queued count: 500 more fit the owner's day, 501 do not
+    assert not quota.reserve(None, rows=501, size=0)
+    assert quota.reserve(None, rows=500, size=0)

@@ -334,6 +334,8 @@ class ChunkMessage(BaseModel):
     numbers: list[int] = []
     # Rows whose line could not be read (by index in ``rows``): why, for their ``invalid_row`` error.
     problems: dict[int, str] = {}
+    # Set when the rows may not be processed (``"quota_exceeded: <why>"``): each is that row error.
+    refused: str = ""
 
     def row_number(self, index: int) -> int:
         """The file's row number of ``rows[index]``."""

@@ -108,6 +108,9 @@ class ChunkProcessor:
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
         for index, (url, code) in enumerate(message.rows):
+            if message.refused:
+                outcomes[index] = RowOutcome(row=message.row_number(index), url=url, error=message.refused)
+                continue
             if index in message.problems:
                 # A line of the file that could not be read: its row error says why.
                 outcomes[index] = RowOutcome(
