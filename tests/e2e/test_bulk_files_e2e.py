@@ -8,9 +8,12 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack, http_request
+import pytest
+
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack, _factory, http_request
 from tests.e2e.test_access_e2e import create_key
 
 WAIT_SECONDS = 120
@@ -164,11 +167,21 @@ def test_a_web_page_cannot_reach_the_embedded_aws_but_the_page_can_still_upload(
     assert files and all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in files)
 
 
+@pytest.fixture(scope="module")
+def limited_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    """A stack with small limits: 5 bulk rows per owner and day, 30 requests per client per minute."""
+    started: list[RunningStack] = []
+    params = {"OwnerDailyRows": "5", "ClientRateLimit": "30", "ClientRateWindowSeconds": "60"}
+    yield _factory(tmp_path_factory.mktemp("limited"), started)(params=params)
+    for running in started:
+        running.stop()
+
+
 def test_a_member_over_its_daily_row_quota_gets_429_for_its_next_job_and_nothing_is_written(
-    start_stack: StartStack,
+    limited_stack: RunningStack,
 ) -> None:
     # Given a stack whose owners may submit 5 bulk rows a day, and a member who submitted 3
-    stack = start_stack(params={"OwnerDailyRows": "5"})
+    stack = limited_stack
     _, key = create_key(stack, "quota-member")
     csv_headers = {"Content-Type": "text/csv"}
     first = stack.request("POST", "bulk", "url\n" + "https://example.com/q\n" * 3, csv_headers, api_key=key)
@@ -192,3 +205,21 @@ def test_a_member_over_its_daily_row_quota_gets_429_for_its_next_job_and_nothing
         stack.request("POST", "bulk", "url\nhttps://example.com/s\n", csv_headers, api_key=other).status
         == 202
     )
+
+
+def test_a_client_flooding_the_api_is_rate_limited_by_address_with_keys_too(
+    limited_stack: RunningStack,
+) -> None:
+    # Given a keys-mode stack allowing 30 requests per client address per minute
+    stack = limited_stack
+    # When one client keeps asking for made-up jobs (each a 404, each an authorizer run)
+    statuses = []
+    for number in range(40):
+        answer = stack.request("GET", f"jobs/{number:032x}")
+        statuses.append(answer.status)
+        if answer.status == 429:
+            break
+    # Then WAF answers 429 rate_limited within the limit, before any function runs
+    assert statuses[-1] == 429, statuses
+    assert len(statuses) <= 31
+    assert answer.json()["error"] == "rate_limited"
