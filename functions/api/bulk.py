@@ -135,6 +135,7 @@ def direct_upload() -> Response[str]:
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
         quota=daily_quota(),
+        anonymous_max_bytes=settings.ANONYMOUS_MAX_UPLOAD_BYTES or None,
     )
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job.job_id)

@@ -92,6 +92,10 @@ class BulkMixin(_FromEnvironment):
     # What one owner may submit per UTC day (rows of bulk files, and their bytes).
     OWNER_DAILY_ROWS: int = Field(default=2_000_000, ge=1)
     OWNER_DAILY_BYTES: int = Field(default=10 * 1024**3, ge=1)
+    # Anonymous callers (Access=open): their own daily rows, and their largest direct upload
+    # (0: none of their own; with Access=keys they never reach the functions).
+    ANONYMOUS_DAILY_ROWS: int = Field(default=0, ge=0)
+    ANONYMOUS_MAX_UPLOAD_BYTES: int = Field(default=0, ge=0)
     # The function that splits uploads and writes results files ("" where there is none).
     FILES_FUNCTION: str = ""
     # Set by Lambda: a job's compute is counted as time times this.

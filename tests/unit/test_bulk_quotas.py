@@ -33,3 +33,12 @@ def test_owners_have_their_own_quota_and_anonymous_callers_share_one() -> None:
     assert quota.reserve(None, rows=6, size=10)
     assert not quota.reserve(None, rows=5, size=10)
     assert {owner for owner, _ in counters.used} == {"alice", "bob", "anonymous"}
+
+
+def test_callers_without_a_key_share_their_own_smaller_daily_rows() -> None:
+    quota = DailyQuota(FakeCounters(), max_rows=1_000, max_bytes=10**6, anonymous_rows=10)
+    assert quota.reserve(None, rows=10, size=1)
+    assert not quota.reserve("anonymous", rows=1, size=1)
+    assert "AnonymousDailyRows" in quota.message(None)
+    # A member keeps the owners' quota
+    assert quota.reserve("alice", rows=500, size=1)

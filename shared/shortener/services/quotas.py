@@ -11,5 +11,8 @@ def daily_quota(settings: ApiSettings | FilesSettings) -> DailyQuota | None:
     if not settings.JOBS_TABLE:
         return None
     return DailyQuota(
-        DailyQuotaStore(settings.JOBS_TABLE), settings.OWNER_DAILY_ROWS, settings.OWNER_DAILY_BYTES
+        DailyQuotaStore(settings.JOBS_TABLE),
+        settings.OWNER_DAILY_ROWS,
+        settings.OWNER_DAILY_BYTES,
+        anonymous_rows=settings.ANONYMOUS_DAILY_ROWS or None,
     )

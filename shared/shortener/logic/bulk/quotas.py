@@ -30,10 +30,18 @@ class DailyQuota:
     counters: QuotaCounters
     max_rows: int
     max_bytes: int
+    # The anonymous owner's own (smaller) daily rows: every caller without a key shares them.
+    anonymous_rows: int | None = None
+
+    def rows_for(self, owner: str | None) -> int:
+        if (owner or ANONYMOUS_OWNER) == ANONYMOUS_OWNER and self.anonymous_rows is not None:
+            return min(self.max_rows, self.anonymous_rows)
+        return self.max_rows
 
     def reserve(self, owner: str | None, *, rows: int, size: int) -> bool:
         """Count ``rows`` and ``size`` against ``owner``'s day if they fit; False otherwise."""
-        if rows > self.max_rows or size > self.max_bytes:
+        max_rows = self.rows_for(owner)
+        if rows > max_rows or size > self.max_bytes:
             # More than a whole day's quota (the counter's condition holds only once it exists).
             return False
         now = clock.now()
@@ -42,7 +50,7 @@ class DailyQuota:
             now.date().isoformat(),
             rows=rows,
             size=size,
-            max_rows=self.max_rows,
+            max_rows=max_rows,
             max_bytes=self.max_bytes,
             expires_at=int((now + _KEPT).timestamp()),
         )
@@ -50,9 +58,14 @@ class DailyQuota:
     def require(self, owner: str | None, *, rows: int, size: int) -> None:
         """QuotaExceededError (429) when ``rows`` and ``size`` do not fit ``owner``'s day."""
         if not self.reserve(owner, rows=rows, size=size):
-            raise QuotaExceededError(self.message())
+            raise QuotaExceededError(self.message(owner))
 
-    def message(self) -> str:
+    def message(self, owner: str | None = None) -> str:
+        if self.rows_for(owner) != self.max_rows:
+            return (
+                f"This job would pass the daily quota of {self.rows_for(owner):,} rows that callers "
+                "without an API key share (AnonymousDailyRows); it resets at midnight UTC. Use an API key."
+            )
         return (
             f"This job would pass the daily quota of {self.max_rows:,} rows or {self.max_bytes:,} bytes "
             "of bulk files per owner (OwnerDailyRows, OwnerDailyBytes); it resets at midnight UTC."

@@ -264,8 +264,9 @@ class _Run:
         assert self.s._quota is not None
         return JobError(
             error="quota_exceeded",
-            message=f"{self.s._quota.message()} Reading stopped at row {self.sent.last_row_number:,}; "
-            "the last rows read are failed quota_exceeded, the rows after them were not read.",
+            message=f"{self.s._quota.message(self.job.owner)} Reading stopped at row "
+            f"{self.sent.last_row_number:,}; the last rows read are failed quota_exceeded, the rows "
+            "after them were not read.",
         )
 
     def _error(self, unreadable: InvalidCsvError | None) -> JobError | None:
@@ -295,7 +296,7 @@ class _Run:
                 self.over_quota = True
             if self.over_quota:
                 # Over the owner's daily quota: the rows read get their outcome (refused), none after.
-                refused = f"quota_exceeded: {quota.message()}"
+                refused = f"quota_exceeded: {quota.message(self.job.owner)}"
                 self.outgoing = [
                     (message.model_copy(update={"refused": refused}), end) for message, end in self.outgoing
                 ]

@@ -13,7 +13,7 @@ from shortener.logic.bulk.metering import Metering, null_metering
 from shortener.logic.bulk.packing import pack_rows
 from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.chunk_outcomes import expiry
-from shortener.models.access import Caller
+from shortener.models.access import ANONYMOUS_OWNER, Caller
 from shortener.models.exceptions import JobNotFoundError, PayloadTooLargeError
 from shortener.models.files import upload_key
 from shortener.models.jobs import (
@@ -145,6 +145,7 @@ def create_upload_job(
     url_seconds: int,
     max_bytes: int = MAX_SINGLE_PUT_BYTES,
     quota: DailyQuota | None = None,
+    anonymous_max_bytes: int | None = None,
 ) -> tuple[Job, PresignedUpload]:
     """Create a job waiting for its file, and a presigned PUT of exactly the declared size into
     the bulk bucket (``uploads/<job id>.csv``); the object's arrival starts the split."""
@@ -152,6 +153,16 @@ def create_upload_job(
         raise PayloadTooLargeError(
             f"The file is {request.size:,} bytes; a direct upload takes at most {max_bytes:,} bytes "
             "(S3's limit for a single PUT). Split it into several files."
+        )
+    if (
+        anonymous_max_bytes is not None
+        and origin.owner == ANONYMOUS_OWNER
+        and request.size > anonymous_max_bytes
+    ):
+        # Without a key, anyone could ask for 5 GiB uploads: callers without one get small ones.
+        raise PayloadTooLargeError(
+            f"The file is {request.size:,} bytes; without an API key a direct upload takes at most "
+            f"{anonymous_max_bytes:,} bytes (AnonymousMaxUploadBytes). Use an API key for larger files."
         )
     if quota is not None:
         # The declared size counts now; the rows as the file is read (shortener.logic.bulk.split).
