@@ -212,10 +212,11 @@ def test_a_client_flooding_the_api_is_rate_limited_by_address_with_keys_too(
 ) -> None:
     # Given a keys-mode stack allowing 30 requests per client address per minute
     stack = limited_stack
-    # When one client keeps asking for made-up jobs (each a 404, each an authorizer run)
+    # When one client keeps asking for jobs with made-up keys (each an authorizer run and a read;
+    # no usage plan applies to a key that does not exist)
     statuses = []
     for number in range(40):
-        answer = stack.request("GET", f"jobs/{number:032x}")
+        answer = stack.request("GET", f"jobs/{number:032x}", api_key=f"shk_madeup{number:04d}_x")
         statuses.append(answer.status)
         if answer.status == 429:
             break
