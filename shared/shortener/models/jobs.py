@@ -336,6 +336,10 @@ class ChunkMessage(BaseModel):
     problems: dict[int, str] = {}
     # Set when the rows may not be processed (``"quota_exceeded: <why>"``): each is that row error.
     refused: str = ""
+    # Set by the restarter when it sends a dead-lettered message back for one last attempt
+    # (shortener.logic.dead_letters): if that attempt fails too, the loop fails the rows with
+    # that attempt's reason instead of letting SQS deliver the message again.
+    last_attempt: bool = False
 
     def row_number(self, index: int) -> int:
         """The file's row number of ``rows[index]``."""

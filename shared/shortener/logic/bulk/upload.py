@@ -32,6 +32,9 @@ MAX_RECORD_LINES = 100
 # What a line that is not UTF-8 is decoded with: Excel on Windows saves "CSV" in the system's ANSI
 # code page, cp1252 in Western locales (a superset of Latin-1's printable characters).
 DEFAULT_FALLBACK = "cp1252"
+# Python's csv module refuses a field over 128 KiB by default ("field larger than field limit"):
+# a quoted field may be as long as a line may be. (A process-wide setting, only ever raised.)
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 _BOM = b"\xef\xbb\xbf"
 _SEPARATORS = (",", ";", "\t", "|")
 _SEPARATOR_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
