@@ -57,6 +57,8 @@ READY = "READY "
 # Control-plane traffic that runs whether or not a job is being processed: the restarter's scans,
 # the scaler's token queries, queue depth reads; and whatever the local stack itself asks (its
 # CloudWatch alarm evaluation), which is not a request of the system.
+# The local DynamoDB's capacity in the bulk benchmarks: a new on-demand table's, divided by 4.
+BULK_CAPACITY = "scale=4"
 _BACKGROUND = {"dynamodb.Scan", "dynamodb.Query", "sqs.GetQueueAttributes", "sqs.GetQueueUrl"}
 
 
@@ -78,12 +80,17 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a template parameter for the local stack (repeatable), e.g. MaxLoops=4",
     )
+    parser.add_argument(
+        "--dynamodb-capacity",
+        default=BULK_CAPACITY,
+        help=f"the local DynamoDB's capacity (docs/capacity.md; default {BULK_CAPACITY}, off: none)",
+    )
     options = parser.parse_args()
     params = {"FindIfExists": options.find_if_exists}
     params.update(param.split("=", 1) for param in options.param)
 
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as folder:
-        stack = LocalStack(Path(folder), options.time_scale, params)
+        stack = LocalStack(Path(folder), options.time_scale, params, capacity=options.dynamodb_capacity)
         try:
             counted = count_requests(stack, options.count_rows, direct=options.direct)
             rate = measure_throughput(stack, options.rows, direct=options.direct) if options.rows else None
@@ -95,10 +102,14 @@ def main() -> None:
 class LocalStack:
     """`python -m local_stack` as a subprocess on free ports, with moto's recorder writing to a file."""
 
-    def __init__(self, folder: Path, time_scale: float, params: dict[str, str]) -> None:
+    def __init__(
+        self, folder: Path, time_scale: float, params: dict[str, str], *, capacity: str = BULK_CAPACITY
+    ) -> None:
         self.recording = folder / "recording.jsonl"
         self.log_path = folder / "stack.log"
         arguments = ["--api-port", "0", "--aws-port", "0", "--lambda-port", "0", "--no-persist"]
+        # DynamoDB's on-demand capacity, scaled down so that this machine reaches it (docs/capacity.md).
+        arguments += ["--dynamodb-capacity", capacity]
         arguments += ["--moto-api"]  # the request recorder is one of moto's admin paths, off by default
         arguments += ["--data-dir", str(folder / "data"), "--time-scale", str(time_scale)]
         for key, value in params.items():
@@ -470,7 +481,8 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
     index_units = links_index + jobs_index
     print(
         f"Bulk on the local stack (find-if-exists {options.find_if_exists}, {os.cpu_count()} CPUs, "
-        f"time x{options.time_scale:g}{''.join(', ' + param for param in options.param)})"
+        f"time x{options.time_scale:g}, DynamoDB capacity {options.dynamodb_capacity}"
+        f"{''.join(', ' + param for param in options.param)})"
     )
     print()
     print(f"AWS requests for a {rows:,}-row job ({counted['seconds']:.1f} s, recorded at the moto server):")

@@ -15,6 +15,7 @@ from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
 from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.durability.private_files import make_private
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
 
@@ -55,6 +56,14 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         help=f"inject faults ({', '.join(FAULT_KINDS)}), e.g. dynamodb-throttle=0.05, "
         "raise-in=PollerFunction:0.1 or duplicate-async=0.2",
     )
+    parser.add_argument(
+        "--dynamodb-capacity",
+        default=str(defaults.dynamodb_capacity),
+        metavar="on|off|scale=F",
+        help="enforce DynamoDB's on-demand capacity as AWS documents it (4,000 write and 12,000 read "
+        "units a second per new table and index, 1,000 write units per partition key, ...); scale=F "
+        "divides every figure by F so that this machine reaches them (docs/capacity.md)",
+    )
     parser.add_argument("--template", type=Path, default=defaults.template_path, help="the SAM template")
     parser.add_argument("--stack-name", default=defaults.stack_name, help="prefix of the resources' names")
     parser.add_argument("--region", default=defaults.region)
@@ -86,6 +95,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     try:
         params = dict(_key_value(item) for item in args.param)
         faults = parse_faults(args.fault)
+        capacity = CapacitySettings.parse(args.dynamodb_capacity)
     except (ValueError, FaultError) as exc:
         parser.error(str(exc))
     configure_logging(args.log_level)
@@ -105,6 +115,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         iam=not args.no_iam,
         log_format=args.log_format,
         moto_api=args.moto_api,
+        dynamodb_capacity=capacity,
     )
 
 
@@ -123,7 +134,7 @@ def banner(stack: LocalStack) -> str:
     restored = stack.report.restored
     lines = [
         f"Local stack of {_shown(options.template_path)}: stack {options.stack_name}, {options.region}, "
-        f"time x{options.time_scale:g}",
+        f"time x{options.time_scale:g}, DynamoDB capacity {options.dynamodb_capacity}",
         "",
         f"  API          {stack.api_url}",
         f"  AWS          {stack.aws_endpoint}   (AWS_ENDPOINT_URL for boto3 / aws --endpoint-url; any keys)",

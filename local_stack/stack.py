@@ -54,8 +54,9 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
-from local_stack.embedded import EmbeddedAws, aws_client
+from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
 from local_stack.embedded.client import FAKE_CREDENTIALS
+from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
@@ -91,6 +92,8 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
+    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
+    dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
 class _BackgroundPart(Protocol):
@@ -155,6 +158,7 @@ class LocalStack:
     def _start(self) -> None:
         options = self.options
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
+        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
         self._moto.start()
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
@@ -173,6 +177,11 @@ class LocalStack:
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
         )
         self.resources = resources
+        dynamodb_throttling.add_tables(
+            capacity,
+            {resources.physical_id(lid): props for lid, props in resources.of_type(TABLE).items()},
+            lambda name: f"arn:aws:dynamodb:{options.region}:{ACCOUNT_ID}:table/{name}",
+        )
         for logical_id, reason in resources.skipped_functions.items():
             self.report.warnings.append(f"{logical_id} is not running: {reason}")
             log.warning("%s is not running: %s", logical_id, reason)

@@ -17,6 +17,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
 # The properties of AWS::DynamoDB::Table that CreateTable takes as they are.
+_INDEX_CAPACITY_KEYS = frozenset({"WarmThroughput", "OnDemandThroughput"})
 _TABLE_KEYS = (
     "AttributeDefinitions",
     "KeySchema",
@@ -56,6 +57,12 @@ def resources_of_type(
 def table_arguments(properties: dict[str, Any], table_name: str) -> dict[str, Any]:
     """CreateTable keyword arguments from an AWS::DynamoDB::Table's (resolved) properties."""
     arguments: dict[str, Any] = {key: properties[key] for key in _TABLE_KEYS if key in properties}
+    if "GlobalSecondaryIndexes" in arguments:
+        # An index's capacity settings are the capacity model's (dynamodb_capacity.py), not moto's.
+        arguments["GlobalSecondaryIndexes"] = [
+            {key: value for key, value in index.items() if key not in _INDEX_CAPACITY_KEYS}
+            for index in arguments["GlobalSecondaryIndexes"]
+        ]
     arguments["TableName"] = table_name
     return arguments
 

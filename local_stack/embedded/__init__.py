@@ -8,7 +8,9 @@ and changes in it. Every change to moto is listed, with why it exists, in ``patc
 - ``request_log``: moto's request recorder read back, one entry per AWS request.
 - ``delete_refusals``, ``bucket_policies``, ``lambda_quota``: what AWS refuses (deleting a stack
   whose bucket holds objects, a reservation leaving fewer than 100 executions unreserved) refused
-  here too, bucket policies' TLS condition evaluated, and GetAccountSettings answered."""
+  here too, bucket policies' TLS condition evaluated, and GetAccountSettings answered.
+- ``dynamodb_capacity`` and ``dynamodb_throttling``: DynamoDB's on-demand capacity (a model, and
+  the middleware inside the serialising lock that charges and throttles requests by it)."""
 
 from local_stack.embedded.client import FAKE_CREDENTIALS, aws_client
 from local_stack.embedded.server import EmbeddedAws

@@ -137,6 +137,8 @@ class EmbeddedAws(ThreadedMotoServer):
         self.control_routes: list[ControlRoute] = []
         self._serialising_lock = threading.Lock()
         self.request_end_hooks: list[Callable[[], None]] = []
+        # Wraps moto inside the serialising lock (the DynamoDB capacity model), if set before start().
+        self.inner_gate: Callable[[WsgiApp], WsgiApp] | None = None
         # Access key -> secret of the keys whose presigned URLs are checked (PresignedUrlGate): the
         # developer's, and the functions' once the stack has read them from the template.
         self.signing_secrets: dict[str, str] = {
@@ -161,15 +163,14 @@ class EmbeddedAws(ThreadedMotoServer):
     def start(self) -> None:
         """Bind, then serve on a thread. Binding here, not in the thread as moto does, makes a taken
         port an OSError now instead of a wait forever for a server that never became ready."""
+        inner: WsgiApp = RequestEndHooks(
+            PresignedUrlGate(DomainDispatcherApplication(create_backend_app), self.signing_secrets),
+            self.request_end_hooks,
+        )
+        if self.inner_gate is not None:
+            inner = self.inner_gate(inner)
         app: WsgiApp = ControlRoutes(
-            SerialisingMiddleware(
-                RequestEndHooks(
-                    PresignedUrlGate(DomainDispatcherApplication(create_backend_app), self.signing_secrets),
-                    self.request_end_hooks,
-                ),
-                self._serialising_lock,
-            ),
-            self.control_routes,
+            SerialisingMiddleware(inner, self._serialising_lock), self.control_routes
         )
         if self._front is not None:
             app = self._front(app)

@@ -152,6 +152,8 @@ class PollerSettings(TablesMixin, LinksMixin):
     METRICS_FLUSH_SECONDS: float = Field(default=60, gt=0)
     # Parallel DynamoDB writes while one message is processed.
     WRITE_THREADS: int = Field(default=8, ge=1, le=64)
+    # Pace the loop's batch writes to the links table's throttles (logic.pacing).
+    WRITE_PACING: bool = True
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
     # The function that writes a job's results file once its last chunk is counted.
     FILES_FUNCTION: str = ""

@@ -18,6 +18,7 @@ import pytest
 from local_stack.embedded import request_log
 from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
+from tests.e2e.test_bulk_e2e import CAPACITY
 
 ROWS = 200_000
 # Schedules and alarm periods run this much faster (a minute of simulated time is a second).
@@ -70,7 +71,7 @@ def test_a_200000_row_file_uploaded_directly_gives_every_row_exactly_one_outcome
     start_stack: StartStack, tmp_path: Path
 ) -> None:
     # Given a stack without find-if-exists and a generated 200,000-row file
-    stack = start_stack(time_scale=20, params={"FindIfExists": "false"})
+    stack = start_stack(*CAPACITY, time_scale=20, params={"FindIfExists": "false"})
     source = tmp_path / "catalogue.csv"
     size = generated_csv(source, ROWS)
     client = ShortenerClient(stack.api_url, api_key=stack.api_key)
@@ -174,7 +175,7 @@ def test_the_cli_uploads_directly_and_fetches_the_results_later(
     start_stack: StartStack, tmp_path: Path
 ) -> None:
     # Given a stack and a file, uploaded straight to storage without waiting (as if interrupted)
-    stack = start_stack(time_scale=20)
+    stack = start_stack(*CAPACITY, time_scale=20)
     source = tmp_path / "links.csv"
     source.write_text(
         "Long URL;Short code\n" + "".join(f"https://example.com/cli/{n};\n" for n in range(600))

@@ -181,6 +181,7 @@ DOCS_EXPECTED = {
         r"^LinksTableName shortener-local-LinksTable$",
         r"^BulkQueueUrl http://127\.0\.0\.1:\d+/\d+/shortener-local-BulkQueue$",
     ],
+    "capacity.md": [r'"settings": "scale=1"', r'"shortener-local-LinksTable": \{"write_units": '],
     "operations.md": [r"^\S+-DeadLetterAlarm (OK|INSUFFICIENT_DATA)$", r"^\S+-FunctionErrorsAlarm "],
     "api.md": [
         r'"error": "missing_api_key".* 403$',

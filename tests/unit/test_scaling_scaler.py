@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shortener import clock
 from shortener.logic.healing import revive_stale_loops
 from shortener.logic.scaling import LoopBounds, LoopScaler, slot_token
 from shortener.models.alarms import AlarmNotification
@@ -346,3 +347,28 @@ def test_reconcile_never_removes_a_loop_started_for_work_queued_during_it() -> N
     # Then the job's loop is still there (tokens are read before the depth, and work queues its
     # messages before it claims its loops, so a token reconcile sees has its work in the depth)
     assert world.tokens.tokens() == [slot_token(0)]
+
+
+def test_no_loop_is_added_while_the_table_throttles_the_loops(caplog: pytest.LogCaptureFixture) -> None:
+    # Given one loop whose heartbeat says the table throttled its writes just now, and a backlog
+    world = World(max_loops=4).with_loops(1)
+    row = world.tokens.list_for_queue(QUEUE_URL)[0]
+    world.tokens.add(row.model_copy(update={"throttled_at": clock.epoch_seconds()}))
+    world.queues.set_depth(100)
+    # When the alarm enters ALARM, and reconcile runs
+    outcome = world.scaler.scale_up(TARGET, "high alarm")
+    reconciled = world.scaler.reconcile(TARGET)
+    # Then no loop is added, and both say the table is why (in the log too)
+    assert world.tokens.tokens() == [slot_token(0)]
+    assert "the links table is the bottleneck" in outcome.reason
+    assert "the links table is the bottleneck" in reconciled.reason
+    assert "the links table is the bottleneck" in caplog.text
+
+
+def test_loops_are_added_again_a_minute_after_the_last_throttle() -> None:
+    world = World(max_loops=4).with_loops(1)
+    row = world.tokens.list_for_queue(QUEUE_URL)[0]
+    world.tokens.add(row.model_copy(update={"throttled_at": clock.epoch_seconds() - 120}))
+    world.queues.set_depth(100)
+    world.scaler.scale_up(TARGET, "high alarm")
+    assert world.tokens.tokens() == [slot_token(0), slot_token(1)]

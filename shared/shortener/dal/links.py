@@ -10,11 +10,11 @@ or a tombstone, is never overwritten.
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from shortener.dal import aws
+from shortener.dal import aws, usage
 from shortener.dal.link_items import (
     CLAIM_PREFIX,
     COUNTER_KEY,
@@ -29,11 +29,16 @@ from shortener.dal.link_items import (
 from shortener.models.exceptions import StorageThrottledError
 from shortener.models.links import Link
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 # Ids per reservation item: small enough that the item one allocation reads stays small.
 RESERVED_PAGE_SIZE = 10_000
 _BATCH_WRITE_LIMIT = 25
 _BATCH_GET_LIMIT = 100
 _MAX_UNPROCESSED_ROUNDS = 10
+# Paced rounds wait for the pacer's rate, which falls with each throttle: more of them, no sleeps.
+_MAX_PACED_ROUNDS = 40
 _TRANSACTION_LIMIT = 100
 # A transaction cancelled only because DynamoDB throttled one of its items or another transaction
 # was writing the same item is tried again, up to this many times in all, with exponential backoff
@@ -71,8 +76,22 @@ class ClaimOutcome:
     code_taken: bool = False  # the code itself was held (by a custom or hash code)
 
 
+class WritePacing(Protocol):
+    """What paces batch writes (``shortener.logic.pacing.WritePacer``)."""
+
+    def acquire(self, units: float) -> None: ...
+    def throttled(self) -> None: ...
+    def succeeded(self, units: float) -> None: ...
+
+
 class LinksStore(aws.DynamoDBTable):
-    """Data access for the links table."""
+    """Data access for the links table. ``pacer``: bulk writes go at its rate (a loop's)."""
+
+    def __init__(
+        self, table_name: str, client: "DynamoDBClient | None" = None, *, pacer: WritePacing | None = None
+    ) -> None:
+        super().__init__(table_name, client)
+        self.pacer = pacer
 
     # ---- reads ------------------------------------------------------------------------------
 
@@ -282,13 +301,24 @@ class LinksStore(aws.DynamoDBTable):
             self._batch_write(requests[start : start + _BATCH_WRITE_LIMIT])
 
     def _batch_write(self, requests: list[Any]) -> None:
+        """With a pacer, each request waits for its turn at the pacer's rate, and each throttle
+        (items handed back, an attempt refused) slows it; without one, handed-back items are tried
+        again after an exponential backoff."""
         pending = requests
-        for attempt in range(_MAX_UNPROCESSED_ROUNDS):
+        pacer = self.pacer
+        for attempt in range(_MAX_UNPROCESSED_ROUNDS if pacer is None else _MAX_PACED_ROUNDS):
             if not pending:
                 return
-            response = self.client.batch_write_item(RequestItems={self.table_name: pending})
-            pending = response.get("UnprocessedItems", {}).get(self.table_name, [])
-            if pending:
+            if pacer is not None:
+                pacer.acquire(len(pending))
+            with usage.on_throttle(pacer.throttled if pacer is not None else None):
+                response = self.client.batch_write_item(RequestItems={self.table_name: pending})
+                sent, pending = pending, response.get("UnprocessedItems", {}).get(self.table_name, [])
+                if pending:
+                    usage.count_throttle()
+                elif pacer is not None:
+                    pacer.succeeded(len(sent))
+            if pending and pacer is None:
                 self.sleep(min(0.05 * 2**attempt, 2.0))
         if pending:
             raise RuntimeError(f"{len(pending)} links stayed unprocessed after retries")

@@ -56,7 +56,7 @@ class LoopsStore(aws.DynamoDBTable):
             raise
         return claimed
 
-    def heartbeat(self, loop: LoopInvocation, holder: str) -> bool:
+    def heartbeat(self, loop: LoopInvocation, holder: str, *, throttled_at: int | None = None) -> bool:
         """Record that invocation ``loop.seq`` of ``loop`` is alive; False means it must stop.
 
         One conditional write that is also the fence: it claims the token when the row still
@@ -64,12 +64,17 @@ class LoopsStore(aws.DynamoDBTable):
         or refreshes it when the row already names this sequence number *and* this holder (every
         later heartbeat, and a first one whose answer was lost and is tried again). A duplicated
         or retried delivery of an event that already ran has another holder nonce, so it fails
-        here; so does an invocation of a loop id the restarter replaced, or of a deleted token."""
+        here; so does an invocation of a loop id the restarter replaced, or of a deleted token.
+        ``throttled_at``: when the table last throttled the loop's writes (the scaler reads it)."""
+        throttled: dict[str, Any] = (
+            {":throttled": {"N": str(throttled_at)}} if throttled_at is not None else {}
+        )
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key={"queue_url": {"S": loop.queue_url}, "token": {"S": loop.token}},
-                UpdateExpression="SET last_used = :now, seq = :seq, holder = :holder",
+                UpdateExpression="SET last_used = :now, seq = :seq, holder = :holder"
+                + (", throttled_at = :throttled" if throttled else ""),
                 ConditionExpression=(
                     "loop_id = :loop_id AND (seq = :previous OR (seq = :seq AND holder = :holder))"
                 ),
@@ -79,6 +84,7 @@ class LoopsStore(aws.DynamoDBTable):
                     ":seq": {"N": str(loop.seq)},
                     ":previous": {"N": str(loop.seq - 1)},
                     ":holder": {"S": holder},
+                    **throttled,
                 },
             )
         except ClientError as exc:
@@ -273,4 +279,5 @@ def _from_item(item: dict[str, Any]) -> LoopToken:
         last_used=int(item["last_used"]["N"]) if "last_used" in item else None,
         seq=int(item.get("seq", {}).get("N", "0")),
         holder=item.get("holder", {}).get("S"),
+        throttled_at=int(item["throttled_at"]["N"]) if "throttled_at" in item else None,
     )

@@ -16,13 +16,18 @@ What is counted, and how it is billed (the price table is ``logic.bulk.cost``):
 - SQS: 1 request per started 64 KB of a message payload sent, 1 per other call.
 - S3: PUT, POST, LIST and multipart calls as write requests; GET and HEAD as read requests.
 - Lambda: each Invoke call (it is an invocation billed to the target).
-- Lambda compute: the meter's open time times the function's memory, in GB-seconds."""
+- Lambda compute: the meter's open time times the function's memory, in GB-seconds.
+- Throttled DynamoDB requests: each attempt DynamoDB throttled (botocore retried it) and each
+  batch whose items it handed back; whoever listens (``on_throttle``: a loop's write pacer) hears
+  of each as it happens."""
 
 import base64
 import json
 import math
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, Self
 
@@ -80,7 +85,42 @@ def install(client: Any) -> Any:
     events = client.meta.events
     events.register("before-parameter-build.dynamodb", _note_write_units)
     events.register("after-call", _count)
+    events.register("needs-retry.dynamodb", _note_throttled_attempt)
     return client
+
+
+# DynamoDB's answers to a request it throttled (botocore retries them).
+_THROTTLED = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+_ON_THROTTLE: ContextVar[Callable[[], None] | None] = ContextVar("shortener_on_throttle", default=None)
+
+
+@contextmanager
+def on_throttle(listener: Callable[[], None] | None) -> Iterator[None]:
+    """Within the block, ``listener`` is called for each DynamoDB throttle of this context."""
+    token = _ON_THROTTLE.set(listener)
+    try:
+        yield
+    finally:
+        _ON_THROTTLE.reset(token)
+
+
+def count_throttle() -> None:
+    """A DynamoDB request of the current work was throttled: counted, and its listener told."""
+    meter = _CURRENT.get()
+    if meter is not None:
+        meter.add("throttled_requests", 1)
+    listener = _ON_THROTTLE.get()
+    if listener is not None:
+        listener()
+
+
+def _note_throttled_attempt(response: Any = None, **_: Any) -> None:
+    """botocore's needs-retry event, after each attempt: returns None, so the retry decision stays
+    botocore's."""
+    if response is not None and response[1].get("Error", {}).get("Code") in _THROTTLED:
+        count_throttle()
 
 
 def _note_write_units(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from shortener import clock
+from shortener.logic.pacing import table_throttled_ago
 from shortener.models.alarms import AlarmNotification
 from shortener.models.loops import LoopInvocation, LoopToken
 from shortener.models.scaling import LoopTarget, QueueDepth, ScalingAction, ScalingOutcome, ScalingTrigger
@@ -208,6 +210,10 @@ class LoopScaler:
         """One more loop for ``target``, unless it already has the maximum."""
         tokens = self.store.list_for_queue(target.queue_url)
         before = len(tokens)
+        if (held := _table_bottleneck(target, tokens)) is not None:
+            return self._outcome(
+                target, "alarm", "unchanged", f"{reason}; {held}", before=before, after=tokens
+            )
         for _ in range(_CLAIM_ATTEMPTS):
             if len(tokens) >= self.bounds.max_loops:
                 return self._outcome(
@@ -279,12 +285,15 @@ class LoopScaler:
                 self.store.delete(target.queue_url, victim.token)
                 stopped.append(victim.token)
         starts = self._claim_and_start(target, [token for token in pinned if token not in present])
-        if surplus < 0:
+        reason = f"backlog of {depth.total} messages wants {goal} loops"
+        held = _table_bottleneck(target, tokens) if surplus < 0 else None
+        if surplus < 0 and held is None:
             starts += self._start_loops(target, [*tokens, *starts.claimed], -surplus)
+        elif held is not None:
+            reason += f"; {held}"
 
         remaining = [token for token in tokens if token.token not in stopped]
         action: ScalingAction = "reconciled" if starts.claimed or stopped else "unchanged"
-        reason = f"backlog of {depth.total} messages wants {goal} loops"
         return self._outcome(
             target,
             "reconcile",
@@ -390,6 +399,16 @@ class WorkStarter:
             return
         if outcome.started:
             self._log.info("Loops started for new work", extra=outcome.model_dump())
+
+
+def _table_bottleneck(target: LoopTarget, tokens: Sequence[LoopToken]) -> str | None:
+    """Why no loop is added, when the table throttled the loops lately (logged), else None."""
+    ago = table_throttled_ago(tokens, clock.epoch_seconds())
+    if ago is None:
+        return None
+    held = f"the links table is the bottleneck (it throttled the loops' writes {ago} s ago): no loop added"
+    log.warning("Scaling held: %s", held, extra={"queue": target.queue_name, "throttled_by": "table"})
+    return held
 
 
 def _removal_order(token: LoopToken) -> tuple[int, int]:

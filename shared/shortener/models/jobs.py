@@ -129,6 +129,8 @@ class JobUsage(BaseModel):
     write_units: float = 0
     read_units: float = 0
     lambda_gb_seconds: float = 0
+    # Requests of the job's work that DynamoDB throttled (each attempt): the table was its bottleneck.
+    throttled_requests: int = 0
 
     def __add__(self, other: "JobUsage") -> "JobUsage":
         return JobUsage.model_validate(
@@ -266,6 +268,9 @@ class JobStatusView(BaseModel):
     fallback_lines: int = 0
     cost: CostLine
     owner: str | None = None
+    # "table" when DynamoDB throttled the job's writes: the table's throughput, not the loops,
+    # bounded how fast it went (docs/capacity.md).
+    throttled_by: Literal["table"] | None = None
 
 
 class JobList(BaseModel):

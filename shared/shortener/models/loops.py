@@ -38,6 +38,8 @@ class LoopToken(BaseModel):
     last_used: int | None = None  # epoch seconds of the last heartbeat
     seq: int = 0  # the last sequence number an invocation claimed; 0 before the first claim
     holder: str | None = None  # the nonce of the invocation that claimed ``seq``
+    # Epoch seconds when the table last throttled this loop's writes (its heartbeat says so).
+    throttled_at: int | None = None
 
     def invocation(self) -> LoopInvocation:
         """The event of the invocation that may claim this token next."""

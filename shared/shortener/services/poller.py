@@ -10,6 +10,7 @@ from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
 from shortener.logic.bulk import ChunkProcessor
 from shortener.logic.codes import code_generator
+from shortener.logic.pacing import PacedHeartbeats, WritePacer
 from shortener.logic.poller import LoopOptions, PollLoop
 from shortener.observability import logger, metrics
 from shortener.services.links import link_service
@@ -19,8 +20,12 @@ from shortener.settings import poller_settings
 @lru_cache(maxsize=1)
 def poll_loop() -> PollLoop:
     settings = poller_settings()
+    # One pacer per container: the loop's write rate, adapted to the table's throttles; its
+    # heartbeats tell the scaler when the table throttled it.
+    pacer = WritePacer() if settings.WRITE_PACING else None
+    loops = LoopsStore(settings.TOKENS_TABLE)
     processor = ChunkProcessor(
-        LinksStore(settings.LINKS_TABLE),
+        LinksStore(settings.LINKS_TABLE, pacer=pacer),
         JobsStore(settings.JOBS_TABLE),
         link_service(settings),
         code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
@@ -34,7 +39,7 @@ def poll_loop() -> PollLoop:
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
     )
     return PollLoop(
-        LoopsStore(settings.TOKENS_TABLE),
+        PacedHeartbeats(loops, pacer) if pacer is not None else loops,
         BulkQueue(),
         LoopStarter(),
         processor,

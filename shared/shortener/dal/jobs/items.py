@@ -33,6 +33,7 @@ _USAGE_ATTRIBUTES = {
     "write_units": "use_write_units",
     "read_units": "use_read_units",
     "lambda_gb_seconds": "use_gb_seconds",
+    "throttled_requests": "use_throttled",
 }
 
 

@@ -45,6 +45,7 @@ def status_view(
         fallback_lines=job.encoding.fallback_lines if job.encoding else 0,
         cost=cost_line(job.usage),
         owner=job.owner,
+        throttled_by="table" if job.usage.throttled_requests else None,
     )
 
 
