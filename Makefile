@@ -2,7 +2,8 @@
 #   make run    start the whole system on this machine (the local stack), on loopback
 #   make test   every check: lint, types, template (cfn-lint, sam validate --lint, sam build, checkov), tests
 # And for an AWS account (README, Deploy):
-#   make deploy [ENV=prod]              build and deploy (guided the first time for an environment)
+#   make deploy [ENV=prod]              build, check the reserved concurrency against the account's
+#                                       quota, and deploy (guided the first time for an environment)
 #   make delete [ENV=prod | STACK=...]  delete a stack; says what it keeps (the links table)
 #   make acceptance STACK=<name>        the end-to-end tests that need only HTTP, against that stack
 # Each target sets up what it needs first (the virtual environment in .venv).
@@ -91,6 +92,7 @@ bench: $(DEV)
 # Guided (it asks, and saves the answers to SAMCONFIG) when the environment has no deploy parameters.
 deploy: $(DEV)
 	$(BIN)/sam build --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV)
+	$(AWS_COMMAND) $(BIN)/python -m stack_tools check-quota --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)
 	@if $(BIN)/python -m stack_tools configured --config-file $(SAMCONFIG) --config-env $(ENV); then \
 	  echo "$(AWS_COMMAND) sam deploy --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)"; \
 	  $(AWS_COMMAND) $(BIN)/sam deploy --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV) $(ARGS); \

@@ -15,6 +15,7 @@ from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
 from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
 from local_stack.cloudwatch.alarms import unevaluated_alarms
 from local_stack.durability import CorruptStateError, DataDirInUseError
+from local_stack.durability.private_files import make_private
 from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
@@ -228,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    # The data folder holds every table, file and the admin key: the developer's alone.
+    make_private(options.data_dir)
     stack = LocalStack(options)
     try:
         stack.start()

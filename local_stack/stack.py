@@ -56,6 +56,7 @@ from local_stack.durability import (
     StateSummary,
 )
 from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
+from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.events import Scheduler, deliver_rule_targets, schedules_of
 from local_stack.iam import AccessControl, function_principals
@@ -195,6 +196,16 @@ class LocalStack:
             for warning in principals.warnings:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
+        # A browser may send only the presigned job-file requests the functions sign (local_only):
+        # with their own keys, or (IAM off) with the credentials every function then shares.
+        self._moto.presigned_exemption.signers.update(
+            {key: FUNCTION_SECRET_KEY for key in self.access.principal_keys()}
+            if options.iam
+            else {FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]}
+        )
+        self._moto.presigned_exemption.buckets.update(
+            resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)
+        )
 
         # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
         # for the stage cache's invalidations), and each server is then built with what it serves.

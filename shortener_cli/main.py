@@ -4,7 +4,8 @@ larger) and wait for its results, fetch the results of any job, manage links, th
 shortener_cli/config.py.
 
 Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
-usage, 3 unreachable."""
+usage, 3 unreachable, 4 a job ended early (its file was not read to its end: rows after that point
+have no outcome; the message says why)."""
 
 import argparse
 import csv
@@ -23,7 +24,7 @@ from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
 
 DEFAULT_AWS_ENDPOINT = "http://127.0.0.1:3001"
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ENDED_EARLY = 0, 1, 2, 3, 4
 _BAR_WIDTH = 30
 # Files up to this size go in the request body (POST /bulk); larger ones straight to S3.
 SMALL_BODY_BYTES = 4_000_000
@@ -263,13 +264,24 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
     else:
         client.save_results(job_id, sys.stdout.buffer, deadline=deadline)
         sys.stdout.flush()
-    if status.get("error"):
-        print(
-            f"shortener: the file could not be read to its end: {status['error']['message']}", file=sys.stderr
-        )
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         print(f"{status['failed']} rows have an error; see the error column", file=sys.stderr)
+    if status.get("fallback_lines"):
+        print(
+            f"{status['fallback_lines']} lines were not UTF-8 "
+            f"and were read as {status.get('fallback_encoding')}",
+            file=sys.stderr,
+        )
+    if status.get("ended_early") or status.get("error"):
+        # Rows after the point where reading stopped have no outcome: not a finished job.
+        error = status.get("error") or {}
+        print(
+            f"shortener: job {job_id} ended early "
+            f"({error.get('error', 'error')}): {error.get('message', '')}",
+            file=sys.stderr,
+        )
+        return EXIT_ENDED_EARLY
     return EXIT_OK
 
 

@@ -84,6 +84,52 @@ def kept_on_delete(stack_name: str, cloudformation: Any) -> list[KeptResource]:
     ]
 
 
+def stack_status(stack_name: str, cloudformation: Any) -> str | None:
+    """The stack's status (DELETE_FAILED, ...), None when there is no such stack any more."""
+    try:
+        [stack] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except cloudformation.exceptions.ClientError:
+        return None
+    return str(stack["StackStatus"])
+
+
+def buckets_deleted_with(stack_name: str, cloudformation: Any) -> list[str]:
+    """The names of the stack's S3 buckets that its deletion deletes (not DeletionPolicy: Retain)."""
+    body = cloudformation.get_template(StackName=stack_name, TemplateStage="Processed")["TemplateBody"]
+    template = body if isinstance(body, dict) else _parse(body)
+    deleted = {
+        logical_id
+        for logical_id, resource in template.get("Resources", {}).items()
+        if resource["Type"] == "AWS::S3::Bucket" and resource.get("DeletionPolicy") != "Retain"
+    }
+    names = []
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name):
+        for summary in page["StackResourceSummaries"]:
+            if summary["LogicalResourceId"] in deleted and summary.get("PhysicalResourceId"):
+                names.append(summary["PhysicalResourceId"])
+    return sorted(names)
+
+
+def empty_bucket(bucket: str, s3: Any) -> int:
+    """Delete every object of ``bucket`` (every version and delete marker: S3 refuses to delete a
+    bucket until they are all gone, Amazon S3 API Reference, DeleteBucket); how many were deleted.
+    0 when the bucket does not exist."""
+    deleted = 0
+    try:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            objects = [
+                {"Key": entry["Key"], "VersionId": entry["VersionId"]}
+                for entry in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]
+            ]
+            # DeleteObjects takes at most 1,000 keys a call; a page holds at most 1,000.
+            if objects:
+                s3.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+                deleted += len(objects)
+    except s3.exceptions.NoSuchBucket:
+        return 0
+    return deleted
+
+
 def _parse(body: str) -> dict[str, Any]:
     try:
         return dict(json.loads(body))

@@ -28,7 +28,16 @@ from shortener.models.jobs import (
 )
 from shortener.observability import logger, metrics
 from shortener.openapi import Answer, link_to, operation
-from shortener.services.api import api_links, bulk_metering, files, files_function, jobs, queue, work_loops
+from shortener.services.api import (
+    api_links,
+    bulk_metering,
+    daily_quota,
+    files,
+    files_function,
+    jobs,
+    queue,
+    work_loops,
+)
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
@@ -95,8 +104,9 @@ def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
     origin = _origin(event.get_query_string_value("notify_topic", None))
-    rows = bulk.read_upload(
-        web.body_bytes(event.body, event.is_base64_encoded),
+    raw = web.body_bytes(event.body, event.is_base64_encoded)
+    uploaded = bulk.read_upload(
+        raw,
         web.header(event.headers, "content-type"),
         max_bytes=settings.MAX_UPLOAD_BYTES,
         max_rows=settings.MAX_UPLOAD_ROWS,
@@ -104,7 +114,7 @@ def upload_csv() -> Response[str]:
     # Rows that could not be shortened would wait in the queue: refuse them now, saying why.
     api_links().check_code_key()
     job = bulk.submit_job(
-        rows,
+        uploaded.rows,
         jobs=jobs(),
         queue=queue(),
         queue_url=settings.BULK_QUEUE_URL,
@@ -112,6 +122,9 @@ def upload_csv() -> Response[str]:
         options=_options(),
         loops=work_loops(),
         metering=bulk_metering(),
+        encoding=uploaded.encoding,
+        quota=daily_quota(),
+        size=len(raw),
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
@@ -179,6 +192,8 @@ def direct_upload() -> Response[str]:
         options=_options(),
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
+        quota=daily_quota(),
+        anonymous_max_bytes=settings.ANONYMOUS_MAX_UPLOAD_BYTES or None,
     )
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job.job_id)
@@ -255,7 +270,10 @@ def _inline_results(job: Job) -> Response[str]:
         hint=" (take it from the Link header)",
     )
     page = bulk.results_page(
-        jobs().iter_chunk_outcomes(job.job_id, from_chunk), _base_url(), max_bytes=RESULTS_PAGE_BYTES
+        jobs().iter_chunk_outcomes(job.job_id, from_chunk),
+        _base_url(),
+        max_bytes=RESULTS_PAGE_BYTES,
+        ending=bulk.ending_line(job) if job.complete else "",
     )
     headers = {"Content-Disposition": f'attachment; filename="{job.job_id}.csv"'}
     if page.next_chunk is not None:

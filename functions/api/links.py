@@ -2,6 +2,8 @@
 and the admins' blocklist of hosts. Included into the API's resolver by app.py; errors raised here
 are mapped to JSON there."""
 
+from dataclasses import asdict
+
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
@@ -10,14 +12,15 @@ from shortener import web
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.link_management import Change, StageCacheInvalidator
 from shortener.logic.paging import LINKS_PAGE_SIZE
+from shortener.logic.takedown import HostTakedowns
 from shortener.models.access import Caller
 from shortener.models.api import ListLinksQuery
-from shortener.models.blocklist import BlockedHost, Blocklist, BlockRequest
+from shortener.models.blocklist import BlockAnswer, Blocklist, BlockRequest
 from shortener.models.exceptions import ForbiddenError, NotBlockedError
 from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
 from shortener.openapi import Answer, link_to, operation
-from shortener.services.api import api_link_manager, api_links, stage_cache_invalidator
+from shortener.services.api import api_link_manager, api_links, api_takedowns, stage_cache_invalidator
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
@@ -112,8 +115,8 @@ def show_blocklist() -> Response[str]:
         "Block a host and its subdomains (admins)",
         {
             200: Answer(
-                "The entry",
-                BlockedHost,
+                "The entry, and how many of the host's links were taken down",
+                BlockAnswer,
                 links={"UnblockHost": link_to("DELETE", "/blocklist/{host}", host="$response.body#/host")},
             )
         },
@@ -127,9 +130,17 @@ def block_host(host: str) -> Response[str]:
     raw = web.body_bytes(event.body, event.is_base64_encoded)
     fields = web.parse_fields(raw, web.header(event.headers, "content-type")) if raw.strip() else {}
     request = web.parse_request(BlockRequest, fields)
-    entry = _guard().block(host, added_by=caller.owner_id, reason=request.reason)
-    logger.info("Host blocked", extra={"host": entry.host, "by": caller.owner_id})
-    return Response(200, content_types.APPLICATION_JSON, entry.model_dump_json())
+    entry, report = _takedowns().block(
+        host, added_by=caller.owner_id, reason=request.reason, stage_cache=stage_cache()
+    )
+    logger.info("Host blocked", extra={"host": entry.host, "by": caller.owner_id, **asdict(report)})
+    answer = BlockAnswer(
+        **entry.model_dump(),
+        links_taken_down=report.links,
+        stage_cache_refreshed=report.stage_cache_refreshed,
+        scan_complete=report.complete,
+    )
+    return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json())
 
 
 @router.delete(
@@ -140,9 +151,10 @@ def block_host(host: str) -> Response[str]:
 )
 def unblock_host(host: str) -> Response[str]:
     caller = _admin()
-    if not _guard().unblock(host):
+    report = _takedowns().unblock(host, stage_cache=stage_cache())
+    if report is None:
         raise NotBlockedError(f"{host[:80]} is not on the blocklist.")
-    logger.info("Host unblocked", extra={"host": host, "by": caller.owner_id})
+    logger.info("Host unblocked", extra={"by": caller.owner_id, **asdict(report)})
     return Response(204, content_types.APPLICATION_JSON, "")
 
 
@@ -162,6 +174,13 @@ def _guard() -> HostGuard:
     if guard is None:
         raise ForbiddenError("This stack has no blocklist table.")
     return guard
+
+
+def _takedowns() -> HostTakedowns:
+    takedowns = api_takedowns()
+    if takedowns is None:
+        raise ForbiddenError("This stack has no blocklist table.")
+    return takedowns
 
 
 def stage_cache() -> StageCacheInvalidator | None:

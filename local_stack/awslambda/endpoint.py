@@ -18,6 +18,7 @@ from local_stack.awslambda.runtime import (
     LambdaRuntime,
 )
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.embedded.local_only import browser_refusal
 from local_stack.iam import AccessControl, Signature, invoke_call
 from local_stack.ports import LISTEN_BACKLOG, adopt
 from local_stack.sns import subscriptions as sns
@@ -77,6 +78,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # A web page may POST here without a preflight (text/plain): refused as on the embedded AWS.
+        refusal = browser_refusal("POST", self.headers.get("Origin"), self.headers.get("Host", ""))
+        if refusal is not None:
+            self._error(HTTPStatus.FORBIDDEN, "AccessDeniedException", refusal)
+            return
         if self.server.runtime is None:
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, "ServiceException", "The local stack is starting")
             return
@@ -86,6 +92,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._deliver_sns(unquote(match["function"]), body)
         else:
             self._error(HTTPStatus.NOT_FOUND, "UnknownOperationException", f"No such operation: {path}")
+
+    def do_OPTIONS(self) -> None:
+        """A browser's preflight: refused, with no CORS headers."""
+        self._error(HTTPStatus.FORBIDDEN, "AccessDeniedException", browser_refusal("OPTIONS", None, "") or "")
 
     def _invoke(self, function: str, body: bytes) -> None:
         runtime = self.server.runtime

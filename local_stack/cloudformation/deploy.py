@@ -23,6 +23,7 @@ transform is built from. What still differs from a real deployment is listed in 
 import copy
 import json
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -633,6 +634,28 @@ def _register_missing_models() -> None:
             )
             return cls(f"{name}-{account_id}")
 
+    class WebAcl(_Created, CloudFormationModel):
+        """A WAF web ACL, known by its ARN: the local API applies the template's rules itself
+        (local_stack/apigateway/waf.py), so the deployed stack only needs it to exist."""
+
+        TYPE = "AWS::WAFv2::WebACL"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            acl_id = str(uuid.uuid4())
+            arn = f"arn:aws:wafv2:{region}:{account_id}:regional/webacl/{name}/{acl_id}"
+            return cls(arn, {"Arn": arn, "Id": acl_id})
+
+        def delete(self, account_id: str, region: str) -> None:
+            return None
+
+    class WebAclAssociation(_Created, CloudFormationModel):
+        TYPE = "AWS::WAFv2::WebACLAssociation"
+
+        @classmethod
+        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
+            return cls(f"{properties['ResourceArn']}|{properties['WebACLArn']}")
+
         def delete(self, account_id: str, region: str) -> None:
             return None
 
@@ -648,6 +671,8 @@ def _register_missing_models() -> None:
         BucketPolicy,
         LogSubscriptionFilter,
         ApiGatewayAccount,
+        WebAcl,
+        WebAclAssociation,
     )
 
 

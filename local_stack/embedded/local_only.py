@@ -15,29 +15,79 @@ own: a page from anywhere can make the browser send requests to loopback. So, in
   benchmark uses moto's request recorder);
 - Access-Control-* headers are removed from every answer, should anything still add one.
 
-The one exception is a presigned S3 URL (its query carries ``X-Amz-Signature``): the page uploads
+The one exception is a presigned S3 URL that one of the stack's functions signed: the page uploads
 files and downloads results with one, as on AWS, where the signature is the authorisation and the
 bucket's CORS rules answer the browser. Such a request (and its preflight) passes with its CORS
-headers; the signature itself is checked behind this (``s3.PresignedUrlGate``).
+headers, but only when (``PresignedExemption``): its signature is valid and made with the key of
+one of the stack's function principals (a query that merely names ``X-Amz-Signature`` is not
+enough), it is a GET, PUT or HEAD (a preflight asking for one of them), and it is for an object
+under ``uploads/`` or ``results/`` of one of the stack's buckets; never a moto admin path.
 """
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from local_stack.s3.buckets import presigned_url_problem
 
 ADMIN_PATH_PREFIX = "/moto-api"
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
+_PRESIGNED_METHODS = frozenset({"GET", "PUT", "HEAD"})
+_PRESIGNED_PREFIXES = ("uploads/", "results/")
+
+
+@dataclass
+class PresignedExemption:
+    """Which presigned requests a browser may send: signed with one of ``signers`` (access key ->
+    secret: the stack's function principals), for ``uploads/`` or ``results/`` objects of one of
+    ``buckets``. Both are filled by the stack once it has read the template."""
+
+    signers: dict[str, str] = field(default_factory=dict)
+    buckets: set[str] = field(default_factory=set)
+
+    def allows(self, environ: dict[str, Any]) -> bool:
+        if _host_name(environ.get("HTTP_HOST", "")) not in _LOOPBACK_HOSTS:
+            return False
+        method = environ.get("REQUEST_METHOD", "")
+        if method == "OPTIONS":
+            method = environ.get("HTTP_ACCESS_CONTROL_REQUEST_METHOD", "").upper()
+            preflight = True
+        else:
+            preflight = False
+        if method not in _PRESIGNED_METHODS or not self._is_job_file(environ.get("PATH_INFO", "")):
+            return False
+        params = parse_qs(environ.get("QUERY_STRING", ""))
+        credential = (params.get("X-Amz-Credential") or [""])[0]
+        access_key = credential.split("/", 1)[0]
+        if access_key not in self.signers or "X-Amz-Signature" not in params:
+            return False
+        # A preflight carries no signature of its own (the browser sends it before the request).
+        return preflight or presigned_url_problem(environ, {access_key: self.signers[access_key]}) is None
+
+    def _is_job_file(self, path: str) -> bool:
+        bucket, _, key = unquote(path).lstrip("/").partition("/")
+        return bucket in self.buckets and key.startswith(_PRESIGNED_PREFIXES) and ".." not in key
+
+
 class LocalToolsOnly:
     """WSGI middleware: refuses what only a browser would send, and moto's admin paths."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], admin_api: bool = False) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Iterable[bytes]],
+        admin_api: bool = False,
+        presigned: PresignedExemption | None = None,
+    ) -> None:
         self._app = app
         self._admin_api = admin_api
+        self._presigned = presigned or PresignedExemption()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if _is_presigned(environ) and _host_name(environ.get("HTTP_HOST", "")) in _LOOPBACK_HOSTS:
+        if _is_presigned(environ) and self._presigned.allows(environ):
             return self._app(environ, start_response)
         refusal = self._refusal(environ)
         if refusal is not None:
@@ -55,14 +105,24 @@ class LocalToolsOnly:
         return self._app(environ, without_cors)
 
     def _refusal(self, environ: dict[str, Any]) -> str | None:
-        if "HTTP_ORIGIN" in environ or environ.get("REQUEST_METHOD") == "OPTIONS":
-            return "The local stack's AWS answers tools on this machine, not web pages (no CORS)."
-        host = environ.get("HTTP_HOST", "")
-        if _host_name(host) not in _LOOPBACK_HOSTS:
-            return f"The local stack's AWS answers loopback names only, not Host {host!r}."
+        refusal = browser_refusal(
+            environ.get("REQUEST_METHOD", ""), environ.get("HTTP_ORIGIN"), environ.get("HTTP_HOST", "")
+        )
+        if refusal is not None:
+            return refusal
         if environ.get("PATH_INFO", "").startswith(ADMIN_PATH_PREFIX) and not self._admin_api:
             return "moto's admin API is off (start the local stack with --moto-api to use it)."
         return None
+
+
+def browser_refusal(method: str, origin: str | None, host: str) -> str | None:
+    """Why a request is one only a web page would send (an Origin, a preflight, a Host that is not
+    a loopback name), or None. The local stack's other endpoints (the Lambda endpoint) use it too."""
+    if origin is not None or method == "OPTIONS":
+        return "The local stack's AWS answers tools on this machine, not web pages (no CORS)."
+    if _host_name(host) not in _LOOPBACK_HOSTS:
+        return f"The local stack's AWS answers loopback names only, not Host {host!r}."
+    return None
 
 
 def _is_presigned(environ: dict[str, Any]) -> bool:

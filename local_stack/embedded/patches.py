@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history
-from local_stack.embedded import server
+from local_stack.embedded import bucket_policies, delete_refusals, lambda_quota, server
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,31 @@ PATCHES: tuple[Patch, ...] = (
         "template uses, gives a change set's stack no outputs and takes only a literal Fn::Select "
         "index: `sam deploy` against the embedded AWS would deploy a different stack.",
         "tests/e2e/test_deploy_e2e.py, tests/integration/test_local_stack_cloudformation.py",
+    ),
+    Patch(
+        delete_refusals.install,
+        "FakeBucket.delete_from_cloudformation_json; Stack.delete; CloudFormationBackend.delete_stack",
+        "moto's CloudFormation deleted a stack whose bucket held objects (leaving the bucket unseen); "
+        "S3 refuses (BucketNotEmpty) and the stack ends DELETE_FAILED, listed, as on AWS.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); "
+        "tests/integration/test_local_stack_delete_refusals.py",
+    ),
+    Patch(
+        bucket_policies.install,
+        "FakeBucket.get_permission",
+        "moto evaluates bucket policies without their conditions: the bulk bucket's HttpsOnly Deny "
+        "(aws:SecureTransport false) denied every object request. Requests here stand for AWS's "
+        "HTTPS ones, so such a statement does not apply.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); "
+        "tests/integration/test_local_stack_delete_refusals.py",
+    ),
+    Patch(
+        lambda_quota.install,
+        "moto.awslambda.urls.url_paths; LambdaResponse.get_account_settings; LambdaBackend.create_function",
+        "moto has no GetAccountSettings (make deploy reads it) and lets a function created with a "
+        "reservation leave fewer than 100 executions unreserved, which AWS refuses.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); "
+        "tests/integration/test_local_stack_delete_refusals.py, tests/e2e/test_deploy_e2e.py",
     ),
     Patch(
         history.install,

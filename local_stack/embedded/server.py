@@ -42,8 +42,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
+from local_stack.embedded import bucket_policies, delete_refusals, lambda_quota
 from local_stack.embedded.client import FAKE_CREDENTIALS
-from local_stack.embedded.local_only import LocalToolsOnly
+from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
 from local_stack.s3.buckets import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
@@ -143,6 +144,9 @@ class EmbeddedAws(ThreadedMotoServer):
         self.signing_secrets: dict[str, str] = {
             FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]
         }
+        # The presigned requests a browser may send (the page's uploads and results downloads):
+        # filled by the stack with its functions' keys and its buckets.
+        self.presigned_exemption = PresignedExemption()
 
     def reset(self) -> None:
         """Empty every backend, as moto's /moto-api/reset does, in-process (that path is refused
@@ -170,7 +174,7 @@ class EmbeddedAws(ThreadedMotoServer):
         )
         if self._front is not None:
             app = self._front(app)
-        app = LocalToolsOnly(app, self._admin_api)
+        app = LocalToolsOnly(app, self._admin_api, self.presigned_exemption)
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )
@@ -192,6 +196,12 @@ def install_moto_fixes() -> None:
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
+    # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
+    delete_refusals.install()
+    # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
+    bucket_policies.install()
+    # GetAccountSettings, and reservations that would leave fewer than 100 executions refused.
+    lambda_quota.install()
 
 
 def install_whole_recorder_lines() -> None:

@@ -94,6 +94,10 @@ class AccessControl:
         self._principals = dict(principals)
         self._decisions.clear()
 
+    def principal_keys(self) -> list[str]:
+        """The access keys of the stack's function principals."""
+        return list(self._principals)
+
     def principal(self, access_key: str) -> Principal | None:
         """The function whose key this is, or None (an unrestricted caller)."""
         return self._principals.get(access_key)

@@ -89,6 +89,13 @@ class BulkMixin(_FromEnvironment):
     BULK_ROWS_PER_MESSAGE: int = Field(default=250, ge=1, le=1000)
     BULK_MESSAGE_BYTES: int = Field(default=64_000, ge=1024, le=200_000)
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
+    # What one owner may submit per UTC day (rows of bulk files, and their bytes).
+    OWNER_DAILY_ROWS: int = Field(default=2_000_000, ge=1)
+    OWNER_DAILY_BYTES: int = Field(default=10 * 1024**3, ge=1)
+    # Anonymous callers (Access=open): their own daily rows, and their largest direct upload
+    # (0: none of their own; with Access=keys they never reach the functions).
+    ANONYMOUS_DAILY_ROWS: int = Field(default=0, ge=0)
+    ANONYMOUS_MAX_UPLOAD_BYTES: int = Field(default=0, ge=0)
     # The function that splits uploads and writes results files ("" where there is none).
     FILES_FUNCTION: str = ""
     # Set by Lambda: a job's compute is counted as time times this.
@@ -105,6 +112,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)
     REDIRECT_CACHE_SIZE: int = Field(default=10_000, ge=0)
     REDIRECT_CACHE_CHECK_SECONDS: float = Field(default=1.0, ge=0)
+    # How often a container reads the blocklist again: a blocked host's links answer 410 within
+    # this long in every container (at once in the one that blocked it).
+    BLOCKLIST_REFRESH_SECONDS: float = Field(default=5.0, ge=0)
     # The stage caches GET /{code} (Stage=prod): a takedown invalidates the code's entry there.
     API_CACHE_ENABLED: bool = False
     # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....

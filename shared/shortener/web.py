@@ -3,6 +3,7 @@ calls."""
 
 import base64
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +36,8 @@ def body_bytes(body: str | None, is_base64_encoded: bool) -> bytes:
             return base64.b64decode(body, validate=True)
         except ValueError as exc:
             raise InvalidRequestError("The request body is not valid base64.") from exc
-    return body.encode()
+    # A lone surrogate (never text) is kept as its bytes, so that decoding refuses it with a 400.
+    return body.encode("utf-8", "surrogatepass")
 
 
 def parse_fields(raw: bytes, content_type: str) -> dict[str, Any]:
@@ -62,15 +64,69 @@ def parse_fields(raw: bytes, content_type: str) -> dict[str, Any]:
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
-        fields = json.loads(text) if text.strip() else None
+        fields = (
+            json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+            if text.strip()
+            else None
+        )
     except json.JSONDecodeError as exc:
         raise InvalidRequestError(f"The request body is not valid JSON: {exc.msg}.") from exc
     except RecursionError as exc:
         # Python's parser recurses per nesting level; thousands of '[' exhaust the stack.
         raise InvalidRequestError("The request body is nested too deeply to be a request.") from exc
+    except _NotJsonNumberError as exc:
+        raise InvalidRequestError(f"The request body is not valid JSON: {exc}") from exc
+    except ValueError as exc:
+        # Python refuses to convert an integer of more than 4,300 digits (sys.int_info), a guard
+        # against quadratic-time conversion; no field of a request is such a number.
+        raise InvalidRequestError(
+            "The request body holds a number too long to be a request (more than 4,300 digits)."
+        ) from exc
     if not isinstance(fields, dict):
         raise InvalidRequestError('Send a JSON object such as {"url": "https://example.com/"}.')
+    _check_strings(fields)
     return fields
+
+
+class _NotJsonNumberError(ValueError):
+    """NaN, Infinity or a float that overflows: JSON (RFC 8259) has no such numbers."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJsonNumberError(f"{name} is not a JSON number.")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJsonNumberError(f"the number {text[:40]} is too large.")
+    return value
+
+
+def _check_strings(value: Any) -> None:
+    """InvalidRequestError when a string (or key) holds a lone surrogate (JSON's '\\ud800'
+    escape): it is no Unicode text, and could not be stored or answered (UTF-8 refuses it).
+    Iterative: the parser already bounded the nesting, this must not recurse either."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            texts: list[str] = [item]
+        elif isinstance(item, dict):
+            texts = list(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+            continue
+        else:
+            continue
+        for text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidRequestError(
+                    "The request body holds a string that is not Unicode text (a lone surrogate escape)."
+                ) from exc
 
 
 def parse_request[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:

@@ -182,9 +182,18 @@ def test_a_key_over_its_usage_plan_gets_429(start_stack: StartStack) -> None:
 def test_open_access_shortens_without_a_key_and_limits_a_single_client(start_stack: StartStack) -> None:
     # Given a deliberately public stack: at most 10 POSTs per client per minute
     stack = start_stack(params={"Access": "open", "OpenClientLimit": 10, "OpenClientWindowSeconds": 60})
-    # When one client shortens 10 links without a key, each is created for the anonymous owner
+    # Without a key a direct upload above AnonymousMaxUploadBytes (10 MB) is refused (a POST too)
+    big = stack.request(
+        "POST",
+        "bulk/uploads",
+        '{"file_name": "big.csv", "size": 20000000}',
+        {"Content-Type": "application/json"},
+        api_key=None,
+    )
+    assert (big.status, big.json()["error"]) == (413, "payload_too_large"), big.text
+    # When the client shortens 9 links more without a key, each is created for the anonymous owner
     codes = []
-    for number in range(10):
+    for number in range(9):
         answer = stack.post_json("/", {"url": f"https://example.com/e2e/open/{number}"}, api_key=None)
         assert answer.status == 201, answer.text
         codes.append(answer.json()["code"])

@@ -223,20 +223,51 @@ def test_an_impossible_parameter_set_is_refused_before_anything_is_created(
 
 
 @pytest.mark.e2e_timeout(600)
-def test_make_delete_removes_the_stack_and_keeps_the_links_table(
+def test_a_deploy_whose_reserved_concurrency_exceeds_the_quota_stops_with_the_quota_to_ask_for(
+    aws: dict[str, str], deployed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an account whose Lambda quota is 130 (a new account's may be lower than 1,000)
+    monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "130")
+    # When a stack reserving 2 x 20 loops is deployed
+    result = make(
+        "deploy",
+        aws,
+        f"SAMCONFIG={deployed['samconfig']}",
+        "ARGS=--stack-name quota-stack --parameter-overrides Stage=dev MaxLoops=20",
+    )
+    # Then `make deploy` stops before sam deploy, naming the quota to ask for, and no stack exists
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "reserves 40 concurrent executions" in output and "at least" in output
+    assert "sam deploy" not in result.stdout.split("check-quota", 1)[-1]
+    names = [stack["StackName"] for stack in client("cloudformation", aws).describe_stacks()["Stacks"]]
+    assert "quota-stack" not in names
+
+
+@pytest.mark.e2e_timeout(600)
+def test_make_delete_empties_the_job_bucket_removes_the_stack_and_keeps_links_and_keys(
     aws: dict[str, str], deployed: dict[str, Any]
 ) -> None:
-    # Given the deployed stack, and its tables
+    # Given the deployed stack, its tables, and the files a bulk job left in its bucket
     outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed["stack"]["Outputs"]}
+    bucket = outputs["BulkBucketName"]
+    s3 = client("s3", aws)
+    for key in ("uploads/0123.csv", "results/0123.csv"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"url\nhttps://example.com/\n")
     # When it is deleted with `make delete`
     result = make("delete", aws, f"SAMCONFIG={deployed['samconfig']}", "ARGS=--no-prompts")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    # Then it says what it kept, and how to remove it
+    # Then the first deletion failed on the bucket, as on AWS (S3 refuses to delete a bucket that
+    # holds objects), the job files were deleted, saying so, and the second deletion completed
+    assert f"Emptied bucket {bucket}: 2 job files" in result.stdout
+    assert bucket not in [entry["Name"] for entry in s3.list_buckets()["Buckets"]]
+    # And it says what it kept, and how to remove it
     assert f"LinksTable     AWS::DynamoDB::Table     {outputs['LinksTableName']}" in result.stdout
     assert f"aws dynamodb delete-table --table-name {outputs['LinksTableName']}" in result.stdout
-    # And the links table is still there, while the jobs table and the functions are gone
+    assert f"KeysTable      AWS::DynamoDB::Table     {outputs['KeysTableName']}" in result.stdout
+    # And the links and keys tables are still there, while the jobs table and the functions are gone
     tables = client("dynamodb", aws).list_tables()["TableNames"]
-    assert outputs["LinksTableName"] in tables
+    assert outputs["LinksTableName"] in tables and outputs["KeysTableName"] in tables
     assert outputs["JobsTableName"] not in tables
     functions = [function["FunctionName"] for function in client("lambda", aws).list_functions()["Functions"]]
     assert outputs["PollerFunctionName"] not in functions

@@ -7,11 +7,12 @@ import csv
 import io
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.conftest import RunningStack, StartStack, _factory
 from tests.e2e.test_access_e2e import create_key
 
 # A shuffle of A-Z a-z 0-9: a CodeAlphabet an operator might set after links exist.
@@ -42,12 +43,21 @@ def wait_for_job(stack: RunningStack, job_id: str, seconds: float) -> dict[str, 
         time.sleep(0.5)
 
 
+@pytest.fixture(scope="module")
+def prod_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    """One stack on the prod stage (API Gateway caches GET /{code}), shared by this module's tests."""
+    started: list[RunningStack] = []
+    yield _factory(tmp_path_factory.mktemp("prod-stack"), started)(params={"Stage": "prod"})
+    for running in started:
+        running.stop()
+
+
 @pytest.mark.e2e_timeout(180)
 def test_a_deleted_link_is_410_at_once_with_the_stage_cache_on_and_its_code_never_returns(
-    start_stack: StartStack,
+    prod_stack: RunningStack,
 ) -> None:
     # Given the prod stage (API Gateway caches GET /{code}) and a link that has been followed
-    stack = start_stack(params={"Stage": "prod"})
+    stack = prod_stack
     created = stack.post_json("/", {"url": "https://example.com/e2e/takedown", "code": "e2e-takedown"})
     assert created.status == 201, created.text
     code = created.json()["code"]
@@ -76,6 +86,59 @@ def test_a_deleted_link_is_410_at_once_with_the_stage_cache_on_and_its_code_neve
     again = stack.post_json("/", {"url": "https://example.com/e2e/takedown"})
     assert again.status == 201
     assert again.json()["code"] != code
+
+
+def _status_within(stack: RunningStack, code: str, wanted: int, seconds: float) -> tuple[int, float]:
+    """Follow ``code`` until it answers ``wanted`` (or ``seconds`` pass): the last status, and when."""
+    started = time.monotonic()
+    while True:
+        status = stack.request("GET", code, headers={"Accept": "application/json"}).status
+        elapsed = time.monotonic() - started
+        if status == wanted or elapsed > seconds:
+            return status, elapsed
+        time.sleep(0.5)
+
+
+@pytest.mark.e2e_timeout(180)
+def test_blocking_a_host_takes_its_cached_links_down_and_unblocking_restores_them(
+    prod_stack: RunningStack,
+) -> None:
+    # Given links to a host and to its subdomain, followed (so the stage cache holds their 301s),
+    # and a link to the host its owner disabled before
+    stack = prod_stack
+    codes = [
+        stack.post_json("/", {"url": url}).json()["code"]
+        for url in (
+            "https://phish.example/e2e",
+            "https://login.phish.example/e2e",
+            "https://phish.example/old",
+        )
+    ]
+    for code in codes[:2]:
+        assert stack.request("GET", code).status == 301
+    assert (
+        stack.request(
+            "PATCH",
+            f"links/{codes[2]}",
+            json.dumps({"status": "disabled"}),
+            {"Content-Type": "application/json"},
+        ).status
+        == 200
+    )
+    # When the admin blocks the host
+    blocked = send_json(stack, "PUT", "blocklist/phish.example", {"reason": "phishing"})
+    assert blocked.status == 200, blocked.text
+    assert (blocked.json()["links_taken_down"], blocked.json()["stage_cache_refreshed"]) == (3, 3)
+    # Then its links answer 410 within 30 s (at once: the cache entries were refreshed)
+    for code in codes[:2]:
+        status, elapsed = _status_within(stack, code, 410, 30)
+        assert status == 410, (code, elapsed)
+    # And when it is unblocked, the links the block took down redirect again; the disabled one not
+    assert stack.request("DELETE", "blocklist/phish.example").status == 204
+    for code in codes[:2]:
+        status, elapsed = _status_within(stack, code, 301, 30)
+        assert status == 301, (code, elapsed)
+    assert stack.request("GET", codes[2]).status == 410
 
 
 @pytest.mark.e2e_timeout(180)

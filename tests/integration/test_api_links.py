@@ -220,6 +220,46 @@ def test_without_find_if_exists_each_request_gets_a_new_code(
             "Content-Type: application/json",
         ),
         ("[" * 200_000 + "]" * 200_000, "application/json", 400, "invalid_request", "nested too deeply"),
+        # Bodies the standard library refuses, each a 400 (a 5,000-digit integer was a 502).
+        (
+            '{"url": "https://example.com/", "n": ' + "9" * 5_000 + "}",
+            "application/json",
+            400,
+            "invalid_request",
+            "4,300 digits",
+        ),
+        ('{"url": "https://example.com/", "n": NaN}', "application/json", 400, "invalid_request", "NaN"),
+        (
+            '{"url": "https://example.com/", "n": -Infinity}',
+            "application/json",
+            400,
+            "invalid_request",
+            "JSON number",
+        ),
+        (
+            '{"url": "https://example.com/", "n": 1e999}',
+            "application/json",
+            400,
+            "invalid_request",
+            "too large",
+        ),
+        ('{"url": "https://example.com/\\ud800"}', "application/json", 400, "invalid_request", "surrogate"),
+        (
+            '{"\\udfff": 1, "url": "https://example.com/"}',
+            "application/json",
+            400,
+            "invalid_request",
+            "surrogate",
+        ),
+        ('{"url": "https://example.com/\udc80"}', "application/json", 400, "invalid_request", "not UTF-8"),
+        # User info before the host disguises where a link goes
+        (
+            '{"url": "https://user:pw@sho.rt@evil.example/"}',
+            "application/json",
+            400,
+            "invalid_url",
+            "user name or password",
+        ),
         (
             '{"url": "example.com/x"}',
             "application/json",

@@ -119,3 +119,31 @@ def test_unblocking_allows_the_host_again(admin: ApiCaller, member: ApiCaller) -
     blocklist(admin, "PUT", "evil.example")
     blocklist(admin, "DELETE", "EVIL.EXAMPLE")
     assert member.shorten("https://evil.example/now-fine")["url"] == "https://evil.example/now-fine"
+
+
+def test_blocking_a_host_takes_down_its_existing_links_and_unblocking_restores_only_those(
+    admin: ApiCaller, member: ApiCaller
+) -> None:
+    # Given links to a host and to its subdomain, one to another host, and one the owner disabled
+    to_host = member.shorten("https://phish.example/login")["code"]
+    to_subdomain = member.shorten("https://www.phish.example/x")["code"]
+    elsewhere = member.shorten("https://fine.example/")["code"]
+    disabled = member.shorten("https://phish.example/old")["code"]
+    assert member.link("PATCH", disabled, {"status": "disabled"})["statusCode"] == 200
+    assert member.follow(to_host)["statusCode"] == 301  # and followed once (in the container's memory)
+    # When an admin blocks the host
+    blocked = blocklist(admin, "PUT", "phish.example", reason="phishing")
+    # Then it says how many existing links it took down, and those answer 410 at once
+    assert (body(blocked)["links_taken_down"], body(blocked)["stage_cache_refreshed"]) == (3, None)
+    for code in (to_host, to_subdomain, disabled):
+        gone = member.follow(code, headers={"Accept": "application/json"})
+        assert gone["statusCode"] == 410, code
+    assert (
+        "phish.example"
+        in body(member.follow(to_subdomain, headers={"Accept": "application/json"}))["message"]
+    )
+    assert member.follow(elsewhere)["statusCode"] == 301
+    # And when it is unblocked, the links the block took down redirect again, the disabled one not
+    assert blocklist(admin, "DELETE", "phish.example")["statusCode"] == 204
+    statuses = [member.follow(code)["statusCode"] for code in (to_host, to_subdomain, disabled)]
+    assert statuses == [301, 301, 410]

@@ -8,6 +8,7 @@ import boto3
 import pytest
 
 from shortener.models.jobs import ChunkMessage
+from shortener.settings import api_settings
 from tests.support.api import call
 from tests.support.bulk import BOUNDARY, create_bulk_queues, csv_text, multipart_body
 from tests.support.events import api_event
@@ -45,7 +46,9 @@ def queued_messages(queue_url: str) -> list[ChunkMessage]:
 
 
 def job_items(tables: dict[str, str]) -> list[dict[str, Any]]:
-    return boto3.client("dynamodb").scan(TableName=tables["JOBS_TABLE"])["Items"]
+    """The jobs table's job and chunk items (not the owners' daily quota counters, "#quota#...")."""
+    items = boto3.client("dynamodb").scan(TableName=tables["JOBS_TABLE"])["Items"]
+    return [item for item in items if not item["job_id"]["S"].startswith("#")]
 
 
 def test_upload_is_accepted_with_a_job_id_and_rows_packed_many_to_a_message(
@@ -121,8 +124,10 @@ def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str)
         (b"url\n", "text/csv", 400, "invalid_csv"),
         (b"url\n\n \n", "text/csv", 400, "invalid_csv"),
         (b"", "text/csv", 400, "invalid_csv"),
-        (b"url\nhttps://example.com/\xff\xfe\n", "text/csv", 400, "invalid_csv"),
-        (b'url\n"https://example.com/unclosed\n', "text/csv", 400, "invalid_csv"),
+        # Only a file that is not text at all is refused whole: a workbook, UTF-16, binary bytes.
+        (b"PK\x03\x04\x14\x00\x06\x00", "text/csv", 400, "invalid_csv"),
+        ("url\nhttps://example.com/\n".encode("utf-16"), "text/csv", 400, "invalid_csv"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "text/csv", 400, "invalid_csv"),
         (b"url\nhttps://example.com/\n", "application/pdf", 415, "unsupported_media_type"),
     ],
 )
@@ -331,3 +336,23 @@ def test_a_job_names_a_topic_only_where_the_stack_allows_it(
 
     job = bulk.jobs().get_job(json.loads(accepted["body"])["job_id"])
     assert job is not None and job.notify_topic == TOPIC
+
+
+def test_a_job_over_the_owners_daily_rows_is_429_and_writes_nothing(
+    api: ModuleType, tables: dict[str, str], queue_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an owner's daily quota of 5 rows, 3 of them used by a first job
+    monkeypatch.setenv("OWNER_DAILY_ROWS", "5")
+    api_settings.cache_clear()
+    assert upload(api, b"url\n" + b"https://example.com/a\n" * 3)["statusCode"] == 202
+    jobs_before, messages_before = len(job_items(tables)), len(queued_messages(queue_url))
+    # When a second job of 3 rows is sent
+    answer = upload(api, b"url\n" + b"https://example.com/b\n" * 3)
+    # Then it is refused, saying why, and nothing of it is written
+    assert answer["statusCode"] == 429
+    problem = json.loads(answer["body"])
+    assert problem["error"] == "quota_exceeded" and "5 rows" in problem["message"]
+    assert (len(job_items(tables)), len(queued_messages(queue_url))) == (jobs_before, 0)
+    assert messages_before == 1
+    # And a job that fits what is left is accepted
+    assert upload(api, b"url\nhttps://example.com/c\nhttps://example.com/d\n")["statusCode"] == 202

@@ -15,8 +15,10 @@ from shortener.dal.files import MIN_PART_BYTES, BulkFiles, FileChangedError
 from shortener.dal.jobs import JobsStore
 from shortener.dal.links import LinksStore
 from shortener.dal.queue import BulkQueue
+from shortener.dal.quotas import DailyQuotaStore
 from shortener.dal.usage import Meter
 from shortener.logic.bulk import BulkOptions, ChunkProcessor, JobOrigin, create_upload_job
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
@@ -55,7 +57,9 @@ class Loops:
 class World:
     """Real stores over moto (jobs table, bucket, queue); the successor and loops recorded."""
 
-    def __init__(self, tables: dict[str, str], *, checkpoint_messages: int = 4) -> None:
+    def __init__(
+        self, tables: dict[str, str], *, checkpoint_messages: int = 4, quota: DailyQuota | None = None
+    ) -> None:
         self.bucket = create_bulk_bucket()
         self.queue_url = create_bulk_queues()
         self.jobs = JobsStore(tables["JOBS_TABLE"])
@@ -70,6 +74,7 @@ class World:
             self.queue_url,
             self.successor,
             loops=self.loops,
+            quota=quota,
             options=SplitOptions(
                 rows_per_message=100, checkpoint_messages=checkpoint_messages, handover_seconds=10
             ),
@@ -254,18 +259,27 @@ def test_a_first_line_that_is_no_header_ends_the_job_with_the_reason(world: Worl
     assert world.successor.results == [request.job_id]
 
 
-def test_bytes_that_are_not_utf8_mid_file_stop_the_split_after_the_rows_before(world: World) -> None:
-    data = csv_bytes(250) + b"https://example.com/\xff\n" + csv_bytes(10)[4:]
-    request = world.upload(data)
-    world.splitter.split(request, "invocation-1", plenty)
-    job = world.job(request.job_id)
-    assert job.split_done and job.total == 250
-    assert (
-        job.error is not None
-        and "line 252" in job.error.message
-        and "250 rows before it" in job.error.message
+def test_a_line_that_is_not_utf8_mid_file_is_read_with_the_fallback_and_the_split_goes_on(
+    world: World,
+) -> None:
+    # Given a UTF-8 file with a Latin-1 line, a line that no encoding reads, and a blank line
+    data = (
+        csv_bytes(250)
+        + b"https://example.com/caf\xe9\n"
+        + b"https://example.com/\x81\n\n"
+        + csv_bytes(10)[4:]
     )
-    assert len([row for message in world.queued() for row in message.rows]) == 250
+    request = world.upload(data)
+    # When it is split
+    world.splitter.split(request, "invocation-1", plenty)
+    # Then every line but the blank one is a row, numbered by its line, and the split read to the end
+    job = world.job(request.job_id)
+    assert job.split_done and job.error is None and job.total == 262
+    assert job.encoding is not None and job.encoding.fallback_lines == 1
+    rows = [row for message in world.queued() for row in message.bulk_rows()]
+    assert [row.row for row in rows] == [*range(1, 253), *range(254, 264)]
+    assert rows[250].url == "https://example.com/café" and not rows[250].problem
+    assert rows[251].problem == f"line 253 is neither UTF-8 nor cp1252 (byte {data.index(b'\x81'):,})."
 
 
 def test_an_event_for_a_replaced_file_is_not_mixed_into_the_split(world: World) -> None:
@@ -424,3 +438,66 @@ def test_only_created_uploads_are_split(key: str, event_name: str, wanted: bool)
     request = S3Event.model_validate(event).Records[0].split_request()
     assert (request is not None) == wanted
     assert request is None or request.job_id == job_id
+
+
+def test_unreadable_lines_are_row_errors_and_blank_lines_keep_their_numbers_in_the_results(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a file with a blank line, a cp1252 line, a line no encoding reads and broken quoting
+    data = (
+        b"url\nhttps://example.com/a\n\n"
+        + "https://example.com/€uro\n".encode("cp1252")
+        + b"https://example.com/\x81\n"
+        + b'"https://example.com/x"y\n'
+        + b"https://example.com/b\n"
+    )
+    request = world.upload(data)
+    world.splitter.split(request, "invocation-1", plenty)
+    # When its rows are processed and its results written
+    process_all(world, tables, monkeypatch)
+    results = ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1")
+    assert results is not None
+    body = boto3.client("s3").get_object(Bucket=world.bucket, Key=results.key)["Body"].read()
+    lines = parse_results(body.decode())
+    # Then every row but the blank line has one outcome, numbered by its line after the header
+    assert [int(line["row"]) for line in lines] == [1, 3, 4, 5, 6]
+    assert lines[1]["url"] == "https://example.com/%E2%82%ACuro" and lines[1]["code"]
+    assert lines[2]["error"].startswith("invalid_row: line 5 is neither UTF-8 nor cp1252")
+    assert lines[3]["error"].startswith("invalid_row: line 6 is not valid CSV")
+    job = world.job(request.job_id)
+    assert (job.succeeded, job.failed, job.ended_early) == (3, 2, False)
+
+
+def test_the_results_of_a_job_that_ended_early_say_so_in_their_last_line(world: World) -> None:
+    # Given a job whose file could not be read (its first line is no header and no URL)
+    request = world.upload(b"Name;Phone\nAda;123\n")
+    world.splitter.split(request, "invocation-1", plenty)
+    # When its results file is written
+    results = ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1")
+    assert results is not None
+    body = boto3.client("s3").get_object(Bucket=world.bucket, Key=results.key)["Body"].read()
+    # Then it ends with a line without a row number whose error says the job ended early, and why
+    [line] = parse_results(body.decode())
+    assert line["row"] == "" and line["error"].startswith("ended_early: invalid_csv: The first line holds")
+    assert world.job(request.job_id).ended_early
+
+
+def test_a_file_that_passes_its_owners_daily_rows_mid_way_ends_with_its_read_rows_failed(
+    tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an owner's daily quota of 1,500 rows, and a file of 2,500
+    quota = DailyQuota(DailyQuotaStore(tables["JOBS_TABLE"]), max_rows=1_500, max_bytes=10**9)
+    world = World(tables, quota=quota)
+    request = world.upload(csv_bytes(2_500))
+    # When it is split and processed
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    # Then the rows within the quota were shortened, the rows read after it failed quota_exceeded,
+    # the rest not read, and the job is done but ended early, saying why
+    job = world.job(request.job_id)
+    assert job.status == "done" and job.ended_early
+    assert job.error is not None and job.error.error == "quota_exceeded"
+    assert job.succeeded == 1_000 and job.failed > 0 and job.total == job.processed < 2_500
+    # And only the rows queued count: 500 more fit the owner's day, 501 do not
+    assert not quota.reserve(None, rows=501, size=0)
+    assert quota.reserve(None, rows=500, size=0)

@@ -16,6 +16,7 @@ from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
 from shortener.models.files import SplitRequest
 from shortener.models.jobs import JobUsage, ReadPosition, ResultsFile
 from shortener.models.scaling import LoopTarget
+from shortener.settings import api_settings
 from tests.support.api import call, response_header
 from tests.support.bulk import BUCKET, create_bulk_bucket, create_bulk_queues
 from tests.support.events import api_event
@@ -264,3 +265,16 @@ def test_a_job_records_the_owner_of_the_key_that_created_it(
     # Then the job's record names that owner
     job = JobsStore(tables["JOBS_TABLE"]).get_job(json.loads(answer["body"])["job_id"])
     assert job is not None and job.owner == "team-blue"
+
+
+def test_callers_without_a_key_may_upload_only_small_files_directly(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an open stack whose callers without a key may upload at most 1 MB directly
+    monkeypatch.setenv("ANONYMOUS_MAX_UPLOAD_BYTES", "1000000")
+    api_settings.cache_clear()
+    # Then a larger file is 413, saying why; a small one gets its presigned upload
+    refused = post_upload(api, {"filename": "big.csv", "size": 1_000_001})
+    assert refused["statusCode"] == 413
+    assert "without an API key" in json.loads(refused["body"])["message"]
+    assert post_upload(api, {"filename": "small.csv", "size": 1_000_000})["statusCode"] == 201

@@ -1,5 +1,6 @@
 """Functions in worker processes, and the Lambda Invoke endpoint that boto3 talks to."""
 
+import http.client
 import json
 import logging
 import signal
@@ -337,3 +338,32 @@ def test_an_async_payload_above_1_mb_is_refused(lambda_client: Any) -> None:
     payload = json.dumps({"blob": "x" * (1024 * 1024)})
     with pytest.raises(lambda_client.exceptions.RequestTooLargeException):
         lambda_client.invoke(FunctionName="echo", InvocationType="Event", Payload=payload)
+
+
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [
+        # A page's text/plain POST needs no preflight, but the browser still sends its Origin
+        ("POST", {"Origin": "https://some-site.example", "Content-Type": "text/plain"}),
+        # DNS rebinding: a page's own domain made to resolve to 127.0.0.1
+        ("POST", {"Host": "rebound.example"}),
+        ("OPTIONS", {"Origin": "https://some-site.example", "Access-Control-Request-Method": "POST"}),
+    ],
+)
+def test_the_lambda_endpoint_refuses_what_only_a_web_page_sends(
+    endpoint: LambdaEndpoint, tmp_path: Path, method: str, headers: dict[str, str]
+) -> None:
+    # When a page asks the endpoint to invoke a function
+    host, port = endpoint.server_address[:2]
+    connection = http.client.HTTPConnection(str(host), int(port), timeout=30)
+    deliveries = tmp_path / "deliveries"
+    deliveries.mkdir()
+    body = json.dumps({"folder": str(deliveries)}).encode()
+    connection.request(method, "/2015-03-31/functions/record/invocations", body=body, headers=headers)
+    answer = connection.getresponse()
+    answer.read()
+    connection.close()
+    # Then it is refused, with no CORS headers, and the function did not run
+    assert answer.status == 403
+    assert not [key for key in answer.headers if key.lower().startswith("access-control-")]
+    assert list(deliveries.iterdir()) == []

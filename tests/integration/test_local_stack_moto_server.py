@@ -8,6 +8,7 @@ from typing import Any
 import boto3
 import moto.sqs.models as sqs_models
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models.table import Table
@@ -291,3 +292,80 @@ def test_a_depth_read_counts_a_message_once_as_its_visibility_ends(
     # Then the message is in exactly one count every time (moto alone reads the clock per count, so
     # for some k it was in none: a queue with a message in it looked empty)
     assert [sum(int(count) for count in depth.values()) for depth in depths] == [1] * 40, depths
+
+
+# ---- the presigned job-file requests a browser may send ----------------------------------------
+
+FUNCTION_KEY, FUNCTION_SECRET = "AKIAFUNCTIONEXAMPLE1", "function-secret"
+
+
+@pytest.fixture
+def job_bucket(aws: EmbeddedAws) -> str:
+    """A stack's bucket with an upload, and the exemption as the stack sets it (its functions' keys)."""
+    client(aws, "s3").create_bucket(Bucket="job-files-exemption")
+    client(aws, "s3").put_object(Bucket="job-files-exemption", Key="uploads/a.csv", Body=b"url\n")
+    aws.presigned_exemption.signers[FUNCTION_KEY] = FUNCTION_SECRET
+    aws.presigned_exemption.buckets.add("job-files-exemption")
+    aws.signing_secrets[FUNCTION_KEY] = FUNCTION_SECRET
+    return "job-files-exemption"
+
+
+def presigned_path(
+    aws: EmbeddedAws, method: str, bucket: str, key: str, secret: str = FUNCTION_SECRET
+) -> str:
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=aws.url,
+        region_name="us-east-1",
+        aws_access_key_id=FUNCTION_KEY,
+        aws_secret_access_key=secret,
+        config=Config(signature_version="s3v4"),
+    )
+    url = s3.generate_presigned_url(
+        {"GET": "get_object", "PUT": "put_object", "DELETE": "delete_object"}[method],
+        Params={"Bucket": bucket, "Key": key},
+        ExpiresIn=300,
+    )
+    return url.split(aws.url, 1)[1]
+
+
+PAGE = {"Origin": "http://127.0.0.1:3000"}
+
+
+def test_a_page_may_send_a_function_signed_request_for_a_job_file(aws: EmbeddedAws, job_bucket: str) -> None:
+    answer = raw_request(aws, "GET", presigned_path(aws, "GET", job_bucket, "uploads/a.csv"), PAGE)
+    assert answer.status == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "key", "secret"),
+    [
+        ("GET", "uploads/a.csv", "forged"),  # a signature that is not the function's
+        ("DELETE", "uploads/a.csv", FUNCTION_SECRET),  # not GET, PUT or HEAD
+        ("GET", "other/a.csv", FUNCTION_SECRET),  # not an upload or a results file
+    ],
+)
+def test_a_page_may_not_send_other_presigned_requests(
+    aws: EmbeddedAws, job_bucket: str, method: str, key: str, secret: str
+) -> None:
+    answer = raw_request(aws, method, presigned_path(aws, method, job_bucket, key, secret), PAGE)
+    assert answer.status == 403
+    assert cors_headers(answer) == []
+
+
+def test_a_query_that_merely_names_a_signature_opens_nothing(aws: EmbeddedAws, job_bucket: str) -> None:
+    # Given what a hostile page can make up: signature parameters, and moto's reset path
+    forged = (
+        "X-Amz-Credential=AKIAFUNCTIONEXAMPLE1%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=00"
+    )
+    for method, path in (
+        ("POST", f"/moto-api/reset?{forged}"),
+        ("GET", f"/{job_bucket}/uploads/a.csv?{forged}"),
+        ("DELETE", f"/{job_bucket}/uploads/a.csv?{forged}"),
+    ):
+        # Then each is refused, with no CORS headers
+        answer = raw_request(aws, method, path, {"Origin": "https://some-site.example"})
+        assert answer.status == 403, (method, path)
+        assert cors_headers(answer) == []
+    # And the file is still there
+    assert client(aws, "s3").get_object(Bucket=job_bucket, Key="uploads/a.csv")["Body"].read() == b"url\n"

@@ -61,16 +61,19 @@ def test_control_characters_in_an_unreadable_first_line_are_shown_escaped() -> N
     assert "\\x00\\x01garbage" in raised.value.message
 
 
-def test_text_that_is_not_utf8_names_its_line_and_byte() -> None:
-    with pytest.raises(InvalidCsvError) as raised:
-        list(CsvRows([b"url\nhttps://a.example/\nhttps://b.example/\xff\n"]))
-    assert "line 3 (byte 41)" in raised.value.message
+def test_a_line_neither_utf8_nor_cp1252_is_a_row_error_naming_its_line_and_byte() -> None:
+    rows = list(CsvRows([b"url\nhttps://a.example/\nhttps://b.example/\x81\nhttps://c.example/\n"]))
+    assert [row.problem for row in rows] == ["", "line 3 is neither UTF-8 nor cp1252 (byte 41).", ""]
+    assert rows[1].url == "https://b.example/\\x81" and [row.row for row in rows] == [1, 2, 3]
 
 
-def test_a_line_longer_than_the_limit_is_refused_without_reading_it_all() -> None:
-    blocks = iter([b"url\n", b"https://a.example/" + b"a" * 600, b"a" * 600])
-    with pytest.raises(InvalidCsvError, match="Line 2 is longer than 1,000 bytes"):
-        list(CsvRows(blocks, max_line_bytes=1000))
+def test_a_line_longer_than_the_limit_is_a_row_error_skipped_without_reading_it_all() -> None:
+    blocks = iter([b"url\n", b"https://a.example/" + b"a" * 600, b"a" * 600, b"\nhttps://b.example/\n"])
+    rows = list(CsvRows(blocks, max_line_bytes=1000))
+    assert [(row.row, row.url, row.problem) for row in rows] == [
+        (1, "", "line 2 is longer than 1,000 bytes."),
+        (2, "https://b.example/", ""),
+    ]
 
 
 def test_positions_are_row_boundaries_and_count_rows_and_lines() -> None:
@@ -81,20 +84,22 @@ def test_positions_are_row_boundaries_and_count_rows_and_lines() -> None:
     positions = []
     for _ in reader:
         positions.append(reader.position)
-    # Then each position is where the next row starts
+    # Then each position is where the next row starts, and the blank line has a number too
     first_end = len("\ufeffurl,note\r\nhttps://a.example/,x\r\n".encode())
     assert positions == [
-        ReadPosition(offset=first_end, rows=1, lines=2),
-        ReadPosition(offset=len(data), rows=2, lines=5),
+        ReadPosition(offset=first_end, rows=1, lines=2, numbered=1),
+        ReadPosition(offset=len(data), rows=2, lines=5, numbered=3),
     ]
 
 
 @given(
     urls=st.lists(
-        st.from_regex(r"https://[a-z]{1,8}\.example/[a-z0-9]{0,12}", fullmatch=True),
+        st.from_regex(r"https://[a-z]{1,8}\.example/[a-z0-9]{0,12}", fullmatch=True)
+        # Blank lines, a line that is Latin-1, a line that is neither UTF-8 nor cp1252.
+        | st.sampled_from(["", "https://l.example/caf\udce9", "https://x.example/\udc81"]),
         min_size=1,
         max_size=40,
-    ),
+    ).filter(lambda urls: urls[0].isascii() and bool(urls[0])),
     header=st.sampled_from(["url", "Long URL", "link;code", "destination\tslug", None]),
     block=st.integers(1, 64),
     stop=st.integers(0, 39),
@@ -107,7 +112,7 @@ def test_reading_on_from_any_saved_position_gives_the_same_rows(
     lines = ([header] if header else []) + [
         url + (separator if header and separator != "," else "") for url in urls
     ]
-    data = ("\n".join(lines) + "\n").encode()
+    data = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
     whole = list(CsvRows([data[i : i + block] for i in range(0, len(data), block)]))
     # When reading stops after some row and a new reader continues from the saved position
     first = CsvRows([data])
@@ -121,7 +126,13 @@ def test_reading_on_from_any_saved_position_gives_the_same_rows(
     # Then the two parts are the whole file, each row once, and the counts carry on
     assert taken + list(rest) == whole
     assert rest.position.rows == len(whole)
-    assert [url for url, _ in whole] == urls
+    assert rest.position.fallback_lines == sum("\udce9" in url for url in urls)
+    # And every line but the blank ones is a row, numbered by its line
+    assert [row.row for row in whole] == [number for number, url in enumerate(urls, 1) if url]
+    assert [row.url for row in whole if not row.problem] == [
+        url.replace("\udce9", "\u00e9") for url in urls if url and "\udc81" not in url
+    ]
+    assert [bool(row.problem) for row in whole] == ["\udc81" in url for url in urls if url]
 
 
 def test_packing_again_from_a_message_boundary_gives_the_same_messages() -> None:
@@ -186,7 +197,7 @@ def test_the_cost_line_prices_what_was_counted() -> None:
 
 
 def test_body_rows_keep_their_old_shape() -> None:
-    assert parse_csv("url\nhttps://a.example/\n", max_rows=1) == [BulkRow(url="https://a.example/")]
+    assert parse_csv("url\nhttps://a.example/\n", max_rows=1) == [BulkRow(url="https://a.example/", row=1)]
 
 
 def test_a_field_over_128_kib_in_a_line_under_the_limit_is_read() -> None:
@@ -196,4 +207,4 @@ def test_a_field_over_128_kib_in_a_line_under_the_limit_is_read() -> None:
     # When the file is read
     rows = list(CsvRows([data]))
     # Then both rows are there, not a CSV error
-    assert [url for url, _ in rows] == ["https://a.example/", "https://b.example/"]
+    assert [row.url for row in rows] == ["https://a.example/", "https://b.example/"]

@@ -23,12 +23,16 @@ from tests.support.bulk import BOUNDARY, multipart_body
 
 def test_url_column_is_found_in_any_case_and_other_columns_are_ignored() -> None:
     rows = parse_csv("Name, URL ,CODE\nx,https://a.example/,promo\ny,https://b.example/\n", max_rows=10)
-    assert rows == [BulkRow(url="https://a.example/", code="promo"), BulkRow(url="https://b.example/")]
+    assert rows == [
+        BulkRow(url="https://a.example/", code="promo", row=1),
+        BulkRow(url="https://b.example/", row=2),
+    ]
 
 
 def test_a_bom_is_tolerated() -> None:
-    rows = read_upload("\ufeffurl\nhttps://a.example/\n".encode(), "text/csv", max_bytes=1000, max_rows=10)
-    assert rows == [BulkRow(url="https://a.example/")]
+    body = "\ufeffurl\nhttps://a.example/\n".encode()
+    uploaded = read_upload(body, "text/csv", max_bytes=1000, max_rows=10)
+    assert uploaded.rows == [BulkRow(url="https://a.example/", row=1)]
 
 
 def test_quoted_commas_and_line_breaks_stay_inside_their_cell() -> None:
@@ -53,8 +57,9 @@ def test_a_multipart_upload_without_a_file_is_invalid() -> None:
 
 def test_a_multipart_file_keeps_its_bytes() -> None:
     body = multipart_body("url\nhttps://a.example/é\n".encode())
-    rows = read_upload(body, f'multipart/form-data; boundary="{BOUNDARY}"', max_bytes=10_000, max_rows=10)
-    assert rows == [BulkRow(url="https://a.example/é")]
+    uploaded = read_upload(body, f'multipart/form-data; boundary="{BOUNDARY}"', max_bytes=10_000, max_rows=10)
+    assert uploaded.rows == [BulkRow(url="https://a.example/é", row=1)]
+    assert uploaded.encoding.fallback_lines == 0
 
 
 def test_rows_are_packed_by_count_and_by_size() -> None:

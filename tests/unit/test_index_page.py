@@ -124,6 +124,13 @@ def test_a_small_file_is_sent_in_the_request_as_before() -> None:
 
 @pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
 def test_a_file_that_stopped_early_says_why_next_to_its_results() -> None:
-    stopped = {**DONE, "error": {"error": "invalid_csv", "message": "Line 7 is not valid CSV."}}
+    stopped = {
+        **DONE,
+        "ended_early": True,
+        "error": {"error": "file_replaced", "message": "The file was replaced while it was being read."},
+    }
     seen = run_page(2_000, [stopped])
-    assert seen["error"]["textContent"] == "Line 7 is not valid CSV." and not seen["error"]["hidden"]
+    assert seen["error"]["textContent"] == (
+        "Ended early: the file was not read to its end. The file was replaced while it was being read."
+    )
+    assert not seen["error"]["hidden"]

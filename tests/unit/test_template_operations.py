@@ -204,10 +204,9 @@ def test_the_dashboard_is_json_naming_this_stacks_resources_and_alarms() -> None
 
 def test_the_links_table_outlives_the_stack_and_the_queue_expires_before_its_dead_letters() -> None:
     template = load_template()["Resources"]
-    assert (template["LinksTable"]["DeletionPolicy"], template["LinksTable"]["UpdateReplacePolicy"]) == (
-        "Retain",
-        "Retain",
-    )
+    for table in ("LinksTable", "KeysTable"):
+        policies = (template[table]["DeletionPolicy"], template[table]["UpdateReplacePolicy"])
+        assert policies == ("Retain", "Retain")
     queue = template["BulkQueue"]["Properties"]["MessageRetentionPeriod"]
     dead_letters = template["BulkDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"]
     assert queue < dead_letters

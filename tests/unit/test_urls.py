@@ -105,6 +105,25 @@ def test_the_custom_domain_and_the_public_base_are_own_hosts() -> None:
             normalise_url(raw, policy)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "https://user:pw@sho.rt@evil.example/",  # reads as sho.rt, goes to evil.example
+        "https://paypal.com@evil.example/login",
+        "https://user@example.com/",
+        "https://:secret@example.com/",
+        "ftp://anonymous:guest@example.com/file",
+    ],
+)
+def test_urls_with_user_info_are_refused_saying_why(raw: str) -> None:
+    with pytest.raises(InvalidUrlError, match="user name or password"):
+        normalise_url(raw, UrlPolicy(frozenset({"http", "https", "ftp"}), 100))
+
+
+def test_an_at_sign_in_the_path_or_query_is_no_user_info() -> None:
+    assert normalise_url("https://example.com/@team?by=a@b", WEB) == "https://example.com/@team?by=a@b"
+
+
 LOCAL = UrlPolicy(frozenset({"http", "https"}), 100).with_own_host("127.0.0.1")
 
 

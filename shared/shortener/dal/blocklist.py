@@ -56,6 +56,15 @@ class BlocklistStore(aws.DynamoDBTable):
         )
         return bool(response.get("Attributes"))
 
+    def list_hosts(self) -> set[str]:
+        """Every blocked host (a consistent scan of the hosts only; the list is short)."""
+        hosts: set[str] = set()
+        for page in self.client.get_paginator("scan").paginate(
+            TableName=self.table_name, ConsistentRead=True, ProjectionExpression="host"
+        ):
+            hosts.update(item["host"]["S"] for item in page.get("Items", []))
+        return hosts
+
     def list_all(self) -> list[BlockedHost]:
         """Every entry, by host (the list is short: it is written by hand)."""
         entries: list[BlockedHost] = []

@@ -66,6 +66,14 @@ class HostGuard:
 
     def blocked(self, urls: Iterable[str]) -> dict[str, str]:
         """The URLs (normalised) whose host is blocked, each with a sentence saying why."""
+        return {
+            url: f"Links to {match} (and its subdomains) are blocked on this shortener."
+            for url, match in self.matches(urls).items()
+        }
+
+    def matches(self, urls: Iterable[str]) -> dict[str, str]:
+        """The URLs (normalised) whose host is blocked, each with the blocked host it falls under
+        (one batched, consistent read)."""
         candidates: dict[str, list[str]] = {}
         for url in urls:
             host = _host_of(url)
@@ -78,7 +86,7 @@ class HostGuard:
         for url, hosts in candidates.items():
             match = next((host for host in hosts if host in found), None)
             if match is not None:
-                refused[url] = f"Links to {match} (and its subdomains) are blocked on this shortener."
+                refused[url] = match
         return refused
 
     def block(self, host_text: str, *, added_by: str, reason: str = "") -> BlockedHost:

@@ -72,7 +72,7 @@ def fail_chunk(
     returned), so a row never gets two outcomes; repeating this is harmless."""
     now = clock.now()
     outcomes = [
-        RowOutcome(row=message.first_row + index, url=url, error=error)
+        RowOutcome(row=message.row_number(index), url=url, error=error)
         for index, (url, _) in enumerate(message.rows)
     ]
     recorded = jobs.record_outcomes(

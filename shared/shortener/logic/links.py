@@ -13,6 +13,7 @@ from shortener import clock
 from shortener.dal.links import ClaimOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.codes import CodeGenerator, hash_code_candidates, is_well_formed, validate_custom_code
+from shortener.logic.takedown import BlockedHostsSnapshot, check_host
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
 from shortener.models.exceptions import (
     CodeKeyChangedError,
@@ -162,8 +163,11 @@ class LinkService:
         cache_size: int = 10_000,
         cache_check_seconds: float = 1.0,
         guard: HostGuard | None = None,
+        blocked_hosts: BlockedHostsSnapshot | None = None,
     ) -> None:
         self._storage = storage
+        # Redirects to a blocked host answer 410 (see shortener.logic.takedown).
+        self._blocked_hosts = blocked_hosts
         self._generator = generator
         self._strategy = strategy
         self._find_if_exists = find_if_exists
@@ -221,7 +225,7 @@ class LinkService:
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
         if not fresh and self._cache is not None and (cached := self._cache.get(code)) is not None:
-            return Resolution(url=_followable(cached).url, from_cache=True)
+            return Resolution(url=self._followable(cached, fresh=False).url, from_cache=True)
         # A strongly consistent read: right after a takedown, an eventually consistent one could
         # still return the old link, and API Gateway would cache that answer for its TTL.
         link = self._storage.get(code, consistent=True)
@@ -229,7 +233,19 @@ class LinkService:
             raise LinkNotFoundError(f"No link has the code '{code}'.")
         if self._cache is not None:
             self._cache.put(link)
-        return Resolution(url=_followable(link).url, from_cache=False)
+        return Resolution(url=self._followable(link, fresh=fresh).url, from_cache=False)
+
+    def _followable(self, link: Link, *, fresh: bool) -> Link:
+        link = _followable(link)
+        if self._blocked_hosts is None:
+            return link
+        # A fresh answer (API Gateway refreshing its cache after a block) reads the blocklist itself.
+        host = check_host(link.url, self._blocked_hosts, self._guard, fresh=fresh)
+        if host is not None:
+            raise LinkGoneError(
+                f"The link '{link.code}' leads to {host}, which is blocked on this shortener."
+            )
+        return link
 
     def forget(self, code: str) -> None:
         """Drop ``code`` from this container's memory (it was just changed here)."""

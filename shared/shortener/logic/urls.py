@@ -13,7 +13,7 @@ _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 # What normalise_url reads of a parsed URL, in one call into the library (a bulk row's CPU counts,
 # make bench ARGS=cpu: an ada URL object's attributes are a call each).
 # The scheme is read off the href: a serialised URL starts with its scheme and a colon.
-_READ_ATTRIBUTES = ("href", "hostname")
+_READ_ATTRIBUTES = ("href", "hostname", "username", "password")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,13 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
         raise InvalidUrlError("The URL has no host.")
     if hostname and _is_own_host(hostname.rstrip("."), policy.own_hosts):
         raise InvalidUrlError("Links to this shortener itself cannot be shortened.")
+    if parsed["username"] or parsed["password"]:
+        # 'https://user:pw@sho.rt@evil.example/' goes to evil.example while it reads as sho.rt:
+        # a classic phishing disguise, and a password has no place in a link shared with others.
+        raise InvalidUrlError(
+            "The URL carries a user name or password before its host ('user:password@'), which "
+            "disguises where it leads; links with user info are not accepted. Remove the part before '@'."
+        )
     if len(normalised) > policy.max_length:
         raise InvalidUrlError(f"The normalised URL is longer than {policy.max_length} characters.")
     return normalised

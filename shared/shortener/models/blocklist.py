@@ -14,6 +14,17 @@ class BlockedHost(BaseModel):
     reason: str = ""
 
 
+class BlockAnswer(BlockedHost):
+    """What ``PUT /blocklist/{host}`` answers: the entry, and the takedown of the host's links
+    (``stage_cache_refreshed`` is None when the stage has no cache; ``scan_complete`` False when
+    the links table was too large to scan in the request's time: cache entries not refreshed
+    then expire within the cache's TTL)."""
+
+    links_taken_down: int = 0
+    stage_cache_refreshed: int | None = None
+    scan_complete: bool = True
+
+
 class BlockRequest(BaseModel):
     """``PUT /blocklist/{host}``: why (optional)."""
 

@@ -146,3 +146,10 @@ class UsagePlanError(ShortenerError):
 
     status_code = 502
     error = "usage_plan_error"
+
+
+class QuotaExceededError(ShortenerError):
+    """The owner's daily quota of bulk rows or bytes is used up."""
+
+    status_code = 429
+    error = "quota_exceeded"

@@ -18,12 +18,18 @@ JobKind = Literal["body", "upload"]
 
 
 class BulkRow(BaseModel):
-    """One data row of an upload: the URL as written and the custom code wanted for it ('' if none)."""
+    """One data row of an upload: the URL as written and the custom code wanted for it ('' if none).
+
+    ``row`` is its number in the file (data lines from 1, blank lines counted; 0 when rows are
+    simply numbered in order). ``problem`` says why a line could not be read (it is then a row
+    error ``invalid_row``, and ``url`` shows what the line holds)."""
 
     model_config = ConfigDict(frozen=True)
 
     url: str
     code: str = ""
+    row: int = Field(default=0, ge=0)
+    problem: str = ""
 
 
 class CsvFormat(BaseModel):
@@ -36,16 +42,38 @@ class CsvFormat(BaseModel):
     has_header: bool
     url_column: int = Field(ge=0)
     code_column: int | None = Field(default=None, ge=0)
+    # The encoding of a line that is not UTF-8 (see ``shortener.logic.bulk.upload``).
+    fallback: str = "cp1252"
 
 
 class ReadPosition(BaseModel):
-    """A row boundary in a bulk file: its byte offset, and the data rows and lines before it."""
+    """A row boundary in a bulk file: its byte offset, and the data rows (those with an outcome)
+    and lines before it; ``numbered`` counts the data lines before it, blank lines included (the
+    last row number given; None where only ``rows`` was kept), ``fallback_lines`` the lines that
+    were decoded with the fallback encoding."""
 
     model_config = ConfigDict(frozen=True)
 
     offset: int = Field(default=0, ge=0)
     rows: int = Field(default=0, ge=0)
     lines: int = Field(default=0, ge=0)
+    numbered: int | None = Field(default=None, ge=0)
+    fallback_lines: int = Field(default=0, ge=0)
+
+    @property
+    def last_row_number(self) -> int:
+        return self.rows if self.numbered is None else self.numbered
+
+
+class FileEncoding(BaseModel):
+    """How a job's file was decoded: each line as ``encoding`` (UTF-8), and ``fallback_lines`` of
+    them, which were not, with ``fallback``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    encoding: str = "utf-8"
+    fallback: str = "cp1252"
+    fallback_lines: int = Field(default=0, ge=0)
 
 
 class UploadSource(BaseModel):
@@ -148,6 +176,8 @@ class Job(BaseModel):
     # A writer of the results file holds it until then (epoch seconds).
     results_lease_until: int | None = None
     error: JobError | None = None
+    # How its file was decoded (None for jobs from before it was recorded).
+    encoding: FileEncoding | None = None
     # When the job last made progress (a chunk counted); None until the first one.
     updated_at: datetime | None = None
     usage: JobUsage = Field(default_factory=JobUsage)
@@ -162,6 +192,12 @@ class Job(BaseModel):
     def complete(self) -> bool:
         """Every row that will ever be queued has its outcome."""
         return self.split_done and self.processed >= self.total
+
+    @property
+    def ended_early(self) -> bool:
+        """The file was not read to its end (``error`` says why): its status may still be
+        ``done``, every row read having its outcome, but rows after that point have none."""
+        return self.error is not None
 
     @property
     def file_arrived(self) -> bool:
@@ -225,6 +261,13 @@ class JobStatusView(BaseModel):
     results_file_expires_at: datetime | None = None
     upload: UploadProgress | None = None
     error: JobError | None = None
+    # True when the file was not read to its end: ``error`` says why (the status stays "done").
+    ended_early: bool = False
+    # Each line is decoded as UTF-8; ``fallback_encoding`` names the encoding the
+    # ``fallback_lines`` that were not UTF-8 were decoded with (None when every line was UTF-8).
+    encoding: str | None = None
+    fallback_encoding: str | None = None
+    fallback_lines: int = 0
     cost: CostLine
     owner: str | None = None
     # "table" when DynamoDB throttled the job's writes: the table's throughput, not the loops,
@@ -282,7 +325,8 @@ class UploadAccepted(BaseModel):
 
 class ChunkMessage(BaseModel):
     """One SQS message: consecutive rows of one job. ``rows`` are compact ``[url, code]`` pairs so
-    that many rows fit in a message; row numbers are ``first_row``, ``first_row + 1``, ..."""
+    that many rows fit in a message; row numbers are ``first_row``, ``first_row + 1``, ... unless
+    ``numbers`` lists them."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -296,13 +340,26 @@ class ChunkMessage(BaseModel):
     own_hosts: list[str] = []
     # The uploader's owner id: every link of the job is theirs.
     owner: str | None = None
+    # The row numbers, when they do not simply follow ``first_row`` (blank lines in the file).
+    numbers: list[int] = []
+    # Rows whose line could not be read (by index in ``rows``): why, for their ``invalid_row`` error.
+    problems: dict[int, str] = {}
+    # Set when the rows may not be processed (``"quota_exceeded: <why>"``): each is that row error.
+    refused: str = ""
     # Set by the restarter when it sends a dead-lettered message back for one last attempt
     # (shortener.logic.dead_letters): if that attempt fails too, the loop fails the rows with
     # that attempt's reason instead of letting SQS deliver the message again.
     last_attempt: bool = False
 
+    def row_number(self, index: int) -> int:
+        """The file's row number of ``rows[index]``."""
+        return self.numbers[index] if self.numbers else self.first_row + index
+
     def bulk_rows(self) -> list[BulkRow]:
-        return [BulkRow(url=url, code=code) for url, code in self.rows]
+        return [
+            BulkRow(url=url, code=code, row=self.row_number(index), problem=self.problems.get(index, ""))
+            for index, (url, code) in enumerate(self.rows)
+        ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,17 +8,20 @@ from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.jobs import JobsStore
+from shortener.dal.link_hosts import LinkHostScan
 from shortener.dal.links import LinksStore
 from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
 from shortener.logic.bulk.inline import InlineBulk
 from shortener.logic.bulk.metering import Metering
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager, StageCacheInvalidator
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import WorkStarter
+from shortener.logic.takedown import HostTakedowns
 from shortener.models.exceptions import ServiceUnavailableError
-from shortener.services import links, loops
+from shortener.services import links, loops, quotas
 from shortener.settings import api_settings
 
 
@@ -32,6 +35,21 @@ def api_links() -> LinkService:
 def api_link_manager() -> LinkManager:
     """The API container's LinkManager."""
     return links.link_manager(api_settings(), api_links())
+
+
+@lru_cache(maxsize=1)
+def api_takedowns() -> HostTakedowns | None:
+    """Blocking and unblocking hosts, with their links' takedown (None without a blocklist table)."""
+    settings = api_settings()
+    guard = api_links().guard
+    if guard is None:
+        return None
+    return HostTakedowns(guard, LinkHostScan(settings.LINKS_TABLE), snapshot=links.blocked_hosts(settings))
+
+
+def daily_quota() -> DailyQuota | None:
+    """Each owner's daily quota of bulk rows and bytes."""
+    return quotas.daily_quota(api_settings())
 
 
 @lru_cache(maxsize=1)

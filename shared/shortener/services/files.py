@@ -15,6 +15,7 @@ from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.click_reports import ClickReportWriter
 from shortener.observability import logger
 from shortener.services.loops import work_loops
+from shortener.services.quotas import daily_quota
 from shortener.settings import files_settings
 
 
@@ -29,6 +30,7 @@ def splitter() -> Splitter:
         settings.BULK_QUEUE_URL,
         FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
         loops=work_loops(settings),
+        quota=daily_quota(settings),
         options=SplitOptions(
             rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
             message_bytes=settings.BULK_MESSAGE_BYTES,

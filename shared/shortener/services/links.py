@@ -1,5 +1,7 @@
 """A LinkService and what it needs, shared by the API and the poller."""
 
+from functools import lru_cache
+
 from shortener.dal.blocklist import BlocklistStore
 from shortener.dal.link_changes import LinkChangesStore
 from shortener.dal.link_listing import LinkIndex
@@ -8,6 +10,7 @@ from shortener.logic.blocklist import HostGuard
 from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
+from shortener.logic.takedown import BlockedHostsSnapshot
 from shortener.settings import ApiSettings, PollerSettings
 
 
@@ -24,7 +27,20 @@ def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
         cache_size=redirects.REDIRECT_CACHE_SIZE if redirects else 0,
         cache_check_seconds=redirects.REDIRECT_CACHE_CHECK_SECONDS if redirects else 0,
         guard=host_guard(settings),
+        blocked_hosts=blocked_hosts(redirects) if redirects else None,
     )
+
+
+@lru_cache(maxsize=1)
+def _snapshot(table: str, refresh_seconds: float) -> BlockedHostsSnapshot:
+    return BlockedHostsSnapshot(BlocklistStore(table), refresh_seconds=refresh_seconds)
+
+
+def blocked_hosts(settings: ApiSettings) -> BlockedHostsSnapshot | None:
+    """The container's snapshot of the blocklist that redirects check (one per container)."""
+    if not settings.BLOCKLIST_TABLE:
+        return None
+    return _snapshot(settings.BLOCKLIST_TABLE, settings.BLOCKLIST_REFRESH_SECONDS)
 
 
 def host_guard(settings: ApiSettings | PollerSettings) -> HostGuard | None:

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from shortener.dal import aws
 from shortener.models.jobs import (
     CsvFormat,
+    FileEncoding,
     Job,
     JobError,
     JobUsage,
@@ -142,6 +143,9 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
     if not job.split_done:
         item["split_offset"] = {"N": "0"}
         item["split_lines"] = {"N": "0"}
+    if job.encoding is not None:
+        item["fallback_lines"] = {"N": str(job.encoding.fallback_lines)}
+        item["fallback"] = {"S": job.encoding.fallback}
     for field, attribute in _USAGE_ATTRIBUTES.items():
         if amount := getattr(job.usage, field):
             item[attribute] = {"N": _number_text(amount)}
@@ -161,6 +165,13 @@ def job_from_item(item: dict[str, Any]) -> Job:
     error = item.get("error", {}).get("M")
     split_done = item.get("split_done", {}).get("BOOL", True)
     split_format = text("split_format")
+    file_format = CsvFormat.model_validate_json(split_format) if split_format else None
+    encoding = None
+    if "fallback_lines" in item:
+        fallback = text("fallback") or (file_format.fallback if file_format else None)
+        encoding = FileEncoding(
+            fallback_lines=int(number("fallback_lines")), fallback=fallback or FileEncoding().fallback
+        )
     return Job(
         job_id=item["job_id"]["S"],
         total=int(item["total"]["N"]),
@@ -188,8 +199,10 @@ def job_from_item(item: dict[str, Any]) -> Job:
                 offset=int(number("split_offset")),
                 rows=int(item["total"]["N"]),
                 lines=int(number("split_lines")),
+                numbered=int(item["split_number"]["N"]) if "split_number" in item else None,
+                fallback_lines=int(number("fallback_lines")),
             ),
-            file_format=CsvFormat.model_validate_json(split_format) if split_format else None,
+            file_format=file_format,
             owner=text("split_owner"),
             lease_until=int(number("split_lease")) if "split_lease" in item else None,
         )
@@ -205,6 +218,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         else None,
         results_lease_until=int(number("results_lease")) if "results_lease" in item else None,
         error=JobError(error=error["error"]["S"], message=error["message"]["S"]) if error else None,
+        encoding=encoding,
         updated_at=datetime.fromisoformat(updated_at) if (updated_at := text("updated_at")) else None,
         usage=JobUsage.model_validate(
             {field: float(number(attribute)) for field, attribute in _USAGE_ATTRIBUTES.items()}

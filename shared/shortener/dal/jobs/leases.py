@@ -64,7 +64,8 @@ class JobLeases(JobItems):
                 job_id,
                 UpdateExpression=(
                     "SET split_offset = :offset, split_lines = :lines, #total = :rows, chunks = :chunks, "
-                    "split_format = :format, split_lease = :lease"
+                    "split_format = :format, split_lease = :lease, split_number = :number, "
+                    "fallback_lines = :fallback_lines"
                     + (" ADD " + usage_expression if usage_expression else "")
                 ),
                 ConditionExpression="split_owner = :owner AND split_offset = :previous",
@@ -76,6 +77,8 @@ class JobLeases(JobItems):
                     ":chunks": {"N": str(chunks)},
                     ":format": {"S": file_format.model_dump_json()},
                     ":lease": {"N": str(lease_until)},
+                    ":number": {"N": str(position.last_row_number)},
+                    ":fallback_lines": {"N": str(position.fallback_lines)},
                     ":owner": {"S": owner},
                     ":previous": {"N": str(previous.offset)},
                     **usage_values,
@@ -101,7 +104,7 @@ class JobLeases(JobItems):
         usage_expression, usage_values = usage_update(usage)
         sets = (
             "split_done = :true, split_offset = :offset, split_lines = :lines, "
-            "#total = :rows, chunks = :chunks"
+            "#total = :rows, chunks = :chunks, split_number = :number, fallback_lines = :fallback_lines"
         )
         values: dict[str, Any] = {
             ":true": {"BOOL": True},
@@ -111,6 +114,8 @@ class JobLeases(JobItems):
             ":rows": {"N": str(position.rows)},
             ":chunks": {"N": str(chunks)},
             ":owner": {"S": owner},
+            ":number": {"N": str(position.last_row_number)},
+            ":fallback_lines": {"N": str(position.fallback_lines)},
             **usage_values,
         }
         if file_format is not None:

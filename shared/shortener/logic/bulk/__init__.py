@@ -16,6 +16,7 @@ from shortener.logic.bulk.results import (
     RESULTS_HEADER,
     ResultsPage,
     ResultsWriter,
+    ending_line,
     neutralise,
     results_csv,
     results_key,
@@ -32,7 +33,7 @@ from shortener.logic.bulk.submit import (
     job_for,
     submit_job,
 )
-from shortener.logic.bulk.upload import CsvRows, detect_format, parse_csv, read_upload
+from shortener.logic.bulk.upload import CsvRows, UploadedFile, detect_format, parse_csv, read_upload
 from shortener.logic.chunk_outcomes import expiry
 
 __all__ = [
@@ -50,8 +51,10 @@ __all__ = [
     "ResultsWriter",
     "SplitOptions",
     "Splitter",
+    "UploadedFile",
     "create_upload_job",
     "detect_format",
+    "ending_line",
     "expiry",
     "is_job_id",
     "job_for",

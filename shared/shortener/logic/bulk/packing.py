@@ -34,16 +34,27 @@ class MessagePacker:
         self.next_chunk = first_chunk
         self._next_row = first_row
         self._batch: list[tuple[str, str]] = []
+        self._numbers: list[int] = []
+        self._problems: dict[int, str] = {}
         self._size = 0
 
-    def add(self, url: str, code: str) -> ChunkMessage | None:
-        """Add a row; the message that this row closed (it starts the next one), if any."""
-        # The row's share of the JSON body: two quoted strings, brackets and commas.
+    def add(self, url: str, code: str, *, row: int = 0, problem: str = "") -> ChunkMessage | None:
+        """Add a row (numbered ``row``, or the next number when 0; ``problem`` when its line could
+        not be read); the message that this row closed (it starts the next one), if any."""
+        # The row's share of the JSON body: two quoted strings, brackets and commas (and its
+        # number and problem, when it has them).
         row_size = len(url.encode()) + len(code.encode()) + 8
+        if row:
+            row_size += 12
+        if problem:
+            row_size += len(problem.encode()) + 16
         closed = None
         if self._batch and (len(self._batch) == self._max_rows or self._size + row_size > self._max_bytes):
             closed = self.flush()
+        if problem:
+            self._problems[len(self._batch)] = problem
         self._batch.append((url, code))
+        self._numbers.append(row or self._next_row + len(self._batch) - 1)
         self._size += row_size
         return closed
 
@@ -51,18 +62,23 @@ class MessagePacker:
         """The message of the rows added since the last one closed, if any."""
         if not self._batch:
             return None
+        first = self._numbers[0]
+        # Numbers go in the message only where they do not simply follow the first (blank lines).
+        consecutive = self._numbers[-1] - first == len(self._numbers) - 1
         message = ChunkMessage(
             job_id=self._job_id,
             chunk=self.next_chunk,
-            first_row=self._next_row,
+            first_row=first,
             rows=self._batch,
             own_host=self._own_host,
             own_hosts=self._own_hosts,
             owner=self._owner,
+            numbers=[] if consecutive else self._numbers,
+            problems=self._problems,
         )
         self.next_chunk += 1
-        self._next_row += len(self._batch)
-        self._batch, self._size = [], 0
+        self._next_row = self._numbers[-1] + 1
+        self._batch, self._numbers, self._problems, self._size = [], [], {}, 0
         return message
 
 
@@ -80,6 +96,10 @@ def pack_rows(
     packer = MessagePacker(
         job_id, own_host=own_host, max_rows=max_rows, max_bytes=max_bytes, owner=owner, own_hosts=own_hosts
     )
-    messages = [message for row in rows if (message := packer.add(row.url, row.code)) is not None]
+    messages = [
+        message
+        for row in rows
+        if (message := packer.add(row.url, row.code, row=row.row, problem=row.problem)) is not None
+    ]
     last = packer.flush()
     return [*messages, last] if last is not None else messages

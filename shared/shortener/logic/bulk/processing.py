@@ -116,6 +116,15 @@ class ChunkProcessor:
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
         for index, (url, code) in enumerate(message.rows):
+            if message.refused:
+                outcomes[index] = RowOutcome(row=message.row_number(index), url=url, error=message.refused)
+                continue
+            if index in message.problems:
+                # A line of the file that could not be read: its row error says why.
+                outcomes[index] = RowOutcome(
+                    row=message.row_number(index), url=url, error=f"invalid_row: {message.problems[index]}"
+                )
+                continue
             if code or self._strategy == "hash":
                 conditional.append(index)
                 continue
@@ -125,7 +134,7 @@ class ChunkProcessor:
                 outcomes[index] = _row_error(message, index, url, exc)
         for index, error in self._screen(message, generated, conditional, policy).items():
             outcomes[index] = RowOutcome(
-                row=message.first_row + index, url=message.rows[index][0], error=f"blocked_host: {error}"
+                row=message.row_number(index), url=message.rows[index][0], error=f"blocked_host: {error}"
             )
         generated = [row for row in generated if outcomes[row.index] is None]
         conditional = [index for index in conditional if outcomes[index] is None]
@@ -139,7 +148,7 @@ class ChunkProcessor:
                 )
             codes = self._write_generated(message, generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
-                outcomes[row.index] = RowOutcome(row=message.first_row + row.index, url=row.url, code=code)
+                outcomes[row.index] = RowOutcome(row=message.row_number(row.index), url=row.url, code=code)
         for index, outcome in self._write_conditional(message, conditional, policy):
             outcomes[index] = outcome
 
@@ -241,9 +250,9 @@ class ChunkProcessor:
             return _row_error(message, index, url, exc)
         except ValidationError as exc:
             problem = "; ".join(str(error["msg"]) for error in exc.errors())
-            return RowOutcome(row=message.first_row + index, url=url, error=f"invalid_request: {problem}")
-        return RowOutcome(row=message.first_row + index, url=result.url, code=result.code)
+            return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problem}")
+        return RowOutcome(row=message.row_number(index), url=result.url, code=result.code)
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:
-    return RowOutcome(row=message.first_row + index, url=url, error=f"{error.error}: {error.message}")
+    return RowOutcome(row=message.row_number(index), url=url, error=f"{error.error}: {error.message}")

@@ -63,6 +63,17 @@ def _header_line() -> str:
     return ",".join(RESULTS_HEADER) + "\r\n"
 
 
+def ending_line(job: Job) -> str:
+    """The results' last line for a job whose file was not read to its end: no row number, and
+    ``ended_early: <why>`` in the error column, so a reader of the results alone sees it too."""
+    if job.error is None:
+        return ""
+    lines = io.StringIO()
+    why = f"ended_early: {job.error.error}: {job.error.message}"
+    csv.writer(lines).writerow(["", "", "", "", neutralise(why)])
+    return lines.getvalue()
+
+
 def results_csv(outcomes: Iterable[RowOutcome], base_url: str) -> str:
     """The results CSV (``row,url,code,short_url,error``), one line per outcome, every cell
     spreadsheet-safe."""
@@ -78,10 +89,15 @@ class ResultsPage:
 
 
 def results_page(
-    chunks: Iterable[tuple[int, list[RowOutcome]]], base_url: str, *, max_bytes: int | None
+    chunks: Iterable[tuple[int, list[RowOutcome]]],
+    base_url: str,
+    *,
+    max_bytes: int | None,
+    ending: str = "",
 ) -> ResultsPage:
     """The results CSV of ``chunks`` (in order), stopping before the chunk that would take it past
-    ``max_bytes`` (a Lambda response is at most 6 MB): ``next_chunk`` then says where to go on."""
+    ``max_bytes`` (a Lambda response is at most 6 MB): ``next_chunk`` then says where to go on.
+    The last page ends with ``ending`` (see ``ending_line``)."""
     buffer = io.StringIO()
     buffer.write(_header_line())
     size = buffer.tell()
@@ -95,6 +111,7 @@ def results_page(
         buffer.write(text)
         size += added
         empty = False
+    buffer.write(ending)
     return ResultsPage(buffer.getvalue())
 
 
@@ -109,6 +126,7 @@ def results_blocks(
     base_url: str,
     tally: _Tally,
     block_bytes: int = RESULTS_BLOCK_BYTES,
+    ending: str = "",
 ) -> Iterator[bytes]:
     """The whole results CSV as blocks of about ``block_bytes`` (the last one smaller), built as
     ``chunks`` are read, so a file of millions of rows never sits in memory. ``tally`` counts the
@@ -125,6 +143,7 @@ def results_blocks(
             tally.size += len(block)
             yield block
             pending, pending_size = [], 0
+    pending.append(ending.encode())
     block = b"".join(pending)
     tally.size += len(block)
     yield block
@@ -194,7 +213,9 @@ class ResultsWriter:
                 return None
             tally = _Tally()
             key = results_key(job_id)
-            blocks = results_blocks(self._jobs.iter_chunk_outcomes(job_id), job.base_url, tally)
+            blocks = results_blocks(
+                self._jobs.iter_chunk_outcomes(job_id), job.base_url, tally, ending=ending_line(job)
+            )
             self._files.write(
                 job.bucket,
                 key,

@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 from shortener import clock
 from shortener.logic.bulk.metering import Meter, Metering, null_metering
 from shortener.logic.bulk.packing import MessagePacker
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.bulk.submit import MessageSender, WorkLoops
 from shortener.logic.bulk.upload import CsvRows
 from shortener.models.exceptions import InvalidCsvError
@@ -122,6 +123,7 @@ class Splitter:
         successor: SplitSuccessor,
         *,
         loops: WorkLoops | None = None,
+        quota: DailyQuota | None = None,
         options: SplitOptions | None = None,
         metering: Metering = null_metering,
         is_file_changed: Callable[[Exception], bool] = lambda _: False,
@@ -133,6 +135,7 @@ class Splitter:
         self._queue_url = queue_url
         self._successor = successor
         self._loops = loops
+        self._quota = quota
         self._options = options or SplitOptions()
         self._metering = metering
         self._is_file_changed = is_file_changed
@@ -197,13 +200,15 @@ class _Run:
             max_rows=options.rows_per_message,
             max_bytes=options.message_bytes,
             first_chunk=job.chunks,
-            first_row=self.checkpoint.rows + 1,
+            first_row=self.checkpoint.last_row_number + 1,
         )
         self.outgoing: list[tuple[ChunkMessage, ReadPosition]] = []
         self.sent = self.checkpoint  # the end of the last message sent
         self.sent_chunks = job.chunks
         self.unsaved = 0  # messages sent since the last checkpoint
         self.loops_started = False
+        # Set when the owner's daily quota of rows ran out: the rows read are refused, reading ends.
+        self.over_quota = False
 
     def run(self) -> SplitReport:
         try:
@@ -229,19 +234,23 @@ class _Run:
         end = self.checkpoint  # where the rows added to the packer so far end
         unreadable: InvalidCsvError | None = None
         try:
-            for url, code in reader:
+            for row in reader:
                 if self.file_format is None:
                     self.file_format = reader.format
-                closed = self.packer.add(url, code)
+                closed = self.packer.add(row.url, row.code, row=row.row, problem=row.problem)
                 if closed is not None:
                     # The row just read starts the next message: the closed one ends before it.
                     if not self._queue(closed, end):
                         return self._report("taken_over")
-                    if self.seconds_left() < self.s._options.handover_seconds:
+                    if not self.over_quota and self.seconds_left() < self.s._options.handover_seconds:
                         return self._hand_over()
                 end = reader.position
+                if self.over_quota:
+                    # Reading ends: the rows read so far (the packer's too) are queued refused.
+                    break
         except InvalidCsvError as exc:
-            # The rows before the bad line are queued; the split ends there, saying why.
+            # Only the start of a file is refused so (not text, no header and no URL): nothing
+            # was queued, and the job ends saying why.
             unreadable = exc
         self.file_format = self.file_format or reader.format
         last = self.packer.flush()
@@ -249,7 +258,16 @@ class _Run:
             return self._report("taken_over")
         if not self._send():
             return self._report("taken_over")
-        return self._finish(self._error(unreadable))
+        return self._finish(self._quota_error() if self.over_quota else self._error(unreadable))
+
+    def _quota_error(self) -> JobError:
+        assert self.s._quota is not None
+        return JobError(
+            error="quota_exceeded",
+            message=f"{self.s._quota.message(self.job.owner)} Reading stopped at row "
+            f"{self.sent.last_row_number:,}; the last rows read are failed quota_exceeded, the rows "
+            "after them were not read.",
+        )
 
     def _error(self, unreadable: InvalidCsvError | None) -> JobError | None:
         rows = self.sent.rows
@@ -271,6 +289,17 @@ class _Run:
         return self._send()
 
     def _send(self) -> bool:
+        quota = self.s._quota
+        if self.outgoing and quota is not None:
+            rows = sum(len(message.rows) for message, _ in self.outgoing)
+            if not self.over_quota and not quota.reserve(self.job.owner, rows=rows, size=0):
+                self.over_quota = True
+            if self.over_quota:
+                # Over the owner's daily quota: the rows read get their outcome (refused), none after.
+                refused = f"quota_exceeded: {quota.message(self.job.owner)}"
+                self.outgoing = [
+                    (message.model_copy(update={"refused": refused}), end) for message, end in self.outgoing
+                ]
         if self.outgoing:
             self.s._queue.send_all(
                 self.s._queue_url, [message.model_dump_json() for message, _ in self.outgoing]

@@ -11,13 +11,15 @@ from typing import Protocol
 from shortener import clock
 from shortener.logic.bulk.metering import Metering, null_metering
 from shortener.logic.bulk.packing import pack_rows
+from shortener.logic.bulk.quotas import DailyQuota
 from shortener.logic.chunk_outcomes import expiry
-from shortener.models.access import Caller
+from shortener.models.access import ANONYMOUS_OWNER, Caller
 from shortener.models.exceptions import JobNotFoundError, PayloadTooLargeError
 from shortener.models.files import upload_key
 from shortener.models.jobs import (
     BulkRow,
     DirectUploadRequest,
+    FileEncoding,
     Job,
     JobUsage,
     PresignedUpload,
@@ -93,9 +95,17 @@ def submit_job(
     options: BulkOptions,
     loops: WorkLoops | None = None,
     metering: Metering = null_metering,
+    encoding: FileEncoding | None = None,
+    quota: DailyQuota | None = None,
+    size: int = 0,
 ) -> Job:
     """Create a job for ``rows``: the job record first (so progress always has a total to count
-    towards), then the rows packed into messages and sent in batches, then the loops they need."""
+    towards), then the rows packed into messages and sent in batches, then the loops they need.
+    ``encoding`` says how the file's text was decoded (shown with the job's status). ``quota``:
+    the owner's daily quota, which the rows and the file's ``size`` must fit (QuotaExceededError,
+    nothing written, otherwise)."""
+    if quota is not None:
+        quota.require(origin.owner, rows=len(rows), size=size)
     with metering() as meter:
         job_id = uuid.uuid4().hex
         messages = pack_rows(
@@ -107,7 +117,9 @@ def submit_job(
             owner=origin.owner,
             own_hosts=origin.own_hosts,
         )
-        job = _new_job(job_id, origin, total=len(rows), chunks=len(messages))
+        job = _new_job(job_id, origin, total=len(rows), chunks=len(messages)).model_copy(
+            update={"encoding": encoding}
+        )
         jobs.create_job(job, expires_at=expiry(job.created_at, options.retention_days))
         meter.take()  # the creation is in the job's usage already
         try:
@@ -134,6 +146,8 @@ def create_upload_job(
     options: BulkOptions,
     url_seconds: int,
     max_bytes: int = MAX_SINGLE_PUT_BYTES,
+    quota: DailyQuota | None = None,
+    anonymous_max_bytes: int | None = None,
 ) -> tuple[Job, PresignedUpload]:
     """Create a job waiting for its file, and a presigned PUT of exactly the declared size into
     the bulk bucket (``uploads/<job id>.csv``); the object's arrival starts the split."""
@@ -142,6 +156,19 @@ def create_upload_job(
             f"The file is {request.size:,} bytes; a direct upload takes at most {max_bytes:,} bytes "
             "(S3's limit for a single PUT). Split it into several files."
         )
+    if (
+        anonymous_max_bytes is not None
+        and origin.owner == ANONYMOUS_OWNER
+        and request.size > anonymous_max_bytes
+    ):
+        # Without a key, anyone could ask for 5 GiB uploads: callers without one get small ones.
+        raise PayloadTooLargeError(
+            f"The file is {request.size:,} bytes; without an API key a direct upload takes at most "
+            f"{anonymous_max_bytes:,} bytes (AnonymousMaxUploadBytes). Use an API key for larger files."
+        )
+    if quota is not None:
+        # The declared size counts now; the rows as the file is read (shortener.logic.bulk.split).
+        quota.require(origin.owner, rows=0, size=request.size)
     job_id = uuid.uuid4().hex
     key = upload_key(job_id)
     upload = UploadSource(key=key, file_name=safe_file_name(request.file_name), size=request.size)

@@ -9,11 +9,12 @@ boundary and continue from there in another invocation."""
 import csv
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import HTTP
 
 from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError, UnsupportedMediaTypeError
-from shortener.models.jobs import BulkRow, CsvFormat, ReadPosition
+from shortener.models.jobs import BulkRow, CsvFormat, FileEncoding, ReadPosition
 
 # Media types a CSV file arrives with from browsers, spreadsheets and scripts.
 _CSV_MEDIA_TYPES = frozenset(
@@ -23,8 +24,14 @@ _CSV_MEDIA_TYPES = frozenset(
 # and chunk item far below the SQS and DynamoDB size limits.
 MAX_URL_CELL = 33_000
 MAX_CODE_CELL = 300
-# A longer line is not a row of URLs; refusing it keeps a reader's memory bounded.
+# A longer line is not a row of URLs: it is a row error, skipped without being kept in memory.
 MAX_LINE_BYTES = 1024 * 1024
+# A quoted cell may hold line breaks (a note column); one still open after this many lines was
+# never closed, and only its first line is a row error.
+MAX_RECORD_LINES = 100
+# What a line that is not UTF-8 is decoded with: Excel on Windows saves "CSV" in the system's ANSI
+# code page, cp1252 in Western locales (a superset of Latin-1's printable characters).
+DEFAULT_FALLBACK = "cp1252"
 # Python's csv module refuses a field over 128 KiB by default ("field larger than field limit"):
 # a quoted field may be as long as a line may be. (A process-wide setting, only ever raised.)
 csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
@@ -119,13 +126,19 @@ def printable(text: str) -> str:
 
 
 class CsvRows:
-    """The data rows of a bulk file, read from a stream of byte blocks as ``(url, code)`` pairs.
+    """The data rows of a bulk file, read from a stream of byte blocks as ``BulkRow`` values.
 
     ``start`` continues a file from a row boundary read before (with the ``file_format`` found
     then); from offset 0 the format is detected from the first line and a header row is skipped.
-    ``position`` is, after each row, where the next row starts. Blank lines are skipped and not
-    counted as rows. InvalidCsvError for text that is not UTF-8, broken quoting, or a first line
-    that is neither a header nor a URL."""
+    ``position`` is, after each row, where the next row starts.
+
+    Nothing is dropped without a word: each line is decoded as UTF-8, and a line that is not with
+    the format's fallback encoding (cp1252, what Excel on Windows saves); a line that still cannot
+    be decoded, broken quoting, or a line longer than ``max_line_bytes`` is a row with a
+    ``problem``, and reading goes on after it. Rows are numbered by data line from 1 (blank lines
+    counted, though they give no row), so ``row + 1`` is a spreadsheet's row number for a file with
+    a header. InvalidCsvError only for a file that is not text at all, or a first line that is
+    neither a header nor a URL."""
 
     def __init__(
         self,
@@ -134,104 +147,283 @@ class CsvRows:
         start: ReadPosition | None = None,
         file_format: CsvFormat | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
+        max_record_lines: int = MAX_RECORD_LINES,
     ) -> None:
         start = start or ReadPosition()
         self.format = file_format
-        self._blocks = blocks
-        self._max_line_bytes = max_line_bytes
-        self._offset, self._rows, self._lines = start.offset, start.rows, start.lines
-        # Where the next row starts: (offset, rows, lines) as of the last row handed out.
-        self._mark = (start.offset, start.rows, start.lines)
+        self._source = _LineSource(
+            _lines(blocks, max_line_bytes),
+            offset=start.offset,
+            lines=start.lines,
+            fallback=file_format.fallback if file_format else DEFAULT_FALLBACK,
+            fallback_lines=start.fallback_lines,
+            max_line_bytes=max_line_bytes,
+            max_record_lines=max_record_lines,
+        )
+        self._rows, self._number = start.rows, start.last_row_number
+        self._mark = start
         if start.offset and file_format is None:
             raise ValueError("continuing a file needs the format found at its start")
 
     @property
     def position(self) -> ReadPosition:
         """Where the row after the last one handed out starts (a row boundary)."""
-        offset, rows, lines = self._mark
-        return ReadPosition(offset=offset, rows=rows, lines=lines)
+        return self._mark
 
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        text = self._text_lines()
-        try:
-            if self.format is None:
-                first = next((line for line in text if line.strip()), None)
-                if first is None:
-                    raise InvalidCsvError(
-                        f"The file is empty; expected a header row with a column named {_SHOWN_URL_HEADERS}, "
-                        "or one URL per line."
-                    )
-                self.format = detect_format(first)
-                if self.format.has_header:
-                    self._mark = (self._offset, 0, self._lines)
-                else:
-                    text = _prepend(first, text)
-            yield from self._records(text, self.format)
-        except csv.Error as exc:
-            raise InvalidCsvError(f"Line {self._lines} is not valid CSV: {exc}.") from exc
+    @property
+    def fallback_lines(self) -> int:
+        """The lines decoded with the fallback encoding, up to ``position``."""
+        return self._mark.fallback_lines
 
-    def _records(self, text: Iterator[str], file_format: CsvFormat) -> Iterator[tuple[str, str]]:
-        url_column, code_column = file_format.url_column, file_format.code_column
-        for record in csv.reader(text, delimiter=file_format.separator, strict=True):
-            if not any(cell.strip() for cell in record):
-                continue
-            url = record[url_column].strip()[:MAX_URL_CELL] if url_column < len(record) else ""
-            code = ""
-            if code_column is not None and code_column < len(record):
-                code = record[code_column].strip()[:MAX_CODE_CELL]
-            self._rows += 1
-            self._mark = (self._offset, self._rows, self._lines)
-            yield url, code
+    def _set_mark(self) -> None:
+        source = self._source
+        self._mark = ReadPosition(
+            offset=source.offset,
+            rows=self._rows,
+            lines=source.lines,
+            numbered=self._number,
+            fallback_lines=source.fallback_lines,
+        )
 
-    def _text_lines(self) -> Iterator[str]:
-        for raw in _lines(self._blocks, self._max_line_bytes, self._lines):
-            start = self._offset
-            self._offset += len(raw)
-            self._lines += 1
-            text = raw[len(_BOM) :] if start == 0 and raw.startswith(_BOM) else raw
+    def __iter__(self) -> Iterator[BulkRow]:
+        if self.format is None:
+            self.format = self._detect()
+        yield from self._records(self.format)
+
+    def _detect(self) -> CsvFormat:
+        """The format, from the first non-blank line; leading blank lines are numbered rows."""
+        source = self._source
+        blank = 0
+        while True:
             try:
-                yield text.decode("utf-8")
-            except UnicodeDecodeError as exc:
+                line = next(source)
+            except StopIteration:
                 raise InvalidCsvError(
-                    f"The file is not UTF-8 text: line {self._lines} (byte {start + exc.start:,}) "
-                    "cannot be decoded. Save it as CSV UTF-8."
-                ) from exc
+                    f"The file is empty; expected a header row with a column named {_SHOWN_URL_HEADERS}, "
+                    "or one URL per line."
+                ) from None
+            except _BadLine as bad:
+                raise InvalidCsvError(f"The first line cannot be read: {bad.reason}") from None
+            if line.strip():
+                break
+            blank += 1
+        file_format = detect_format(line)
+        if not file_format.has_header:
+            # The first line is the first row: it is read again as one.
+            source.push_back_record_from(len(source.record) - 1)
+        source.new_record()
+        self._number = blank
+        self._set_mark()
+        return file_format
+
+    def _records(self, file_format: CsvFormat) -> Iterator[BulkRow]:
+        url_column, code_column = file_format.url_column, file_format.code_column
+        source = self._source
+        while True:
+            source.new_record()
+            reader = csv.reader(source, delimiter=file_format.separator, strict=True)
+            try:
+                for record in reader:
+                    self._number += 1
+                    source.new_record()
+                    if not any(cell.strip() for cell in record):
+                        continue
+                    url = record[url_column].strip()[:MAX_URL_CELL] if url_column < len(record) else ""
+                    code = ""
+                    if code_column is not None and code_column < len(record):
+                        code = record[code_column].strip()[:MAX_CODE_CELL]
+                    yield self._row(url, code)
+                return
+            except _BadLine as bad:
+                # The line (and the record it was part of) is one row error; reading goes on after it.
+                self._number += 1
+                shown, reason = bad.shown, bad.reason
+            except csv.Error as exc:
+                self._number += 1
+                shown = source.record_text()
+                reason = f"line {source.record_first_line:,} is not valid CSV: {exc}."
+            except _RunawayRecord:
+                # A quote opened and never closed: only the line it opened on is the bad row, the
+                # lines after it are read again as rows of their own.
+                self._number += 1
+                first_line = source.record_first_line
+                source.push_back_record_from(1)
+                shown = source.record_text()
+                reason = (
+                    f"line {first_line:,} opens a quoted cell that is not closed within "
+                    f"{MAX_RECORD_LINES} lines or {MAX_LINE_BYTES:,} bytes."
+                )
+            source.new_record()
+            yield self._row(shown, "", problem=reason)
+
+    def _row(self, url: str, code: str, *, problem: str = "") -> BulkRow:
+        self._rows += 1
+        self._set_mark()
+        return BulkRow(url=url, code=code, row=self._number, problem=problem)
 
 
-def _prepend(first: str, rest: Iterator[str]) -> Iterator[str]:
-    yield first
-    yield from rest
+class _BadLine(Exception):
+    def __init__(self, shown: str, reason: str) -> None:
+        super().__init__(reason)
+        self.shown, self.reason = shown, reason
 
 
-def _lines(blocks: Iterable[bytes], max_line_bytes: int, lines_before: int) -> Iterator[bytes]:
-    """Lines (with their ending) of a stream of byte blocks. A "\\n" byte never occurs inside a
-    multi-byte UTF-8 character, so splitting bytes on it is safe before decoding."""
+class _RunawayRecord(Exception):
+    pass
+
+
+class _LineSource:
+    """Decoded lines for ``csv.reader``, keeping the byte offset, line count and fallback count,
+    and the lines of the record being read so that they can be read again. A line that cannot be
+    decoded raises _BadLine from ``__next__`` (the source stays usable: reading goes on after it)."""
+
+    def __init__(
+        self,
+        raw_lines: Iterator[bytes | int],
+        *,
+        offset: int,
+        lines: int,
+        fallback: str,
+        fallback_lines: int,
+        max_line_bytes: int,
+        max_record_lines: int,
+    ) -> None:
+        self._raw = raw_lines
+        self._max_record_lines = max_record_lines
+        self._max_record_bytes = max_line_bytes
+        self._fallback = fallback
+        self._max_line_bytes = max_line_bytes
+        self.offset, self.lines, self.fallback_lines = offset, lines, fallback_lines
+        # (text, bytes, used the fallback) of each line of the current record, and lines to read again.
+        self.record: list[tuple[str, int, bool]] = []
+        self._again: list[tuple[str, int, bool]] = []
+        self.record_first_line = lines + 1
+
+    def __iter__(self) -> "_LineSource":
+        return self
+
+    def __next__(self) -> str:
+        if self.record and (
+            len(self.record) >= self._max_record_lines
+            or sum(size for _, size, _ in self.record) > self._max_record_bytes
+        ):
+            raise _RunawayRecord
+        line = self._again.pop() if self._again else self._decode(next(self._raw))
+        text, size, used_fallback = line
+        self.offset += size
+        self.lines += 1
+        self.fallback_lines += used_fallback
+        self.record.append(line)
+        return text
+
+    def _decode(self, raw: bytes | int) -> tuple[str, int, bool]:
+        number = self.lines + 1
+        if isinstance(raw, int):
+            self._skip(raw)
+            raise _BadLine("", f"line {number:,} is longer than {self._max_line_bytes:,} bytes.")
+        text = raw[len(_BOM) :] if self.offset == 0 and raw.startswith(_BOM) else raw
+        if self.offset == 0:
+            _check_text(text)
+        try:
+            return text.decode("utf-8"), len(raw), False
+        except UnicodeDecodeError:
+            pass
+        try:
+            return text.decode(self._fallback), len(raw), True
+        except UnicodeDecodeError as exc:
+            self._skip(len(raw))
+            shown = printable(text.decode("utf-8", "backslashreplace").rstrip("\r\n"))[:200]
+            raise _BadLine(
+                shown,
+                f"line {number:,} is neither UTF-8 nor {self._fallback} "
+                f"(byte {self.offset - len(raw) + exc.start:,}).",
+            ) from None
+
+    def _skip(self, size: int) -> None:
+        """A line that is a row error by itself: counted as read."""
+        self.offset += size
+        self.lines += 1
+
+    def new_record(self) -> None:
+        self.record = []
+        self.record_first_line = self.lines + 1
+
+    def record_text(self) -> str:
+        return printable("".join(text for text, _, _ in self.record).rstrip("\r\n"))[:200]
+
+    def push_back_record_from(self, index: int) -> None:
+        """Read the current record's lines from ``index`` on again, as if not read yet."""
+        again = self.record[index:]
+        del self.record[index:]
+        for _, size, used_fallback in again:
+            self.offset -= size
+            self.lines -= 1
+            self.fallback_lines -= used_fallback
+        self._again.extend(reversed(again))
+
+
+def _check_text(first_line: bytes) -> None:
+    """InvalidCsvError when a file's first line shows it is not text at all (a workbook, an image,
+    UTF-16): every text encoding a CSV comes in, but UTF-16, is free of NUL bytes."""
+    head = first_line[:4096]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InvalidCsvError(
+            'The file is UTF-16 text (Excel\'s "Unicode text"); save it as CSV UTF-8 and upload it again.'
+        )
+    if head.startswith(b"PK\x03\x04"):
+        raise InvalidCsvError(
+            "The file is a workbook or a zip archive, not text; save it as CSV UTF-8 and upload it again."
+        )
+    if b"\x00" in head:
+        raise InvalidCsvError("The file is not text (it holds NUL bytes); upload a CSV or a list of URLs.")
+
+
+def _lines(blocks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | int]:
+    """Lines (with their ending) of a stream of byte blocks; a line longer than ``max_line_bytes``
+    is skipped without being kept, and given as its length. A "\\n" byte never occurs inside a
+    multi-byte UTF-8 character (nor in cp1252), so splitting bytes on it is safe before decoding."""
     pending = b""
-    count = lines_before
+    skipping = 0  # bytes of a long line skipped so far
     for block in blocks:
         start = 0
         while (end := block.find(b"\n", start)) >= 0:
-            line = pending + block[start : end + 1] if pending else block[start : end + 1]
-            pending = b""
-            count += 1
-            if len(line) > max_line_bytes:
-                raise InvalidCsvError(f"Line {count:,} is longer than {max_line_bytes:,} bytes.")
-            yield line
+            piece = block[start : end + 1]
             start = end + 1
+            if skipping:
+                yield skipping + len(piece)
+                skipping = 0
+                continue
+            line = pending + piece if pending else piece
+            pending = b""
+            yield len(line) if len(line) > max_line_bytes else line
+        if skipping:
+            skipping += len(block) - start
+            continue
         pending += block[start:]
         if len(pending) > max_line_bytes:
-            raise InvalidCsvError(f"Line {count + 1:,} is longer than {max_line_bytes:,} bytes.")
-    if pending:
-        yield pending
+            skipping, pending = len(pending), b""
+    if skipping:
+        yield skipping
+    elif pending:
+        yield len(pending) if len(pending) > max_line_bytes else pending
 
 
 # ---- a file in a request body ---------------------------------------------------------------------
 
 
-def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int) -> list[BulkRow]:
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    """The rows of a small file, and how its text was decoded."""
+
+    rows: list[BulkRow]
+    encoding: FileEncoding
+
+
+def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int) -> UploadedFile:
     """The data rows of an uploaded CSV (a ``text/csv`` body or a file field of a multipart form).
-    PayloadTooLargeError above ``max_bytes`` or ``max_rows``; InvalidCsvError for undecodable
-    text, a first line that names no URL column and is no URL, or no rows."""
+    PayloadTooLargeError above ``max_bytes`` or ``max_rows``; InvalidCsvError for a file that is
+    not text, a first line that names no URL column and is no URL, or no rows. Lines that cannot
+    be read are rows with a ``problem`` (see ``CsvRows``)."""
     if len(raw) > max_bytes:
         raise PayloadTooLargeError(
             f"The upload is larger than {max_bytes:,} bytes; upload it directly with POST /bulk/uploads."
@@ -243,26 +435,29 @@ def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int)
         raise UnsupportedMediaTypeError(
             f"Content type '{media_type}' is not accepted; send text/csv or a multipart/form-data upload."
         )
-    return read_rows([raw], max_rows=max_rows)
+    return read_file([raw], max_rows=max_rows)
 
 
 def parse_csv(text: str, *, max_rows: int) -> list[BulkRow]:
     """The rows of a file's text (see ``CsvRows``)."""
-    return read_rows([text.encode()], max_rows=max_rows)
+    return read_file([text.encode()], max_rows=max_rows).rows
 
 
-def read_rows(blocks: Iterable[bytes], *, max_rows: int) -> list[BulkRow]:
+def read_file(blocks: Iterable[bytes], *, max_rows: int) -> UploadedFile:
     """Every row of a small file, at most ``max_rows`` (PayloadTooLargeError beyond)."""
     rows: list[BulkRow] = []
-    for url, code in CsvRows(blocks):
+    reader = CsvRows(blocks)
+    for row in reader:
         if len(rows) == max_rows:
             raise PayloadTooLargeError(
                 f"The file has more than {max_rows:,} rows; upload it directly with POST /bulk/uploads."
             )
-        rows.append(BulkRow(url=url, code=code))
+        rows.append(row)
     if not rows:
         raise InvalidCsvError("The file has a header but no rows.")
-    return rows
+    assert reader.format is not None
+    encoding = FileEncoding(fallback=reader.format.fallback, fallback_lines=reader.fallback_lines)
+    return UploadedFile(rows=rows, encoding=encoding)
 
 
 def _file_from_multipart(raw: bytes, content_type: str) -> bytes:
