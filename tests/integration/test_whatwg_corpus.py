@@ -60,7 +60,9 @@ def test_every_failure_is_a_4xx_and_nothing_is_a_5xx(api_with_all_schemes: Modul
 def test_accepted_urls_come_back_as_the_standard_serialises_them(api_with_all_schemes: ModuleType) -> None:
     # Compared after percent-decoding: since this corpus revision the standard percent-encodes a
     # few more characters (such as ^ in paths).
-    compared = 0
+    # URLs with a user name or password are valid URLs that the shortener refuses on purpose (a
+    # phishing disguise): refused for that reason (and no other URL is), they count as checked.
+    compared = refused_credentials = 0
     for case in absolute_cases():
         if case.get("failure") or "href" not in case:
             continue
@@ -68,4 +70,7 @@ def test_accepted_urls_come_back_as_the_standard_serialises_them(api_with_all_sc
         if answer["statusCode"] in (200, 201):
             assert unquote(json.loads(answer["body"])["url"]) == unquote(case["href"]), case
             compared += 1
-    assert compared > 150
+        elif "user name or password" in json.loads(answer["body"])["message"]:
+            assert answer["statusCode"] == 400 and (case.get("username") or case.get("password")), case
+            refused_credentials += 1
+    assert compared > 140 and compared + refused_credentials > 150
