@@ -481,21 +481,27 @@ def durable_services(resources: Resources, data_dir: Path) -> list[ServiceState]
     buckets' objects (their bodies in files of their own in ``data_dir``)."""
     buckets = {logical_id: resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)}
     return [
-        DynamoDbState(ACCOUNT_ID, resources.region, forget_on_restart(resources)),
+        DynamoDbState(
+            ACCOUNT_ID,
+            resources.region,
+            forget_on_restart(resources),
+            forget_on_restart(resources, "ExpireOnRestart"),
+        ),
         SqsState(ACCOUNT_ID, resources.region),
         ApiKeysState(ACCOUNT_ID, resources.region),
         S3State(ACCOUNT_ID, data_dir, buckets),
     ]
 
 
-def forget_on_restart(resources: Resources) -> dict[str, list[str]]:
+def forget_on_restart(resources: Resources, rule: str = "ForgetOnRestart") -> dict[str, list[str]]:
     """Table name -> the attributes that its restored items lose, from the table's
     ``Metadata: {LocalStack: {ForgetOnRestart: [...]}}``: what describes a process of the previous
-    run (a loop's heartbeat), since a restart ended every process."""
+    run (a loop's heartbeat), since a restart ended every process. With ``rule``
+    ``ExpireOnRestart``: the lease attributes that restored items keep, run out (set to 0)."""
     forgotten = {}
     for logical_id in resources.of_type(TABLE):
         metadata = resources.template["Resources"][logical_id].get("Metadata", {})
-        attributes = metadata.get("LocalStack", {}).get("ForgetOnRestart", [])
+        attributes = metadata.get("LocalStack", {}).get(rule, [])
         if attributes:
             forgotten[resources.physical_id(logical_id)] = [str(name) for name in attributes]
     return forgotten

@@ -1,8 +1,8 @@
 """Reserved concurrency against the account's quota, before deploying.
 
-The stack reserves concurrent executions (the poller 2 x MaxLoops, the API ApiReservedConcurrency
-when set), and Lambda keeps at least 100 of the account's executions unreserved: a deploy whose
-reservations leave fewer fails halfway, in CloudFormation, with "Specified
+The stack reserves concurrent executions (the poller 2 x MaxLoops, the files function 10, the API
+ApiReservedConcurrency when set), and Lambda keeps at least 100 of the account's executions
+unreserved: a deploy whose reservations leave fewer fails halfway, in CloudFormation, with "Specified
 ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below
 its minimum value of [100]". `make deploy` reads the account's settings first (`lambda
 get-account-settings`) and stops with the quota to ask for."""

@@ -294,7 +294,16 @@ def _results_file(job: Job) -> tuple[str, datetime] | None:
 def _restart_stalled_work(job: Job) -> None:
     """A split or a results file whose worker died is asked for again (see status.stalled_work)."""
     invoker = files_function()
-    stalled = status.stalled_work(job, clock.now())
+    now = clock.now()
+    if invoker is not None and job.upload is not None and status.may_have_lost_its_upload_event(job, now):
+        etag = files().uploaded_etag(job.bucket, job.upload.key)
+        if etag is not None:
+            logger.warning("Splitting an upload whose S3 event was lost", extra={"job_id": job.job_id})
+            invoker.continue_split(
+                SplitRequest(job_id=job.job_id, bucket=job.bucket, key=job.upload.key, etag=etag)
+            )
+        return
+    stalled = status.stalled_work(job, now)
     if invoker is None or stalled is None:
         return
     logger.warning("Restarting stalled work", extra={"job_id": job.job_id, "work": stalled})

@@ -46,13 +46,20 @@ class DynamoDbState:
     kind = "items"
 
     def __init__(
-        self, account_id: str, region: str, forget_on_restart: Mapping[str, Sequence[str]] | None = None
+        self,
+        account_id: str,
+        region: str,
+        forget_on_restart: Mapping[str, Sequence[str]] | None = None,
+        expire_on_restart: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """``forget_on_restart``: table name -> attributes that restored items lose (what describes
-        a process of the previous run, such as a heartbeat)."""
+        a process of the previous run, such as a heartbeat). ``expire_on_restart``: table name ->
+        number attributes (epoch seconds a lease runs until) that restored items keep, set to 0: a
+        lease held by an invocation of the previous run, which died with it, has run out."""
         self.account_id = account_id
         self.region = region
         self._forget = {table: tuple(names) for table, names in (forget_on_restart or {}).items()}
+        self._expire = {table: tuple(names) for table, names in (expire_on_restart or {}).items()}
         self._sink: Sink | None = None
         self._missing: set[str] = set()
 
@@ -130,14 +137,18 @@ class DynamoDbState:
             log.warning("state: unknown DynamoDB record %r is skipped", operation)
 
     def finish_restore(self) -> int:
-        """Drop the forgotten attributes; how many items the tables now hold."""
+        """Drop the forgotten attributes, expire the leases; how many items the tables now hold."""
         total = 0
         for table in self.backend.tables.values():
             forget = self._forget.get(table.name, ())
+            expire = self._expire.get(table.name, ())
             for item in _items(table):
                 total += 1
                 for attribute in forget:
                     item.attrs.pop(attribute, None)
+                for attribute in expire:
+                    if attribute in item.attrs:
+                        item.attrs[attribute] = DynamoType({"N": "0"})
         return total
 
 

@@ -1,6 +1,7 @@
 """The API function under moto, driven with API Gateway proxy events."""
 
 import json
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -8,7 +9,7 @@ import boto3
 import pytest
 
 from shortener.dal.aws import DynamoDBTable
-from shortener.logic.codes import hash_code_candidates
+from shortener.logic.codes import code_generator
 from shortener.settings import api_settings
 from tests.support.api import call, get_code, post_json, response_header
 from tests.support.bulk import cancel_for_throttling
@@ -164,6 +165,12 @@ def test_the_configured_app_site_association_document_is_served(
     assert json.loads(answer["body"]) == document
 
 
+def hashed(url: str) -> Iterator[str]:
+    """The hash codes of ``url`` under the functions' code key."""
+    settings = api_settings()
+    return code_generator(settings.CODE_ALPHABET, settings.CODE_KEY).hash_candidates(url)
+
+
 def test_hash_strategy_gives_the_url_hash_prefix(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODE_STRATEGY", "hash")
     api_settings.cache_clear()
@@ -172,7 +179,7 @@ def test_hash_strategy_gives_the_url_hash_prefix(api: ModuleType, monkeypatch: p
     again = post_json(api, {"url": "https://example.com/hashed"})
     code = json.loads(first["body"])["code"]
     assert (first["statusCode"], again["statusCode"]) == (201, 200)
-    assert code == next(hash_code_candidates("https://example.com/hashed"))
+    assert code == next(hashed("https://example.com/hashed"))
     assert json.loads(again["body"])["code"] == code
 
 
@@ -180,7 +187,7 @@ def test_hash_strategy_lengthens_the_code_when_the_prefix_is_taken(
     api: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the 4-character prefix of a URL's hash already taken by a custom code
-    prefix = next(hash_code_candidates("https://example.com/collide"))
+    prefix = next(hashed("https://example.com/collide"))
     assert post_json(api, {"url": "https://other.example/", "code": prefix})["statusCode"] == 201
     monkeypatch.setenv("CODE_STRATEGY", "hash")
     api_settings.cache_clear()
@@ -188,7 +195,7 @@ def test_hash_strategy_lengthens_the_code_when_the_prefix_is_taken(
     # When the URL is shortened
     body = json.loads(post_json(api, {"url": "https://example.com/collide"})["body"])
     # Then it gets the 5-character prefix and the custom code is untouched
-    assert body["code"] == prefix + "".join(list(hash_code_candidates("https://example.com/collide"))[1][4:])
+    assert body["code"] == prefix + "".join(list(hashed("https://example.com/collide"))[1][4:])
     assert response_header(get_code(api, prefix), "Location") == "https://other.example/"
 
 

@@ -81,13 +81,13 @@ class World:
             is_file_changed=lambda exc: isinstance(exc, FileChangedError),
         )
 
-    def upload(self, data: bytes) -> SplitRequest:
+    def upload(self, data: bytes, own_hosts: tuple[str, ...] = ()) -> SplitRequest:
         """A job waiting for its file, then the file put where its presigned URL points."""
         job, _ = create_upload_job(
             DirectUploadRequest(file_name="links.csv", size=len(data)),
             jobs=self.jobs,
             files=self.files,
-            origin=JobOrigin(base_url="https://sho.rt/", bucket=self.bucket),
+            origin=JobOrigin(base_url="https://sho.rt/", bucket=self.bucket, own_hosts=own_hosts),
             options=BulkOptions(),
             url_seconds=600,
         )
@@ -317,6 +317,22 @@ def test_the_count_that_completes_a_job_asks_for_its_results_file_once(
     job = world.job(request.job_id)
     assert job.complete and job.succeeded == 450
     assert world.successor.results == [request.job_id]
+
+
+def test_a_direct_uploads_rows_are_checked_against_the_apis_own_hosts_as_body_rows_are(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a direct upload accepted on the API's execute-api host, whose file links back to it
+    api_host = "abc123.execute-api.us-east-1.amazonaws.com"
+    data = f"url\nhttps://example.com/fine\nhttps://{api_host}/Prod/xyz\n".encode()
+    request = world.upload(data, own_hosts=(api_host,))
+    # When it is split and processed
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    # Then the row that links back to the API failed, the other succeeded
+    job = world.job(request.job_id)
+    assert job.own_hosts == [api_host]
+    assert (job.succeeded, job.failed) == (1, 1)
 
 
 def test_the_results_file_is_written_once_and_holds_every_row(

@@ -190,6 +190,42 @@ def test_a_split_whose_invocation_died_is_asked_for_again_when_its_status_is_rea
     ]
 
 
+def test_an_upload_whose_s3_event_was_lost_is_split_when_its_status_is_read(
+    api: ModuleType, files_function: RecordingFiles
+) -> None:
+    from freezegun import freeze_time
+
+    # Given an upload job whose file is in the bucket, but every invocation for its S3 event failed
+    # before claiming the split (nothing recorded the file's arrival)
+    with freeze_time("2026-05-01T10:00:00Z"):
+        job_id = an_upload_job(api)
+        # A status read while S3's event may still come leaves the bucket alone
+        assert status(api, job_id)["phase"] == "awaiting_upload"
+        assert files_function.splits == []
+        put = boto3.client("s3").put_object(
+            Bucket=BUCKET, Key=f"uploads/{job_id}.csv", Body=b"url\nhttps://a.example/\n"
+        )
+    # When its status is read after the grace
+    with freeze_time("2026-05-01T10:00:31Z"):
+        assert status(api, job_id)["phase"] == "awaiting_upload"
+    # Then the split is asked for, of the file that is there (its ETag unquoted, as events give it)
+    assert [(request.job_id, request.key, request.etag) for request in files_function.splits] == [
+        (job_id, f"uploads/{job_id}.csv", put["ETag"].strip('"'))
+    ]
+
+
+def test_an_upload_not_yet_made_is_not_split_however_often_its_status_is_read(
+    api: ModuleType, files_function: RecordingFiles
+) -> None:
+    from freezegun import freeze_time
+
+    with freeze_time("2026-05-01T10:00:00Z"):
+        job_id = an_upload_job(api)
+    with freeze_time("2026-05-01T10:05:00Z"):
+        assert status(api, job_id)["phase"] == "awaiting_upload"
+    assert files_function.splits == []
+
+
 def test_a_new_job_starts_the_loops_it_needs_itself(
     api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

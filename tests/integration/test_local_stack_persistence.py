@@ -502,3 +502,29 @@ def test_api_keys_made_while_running_survive_a_crash(stacks: Stacks) -> None:
     assert (restored["value"], restored["enabled"]) == ("k" * 40, True)
     plans = apigateway.get_usage_plans(keyId=restored["id"])["items"]
     assert [plan["id"] for plan in plans] == [resources.physical_id("KeysUsagePlan")]
+
+
+def test_restored_jobs_keep_their_leases_run_out_so_work_in_flight_is_taken_over(stacks: Stacks) -> None:
+    # Given a job whose split and results file are leased to invocations far into the future
+    resources = stacks.open()
+    key = {"job_id": {"S": "j1"}, "sk": {"S": "job"}}
+    leased = {
+        "split_owner": {"S": "inv-1"},
+        "split_lease": {"N": "1900000000"},
+        "results_owner": {"S": "inv-2"},
+        "results_lease": {"N": "1900000000"},
+    }
+    dynamodb(resources).put_item(
+        TableName=resources.physical_id("JobsTable"), Item={**key, "split_offset": {"N": "7"}, **leased}
+    )
+    # When the stack is started again (those invocations died with it)
+    stacks.stop()
+    resources = stacks.open()
+    # Then the owners are kept but both leases have run out, so the next claim takes them over
+    assert get(resources, "JobsTable", key) == {
+        **key,
+        "split_offset": {"N": "7"},
+        **leased,
+        "split_lease": {"N": "0"},
+        "results_lease": {"N": "0"},
+    }

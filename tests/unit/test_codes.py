@@ -1,5 +1,7 @@
 """Code generation, custom-code rules and hash-keyed codes."""
 
+import base64
+import hashlib
 import itertools
 import re
 
@@ -150,11 +152,22 @@ def test_invalid_or_reserved_custom_codes_are_refused(code: str) -> None:
 
 
 def test_hash_codes_are_growing_prefixes_of_one_digest() -> None:
-    candidates = list(hash_code_candidates("https://example.com/"))
+    candidates = list(hash_code_candidates("https://example.com/", "stack:k1"))
     assert len(candidates[0]) == 4
     assert all(later.startswith(candidates[0]) for later in candidates)
-    assert candidates == list(hash_code_candidates("https://example.com/"))
-    assert candidates[0] != next(hash_code_candidates("https://example.org/"))
+    assert candidates == list(hash_code_candidates("https://example.com/", "stack:k1"))
+    assert candidates[0] != next(hash_code_candidates("https://example.org/", "stack:k1"))
+
+
+def test_hash_codes_are_keyed_so_nobody_can_compute_a_urls_code() -> None:
+    # The bare SHA-1 prefix anyone could compute to test whether a URL was shortened
+    url = "https://example.com/private/report"
+    bare = base64.urlsafe_b64encode(hashlib.sha1(url.encode()).digest()).decode()
+    keyed = list(CodeGenerator(key="stack-a").hash_candidates(url))
+    # Then the codes are not its prefixes, and depend on the stack's key
+    assert not bare.startswith(keyed[0])
+    assert keyed != list(CodeGenerator(key="stack-b").hash_candidates(url))
+    assert keyed == list(CodeGenerator(key="stack-a").hash_candidates(url))
 
 
 # Codes are a stored contract: links written with them exist. These were generated before code

@@ -13,10 +13,11 @@ def settings(quota: int, unreserved: int) -> dict[str, object]:
     return {"AccountLimit": {"ConcurrentExecutions": quota, "UnreservedConcurrentExecutions": unreserved}}
 
 
-def test_the_template_reserves_two_executions_per_loop_and_the_apis_when_set() -> None:
-    assert template_reservations(TEMPLATE, {}) == {"PollerFunction": 20}
+def test_the_template_reserves_two_executions_per_loop_the_files_ten_and_the_apis_when_set() -> None:
+    assert template_reservations(TEMPLATE, {}) == {"PollerFunction": 20, "FilesFunction": 10}
     assert template_reservations(TEMPLATE, {"MaxLoops": "50", "ApiReservedConcurrency": "7"}) == {
         "PollerFunction": 100,
+        "FilesFunction": 10,
         "ApiFunction": 7,
     }
 

@@ -120,6 +120,18 @@ def test_the_pollers_reserved_concurrency_is_twice_max_loops(max_loops: str) -> 
     assert int(properties["ReservedConcurrentExecutions"]) == 2 * int(max_loops)
 
 
+def test_the_files_function_recurses_within_a_reservation_and_reports_failed_events() -> None:
+    properties = resolved().properties("FilesFunction")
+    assert properties["RecursiveLoop"] == "Allow"
+    assert int(properties["ReservedConcurrentExecutions"]) == 10
+    template = load_template()["Resources"]["FilesFunction"]["Properties"]
+    assert template["EventInvokeConfig"]["MaximumRetryAttempts"] == 2
+    assert template["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {
+        "Type": "SNS",
+        "Destination": {"Ref": "OperationsTopic"},
+    }
+
+
 def test_the_api_is_unreserved_by_default_and_capped_when_asked() -> None:
     assert "ReservedConcurrentExecutions" not in resolved().properties("ApiFunction")
     assert (

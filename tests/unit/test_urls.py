@@ -39,6 +39,25 @@ def test_bad_urls_are_refused_saying_why(raw: str, reason: str) -> None:
         normalise_url(raw, WEB)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "javascript:alert(document.cookie)",
+        "JavaScript:alert(1)",
+        "data:text/html,<b>x</b>",
+        "file:///etc/passwd",
+    ],
+)
+def test_dangerous_schemes_are_refused_even_when_an_operator_lists_them(raw: str) -> None:
+    # Given an operator who listed them in AllowedSchemes
+    reckless = UrlPolicy(frozenset({"https", "javascript", "data", "file"}), max_length=100)
+    # Then they are not in the policy, and a URL with one is refused with a clear reason
+    assert reckless.allowed_schemes == frozenset({"https"})
+    with pytest.raises(InvalidUrlError, match="is not allowed, ever"):
+        normalise_url(raw, reckless)
+    assert normalise_url("https://example.com/", reckless) == "https://example.com/"
+
+
 def test_app_schemes_can_be_allowed_by_configuration() -> None:
     apps = UrlPolicy(allowed_schemes=frozenset({"https", "myapp"}), max_length=100)
     assert normalise_url("myapp://product/42", apps) == "myapp://product/42"

@@ -58,6 +58,17 @@ class BulkFiles:
         )
         return url, _after(expires_in)
 
+    def uploaded_etag(self, bucket: str, key: str) -> str | None:
+        """The ETag (unquoted, as S3's events give it) of the object at ``key``, or None when
+        there is none (HeadObject: 404, or 403 without s3:ListBucket)."""
+        try:
+            response = self.client.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey", "403"):
+                return None
+            raise
+        return str(response["ETag"]).strip('"')
+
     def read(self, bucket: str, key: str, *, offset: int, etag: str) -> Iterator[bytes]:
         """The object's bytes from ``offset`` on, in blocks, as they arrive (one GetObject with a
         Range, only while the object still has ``etag``: FileChangedError otherwise)."""

@@ -238,6 +238,7 @@ class CodeGenerator:
             alphabet = permutation_key = DEFAULT_ALPHABET
             material = f"alphabet:{alphabet}"
         self.fingerprint = hmac.new(material.encode(), b"shortener code key", hashlib.sha256).hexdigest()[:16]
+        self._material = material
         self._permutation = IdPermutation(permutation_key)
         blocklist = sorted(set(DEFAULT_BLOCKLIST) | RESERVED_WORDS)
         self._sqids = Sqids(alphabet=alphabet, min_length=MIN_GENERATED_LENGTH, blocklist=blocklist)
@@ -246,6 +247,10 @@ class CodeGenerator:
     def encode(self, link_id: int) -> str:
         """The code of counter id ``link_id`` (a positive integer)."""
         return self._encoder.encode(self._permutation.forward(link_id))
+
+    def hash_candidates(self, normalised_url: str) -> Iterator[str]:
+        """The ``CodeStrategy=hash`` codes of a URL, keyed with this generator's key."""
+        return hash_code_candidates(normalised_url, self._material)
 
     def id_of(self, code: str) -> int | None:
         """The counter id that generates exactly ``code``, or None when no id ever would. Custom and
@@ -305,9 +310,12 @@ def validate_custom_code(code: str) -> str:
     return code
 
 
-def hash_code_candidates(normalised_url: str) -> Iterator[str]:
-    """Ever longer prefixes (from 4 characters) of the URL-safe base64 SHA-1 of the URL."""
-    digest = base64.urlsafe_b64encode(hashlib.sha1(normalised_url.encode()).digest()).decode()  # noqa: S324 - a short id, not security
+def hash_code_candidates(normalised_url: str, key: str) -> Iterator[str]:
+    """Ever longer prefixes (from 4 characters) of the URL-safe base64 HMAC-SHA-256 of the URL under
+    ``key`` (the stack's code key): a bare digest would let anyone test whether a URL was shortened
+    by computing its code and following it."""
+    mac = hmac.new(key.encode(), normalised_url.encode(), hashlib.sha256).digest()
+    digest = base64.urlsafe_b64encode(mac).decode()
     digest = digest.rstrip("=")
     for length in range(MIN_HASH_LENGTH, len(digest) + 1):
         candidate = digest[:length]

@@ -12,7 +12,7 @@ from cachetools import TTLCache
 from shortener import clock
 from shortener.dal.links import ClaimOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.logic.blocklist import HostGuard
-from shortener.logic.codes import CodeGenerator, hash_code_candidates, is_well_formed, validate_custom_code
+from shortener.logic.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.logic.takedown import BlockedHostsSnapshot, check_host
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
 from shortener.models.exceptions import (
@@ -282,7 +282,7 @@ class LinkService:
         raise CodeTakenError(f"The code '{code}' is already in use for another URL.")
 
     def _shorten_by_hash(self, template: Link) -> tuple[Link, bool]:
-        for candidate in hash_code_candidates(template.url):
+        for candidate in self._generator.hash_candidates(template.url):
             try:
                 return self._claim_code(candidate, template, is_custom=False)
             except CodeTakenError:

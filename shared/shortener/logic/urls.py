@@ -16,6 +16,12 @@ _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 _READ_ATTRIBUTES = ("href", "hostname", "username", "password")
 
 
+# Never shortened, even if an operator lists them in AllowedSchemes: a redirect to them runs script
+# in (javascript), or serves content from (data), the page that follows the link, or reads the
+# clicker's own disk (file).
+NEVER_ALLOWED_SCHEMES = frozenset({"javascript", "data", "file"})
+
+
 @dataclass(frozen=True, slots=True)
 class UrlPolicy:
     """What may be shortened: the allowed schemes, a length cap, and hosts that are refused (the
@@ -30,6 +36,7 @@ class UrlPolicy:
         # spellings are one host.
         canonical = frozenset(filter(None, (canonical_host(host) for host in self.own_hosts)))
         object.__setattr__(self, "own_hosts", canonical)
+        object.__setattr__(self, "allowed_schemes", self.allowed_schemes - NEVER_ALLOWED_SCHEMES)
 
     def with_own_host(self, *hosts: str | None) -> "UrlPolicy":
         """The same policy, also refusing ``hosts`` (the host a request arrived on, the API's
@@ -70,6 +77,11 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
         ) from exc
     normalised = parsed["href"]
     scheme = normalised[: normalised.index(":")]
+    if scheme in NEVER_ALLOWED_SCHEMES:
+        raise InvalidUrlError(
+            f"The scheme '{scheme}' is not allowed, ever: a short link must not run script, serve content "
+            "or open local files."
+        )
     if scheme not in policy.allowed_schemes:
         allowed = ", ".join(sorted(policy.allowed_schemes))
         # 'example.com:8080/x' parses with the "scheme" example.com: it is a host without a scheme.

@@ -167,6 +167,9 @@ class Job(BaseModel):
     # The base of short URLs and the host the job came in on, for the results file and the rows.
     base_url: str = ""
     own_host: str | None = None
+    # The API's other hosts (its execute-api host, custom domain) as the request that created the
+    # job saw them: a direct upload's rows are checked against them as a body upload's are.
+    own_hosts: list[str] = []
     # The uploader's owner id (the API key's owner); None for jobs from before owners existed
     # (admins only).
     owner: str | None = None

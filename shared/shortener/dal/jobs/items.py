@@ -132,6 +132,8 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
     for name in ("bucket", "base_url", "own_host", "owner", "notify_topic"):
         if value := getattr(job, name):
             item[name] = {"S": value}
+    if job.own_hosts:
+        item["own_hosts"] = {"L": [{"S": host} for host in job.own_hosts]}
     if job.upload is not None:
         item["upload"] = {
             "M": {
@@ -184,6 +186,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         bucket=text("bucket") or "",
         base_url=text("base_url") or "",
         own_host=text("own_host"),
+        own_hosts=[host["S"] for host in item.get("own_hosts", {}).get("L", [])],
         owner=text("owner"),
         notify_topic=text("notify_topic"),
         upload=UploadSource(

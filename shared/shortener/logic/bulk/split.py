@@ -196,6 +196,7 @@ class _Run:
         self.packer = MessagePacker(
             job.job_id,
             own_host=job.own_host,
+            own_hosts=job.own_hosts,
             owner=job.owner,
             max_rows=options.rows_per_message,
             max_bytes=options.message_bytes,

@@ -12,6 +12,10 @@ StalledWork = Literal["split", "results"]
 # A complete job whose results file nobody has claimed this long after its last count has lost
 # the request for it (the one that completed it died before asking).
 RESULTS_REQUEST_GRACE = timedelta(seconds=30)
+# How long after a job was accepted its status reads leave the arrival of its file to S3's event
+# before they look in the bucket themselves (an event whose invocations all failed before claiming
+# the split would otherwise leave the job at awaiting_upload until it expires).
+UPLOAD_EVENT_GRACE = timedelta(seconds=30)
 
 
 def status_view(
@@ -63,6 +67,20 @@ def stalled_work(job: Job, now: datetime) -> StalledWork | None:
         return "results" if job.results_lease_until < epoch else None
     last_progress = job.updated_at or job.created_at
     return "results" if now - last_progress > RESULTS_REQUEST_GRACE else None
+
+
+def may_have_lost_its_upload_event(job: Job, now: datetime) -> bool:
+    """Whether ``job`` still waits for its file long enough after it was accepted that the file may
+    be in the bucket with its S3 event lost (every invocation for it failed before claiming the
+    split): its status read then looks for the file and asks for the split itself."""
+    return (
+        job.kind == "upload"
+        and job.upload is not None
+        and not job.split_done
+        and not job.file_arrived
+        and bool(job.bucket)
+        and now - job.created_at > UPLOAD_EVENT_GRACE
+    )
 
 
 def delivers_inline(job: Job, inline_rows: int) -> bool:

@@ -188,6 +188,7 @@ def _new_job(job_id: str, origin: JobOrigin, *, total: int, chunks: int) -> Job:
         bucket=origin.bucket,
         base_url=origin.base_url,
         own_host=origin.own_host,
+        own_hosts=list(origin.own_hosts),
         owner=origin.owner,
         notify_topic=origin.notify_topic,
         usage=_ONE_WRITE,
