@@ -3,7 +3,7 @@ with N links in the links table.
 
     python -m benchmarks local_store [--links 1000000] [--rounds 5]
 
-A local stack subprocess (`python -m local_stack`, no durable state) gets one link
+A local stack subprocess (`python -m local_stack`, its durable state in a fresh folder) gets one link
 with its admin key (`POST /`, which names the key's owner), then N links of that owner by BatchWriteItem
 straight into its embedded AWS (4 writers), shaped as the API writes them (the ByOwner index keys
 included). Each GET is then timed --rounds times (median and max printed), with the links table's
@@ -34,7 +34,12 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         stack = _Stack(
-            ["--api-port", "0", "--aws-port", "0", "--log-level", "WARNING"], Path(folder) / "stack.log"
+            [
+                *("--api-port", "0", "--aws-port", "0", "--log-level", "WARNING"),
+                "--data-dir",
+                str(Path(folder)),
+            ],
+            Path(folder) / "stack.log",
         )
         stack.start(START_TIMEOUT)
         try:
@@ -43,6 +48,9 @@ def main() -> None:
             _fill(stack, owner, options.links)
             print(f"filled {options.links} links in {time.perf_counter() - started:.1f} s")
             count = _count(stack)
+            listed = _request(stack, "GET", "/links?limit=10")["links"]
+            if len(listed) != min(10, count):
+                raise RuntimeError(f"GET /links?limit=10 listed {len(listed)} links of {count}")
             for path in ("/links?limit=10", "/jobs?limit=10"):
                 times = [_get(stack, path) for _ in range(options.rounds)]
                 print(
