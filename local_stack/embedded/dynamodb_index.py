@@ -6,7 +6,8 @@ walking them: 13.8 s for one Query with 810,000 items. Here each index of a tabl
 sorted list per index partition (the index hash key's value), ordered as moto orders an index
 Query's results (index range key, then the table's hash and range keys), maintained on moto's
 item writers (``Table.put_item``, ``Table.delete_item``, ``DynamoDBBackend.update_item``; every
-other way of changing an item goes through them) and built on a table's first index Query. A
+other way of changing an item goes through them) and built on a table's first write or index
+Query. A
 Query starts at its ExclusiveStartKey or its key condition's bound by bisection and stops at its
 Limit or the end of the key condition, so its cost is in proportion to what it reads.
 
@@ -18,7 +19,7 @@ partition) is left to moto's walk. One difference: moto also ends a page early w
 *after* the key condition's end would not fit in the 1 MB page; this does not look past the end.
 
 State restored from the durable journal is written into moto's tables directly: the restore
-drops the table's index (:func:`forget`), rebuilt on the next index Query."""
+drops the table's index (:func:`forget`), rebuilt on the next write or index Query."""
 
 import copy
 import threading
@@ -116,9 +117,12 @@ def _index_of(table: Table, name: str) -> _Index | None:
 
 def _written(table: Table, hash_key: DynamoType, range_key: DynamoType | None) -> None:
     with _lock:
-        built = _indexes.get(table)
-        if not built:
-            return
+        if table not in _indexes:
+            # A table's first write builds its indexes (once, then kept): not the first Query,
+            # which would wait for it.
+            for declared in table.all_indexes():
+                _index_of(table, declared.name)
+        built = _indexes[table]
         item = table.get_item(hash_key, range_key) if hash_key is not None else None
         for index in built.values():
             if item is None:
