@@ -122,7 +122,7 @@ def _written(table: Table, hash_key: DynamoType, range_key: DynamoType | None) -
             # which would wait for it.
             for declared in table.all_indexes():
                 _index_of(table, declared.name)
-        built = _indexes[table]
+        built = _indexes.setdefault(table, {})  # no index it can use: still none built
         item = table.get_item(hash_key, range_key) if hash_key is not None else None
         for index in built.values():
             if item is None:

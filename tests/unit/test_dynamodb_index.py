@@ -222,3 +222,24 @@ def test_every_key_condition_and_direction_against_moto_walk() -> None:
                     indexed = _all_pages(client, arguments)
                     assert dynamodb_index.stats.examined > before or not indexed[0][0]
                     assert indexed == _walk(client, arguments), (expression, forward, limit)
+
+
+def test_a_table_without_indexes_is_written_as_before() -> None:
+    dynamodb_index.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="Plain",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.put_item(TableName="Plain", Item={"pk": {"S": "a"}})
+        client.update_item(
+            TableName="Plain",
+            Key={"pk": {"S": "a"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"N": "1"}},
+        )
+        client.delete_item(TableName="Plain", Key={"pk": {"S": "b"}})
+        assert client.get_item(TableName="Plain", Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "1"}
