@@ -24,6 +24,7 @@ from moto.dynamodb.models.table import Table
 
 from local_stack.durability.journal import Record
 from local_stack.durability.service import Sink, renamed
+from local_stack.embedded import dynamodb_index
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ class DynamoDbState:
                 self._missing.add(name)
                 log.warning("state: table %s no longer exists; its saved items are dropped", name)
             return
+        # Written behind moto's item writers: the sorted index is rebuilt on its next Query.
+        dynamodb_index.forget(table)
         if operation == "put":
             _insert(table, renamed(value, renames))
         elif operation == "items":

@@ -42,7 +42,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack.embedded import bucket_policies, delete_refusals, lambda_quota
+from local_stack.embedded import bucket_policies, delete_refusals, dynamodb_index, lambda_quota
 from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
 from local_stack.s3.buckets import PresignedUrlGate
@@ -196,6 +196,7 @@ def install_moto_fixes() -> None:
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
+    dynamodb_index.install()
     # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
     delete_refusals.install()
     # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).

@@ -1,0 +1,245 @@
+"""The sorted index answers an index Query exactly as moto's walk does, reading only what it returns."""
+
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+from local_stack.embedded import dynamodb_index
+
+OWNERS = ["a", "b", "c"]
+
+
+def _table(client: Any) -> None:
+    client.create_table(
+        TableName="T",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "owner", "AttributeType": "S"},
+            {"AttributeName": "at", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "ByOwner",
+                "KeySchema": [
+                    {"AttributeName": "owner", "KeyType": "HASH"},
+                    {"AttributeName": "at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _all_pages(client: Any, arguments: dict[str, Any]) -> list[Any]:
+    pages = []
+    start = None
+    for _ in range(200):
+        page = client.query(**arguments, **({"ExclusiveStartKey": start} if start else {}))
+        pages.append((page["Items"], page.get("LastEvaluatedKey"), page["ScannedCount"]))
+        start = page.get("LastEvaluatedKey")
+        if start is None:
+            break
+    return pages
+
+
+def _walk(client: Any, arguments: dict[str, Any]) -> list[Any]:
+    """moto's own answer: the fast path declines every query."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(dynamodb_index, "_fast_query", lambda *a, **k: None)
+        return _all_pages(client, arguments)
+
+
+items_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["p1", "p2", "p3"]),
+        st.sampled_from(["s1", "s2", "s3", "s4"]),
+        st.sampled_from([*OWNERS, None]),
+        st.sampled_from(["2026-01", "2026-02", "2026-02b", "2026-03", "2027", "x"]),
+        st.integers(0, 3),
+    ),
+    max_size=40,
+)
+CONDITIONS = [
+    ("", {}),
+    (" AND #a = :x", {":x": {"S": "2026-02"}}),
+    (" AND #a < :x", {":x": {"S": "2026-02b"}}),
+    (" AND #a <= :x", {":x": {"S": "2026-02b"}}),
+    (" AND #a > :x", {":x": {"S": "2026-02"}}),
+    (" AND #a >= :x", {":x": {"S": "2026-02"}}),
+    (" AND #a BETWEEN :x AND :y", {":x": {"S": "2026-02"}, ":y": {"S": "2026-03"}}),
+    (" AND begins_with(#a, :x)", {":x": {"S": "2026-02"}}),
+    (" AND begins_with(#a, :x)", {":x": {"S": "2026"}}),
+]
+conditions = st.sampled_from(CONDITIONS)
+
+
+@settings(max_examples=60)
+@given(
+    items=items_strategy,
+    condition=conditions,
+    owner=st.sampled_from(OWNERS),
+    limit=st.sampled_from([None, 1, 2, 5]),
+    forward=st.booleans(),
+    filtered=st.booleans(),
+    deletes=st.integers(0, 5),
+)
+def test_same_answer_as_moto_walk(
+    items: list[tuple[str, str, str | None, str, int]],
+    condition: tuple[str, dict[str, Any]],
+    owner: str,
+    limit: int | None,
+    forward: bool,
+    filtered: bool,
+    deletes: int,
+) -> None:
+    dynamodb_index.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        _table(client)
+        client.query(  # build the index before the writes, so they maintain it
+            TableName="T",
+            IndexName="ByOwner",
+            KeyConditionExpression="#o = :o",
+            ExpressionAttributeNames={"#o": "owner"},
+            ExpressionAttributeValues={":o": {"S": "a"}},
+        )
+        for pk, sk, item_owner, at, n in items:
+            item = {"pk": {"S": pk}, "sk": {"S": sk}, "at": {"S": at}, "n": {"N": str(n)}}
+            if item_owner is not None:
+                item["owner"] = {"S": item_owner}
+            client.put_item(TableName="T", Item=item)
+        for pk, sk, _, _, n in items[:deletes]:
+            if n % 2:
+                client.delete_item(TableName="T", Key={"pk": {"S": pk}, "sk": {"S": sk}})
+            else:  # moves the item to another partition or place
+                client.update_item(
+                    TableName="T",
+                    Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                    UpdateExpression="SET #o = :o, #a = :a",
+                    ExpressionAttributeNames={"#o": "owner", "#a": "at"},
+                    ExpressionAttributeValues={":o": {"S": "b"}, ":a": {"S": "2026-02"}},
+                )
+        expression, values = condition
+        arguments: dict[str, Any] = {
+            "TableName": "T",
+            "IndexName": "ByOwner",
+            "KeyConditionExpression": "#o = :o" + expression,
+            "ExpressionAttributeNames": {"#o": "owner", **({"#a": "at"} if expression else {})},
+            "ExpressionAttributeValues": {":o": {"S": owner}, **values},
+            "ScanIndexForward": forward,
+        }
+        if limit is not None:
+            arguments["Limit"] = limit
+        if filtered:
+            arguments["FilterExpression"] = "n > :n"
+            arguments["ExpressionAttributeValues"][":n"] = {"N": "1"}
+        before = dynamodb_index.stats.examined
+        indexed = _all_pages(client, arguments)
+        if indexed[0][2]:  # the index answered, not moto's walk
+            assert dynamodb_index.stats.examined > before
+        assert indexed == _walk(client, arguments)
+
+
+def test_work_is_in_proportion_to_the_result_not_the_table() -> None:
+    dynamodb_index.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        _table(client)
+        for i in range(2000):
+            client.put_item(
+                TableName="T",
+                Item={
+                    "pk": {"S": f"p{i}"},
+                    "sk": {"S": "s"},
+                    "owner": {"S": "a" if i % 2 else "b"},
+                    "at": {"S": f"{i:06d}"},
+                },
+            )
+        before = dynamodb_index.stats.examined
+        page = client.query(
+            TableName="T",
+            IndexName="ByOwner",
+            KeyConditionExpression="#o = :o AND #a > :a",
+            ExpressionAttributeNames={"#o": "owner", "#a": "at"},
+            ExpressionAttributeValues={":o": {"S": "a"}, ":a": {"S": "001000"}},
+            Limit=10,
+            ScanIndexForward=True,
+        )
+        assert [item["at"]["S"] for item in page["Items"]] == [f"{i:06d}" for i in range(1001, 1021, 2)]
+        # The 10 returned items and the one that shows there is more.
+        assert dynamodb_index.stats.examined - before == 11
+        before = dynamodb_index.stats.examined
+        client.query(
+            TableName="T",
+            IndexName="ByOwner",
+            KeyConditionExpression="#o = :o",
+            ExpressionAttributeNames={"#o": "owner"},
+            ExpressionAttributeValues={":o": {"S": "b"}},
+            Limit=10,
+            ScanIndexForward=False,
+            ExclusiveStartKey=page["LastEvaluatedKey"] | {"owner": {"S": "b"}, "at": {"S": "001500"}},
+        )
+        assert dynamodb_index.stats.examined - before == 11
+
+
+def test_every_key_condition_and_direction_against_moto_walk() -> None:
+    """Table-driven: each key condition, both directions, with and without a Limit, on items
+    whose sort values are around every bound (equal sort values too)."""
+    dynamodb_index.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        _table(client)
+        ats = ["2026-01", "2026-02", "2026-02", "2026-02b", "2026-03", "2027", "x"]
+        for i, at in enumerate(ats):
+            for owner in ("a", "b"):
+                client.put_item(
+                    TableName="T",
+                    Item={"pk": {"S": f"p{i}"}, "sk": {"S": owner}, "owner": {"S": owner}, "at": {"S": at}},
+                )
+        for expression, values in CONDITIONS:
+            for forward in (True, False):
+                for limit in (None, 1, 2, 3):
+                    arguments: dict[str, Any] = {
+                        "TableName": "T",
+                        "IndexName": "ByOwner",
+                        "KeyConditionExpression": "#o = :o" + expression,
+                        "ExpressionAttributeNames": {"#o": "owner", **({"#a": "at"} if expression else {})},
+                        "ExpressionAttributeValues": {":o": {"S": "a"}, **values},
+                        "ScanIndexForward": forward,
+                        **({"Limit": limit} if limit else {}),
+                    }
+                    before = dynamodb_index.stats.examined
+                    indexed = _all_pages(client, arguments)
+                    assert dynamodb_index.stats.examined > before or not indexed[0][0]
+                    assert indexed == _walk(client, arguments), (expression, forward, limit)
+
+
+def test_a_table_without_indexes_is_written_as_before() -> None:
+    dynamodb_index.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="Plain",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.put_item(TableName="Plain", Item={"pk": {"S": "a"}})
+        client.update_item(
+            TableName="Plain",
+            Key={"pk": {"S": "a"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"N": "1"}},
+        )
+        client.delete_item(TableName="Plain", Key={"pk": {"S": "b"}})
+        assert client.get_item(TableName="Plain", Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "1"}
