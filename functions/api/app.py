@@ -11,8 +11,8 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import web
-from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
+from shortener import clock, web
+from shortener.models.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest
 from shortener.observability import logger, metrics
 from shortener.services import api_links as links
@@ -44,7 +44,7 @@ def apple_app_site_association() -> str:
     return json.dumps(api_settings().APPLE_APP_SITE_ASSOCIATION, separators=(",", ":"))
 
 
-@lru_cache(maxsize=3)
+@lru_cache(maxsize=4)
 def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
@@ -91,14 +91,18 @@ def app_site_association() -> Response[str]:
 @app.head("/<code>")
 def follow(code: str) -> Response[str]:
     event = app.current_event
-    resolution = links().resolve(code, fresh=web.wants_fresh(event.headers))
+    # HEAD only looks: it never uses up one of a link's allowed clicks.
+    resolution = links().resolve(
+        code, fresh=web.wants_fresh(event.headers), count_click=event.http_method != "HEAD"
+    )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
+    cache_control = resolution.cache_control(settings.REDIRECT_CACHE_CONTROL, clock.now())
     return Response(
         settings.REDIRECT_STATUS,
         "text/plain; charset=utf-8",
         "",
-        headers={"Location": resolution.url, "Cache-Control": settings.REDIRECT_CACHE_CONTROL},
+        headers={"Location": resolution.url, "Cache-Control": cache_control},
     )
 
 
@@ -112,6 +116,12 @@ def link_not_found(error: LinkNotFoundError) -> Response[str]:
 def link_gone(error: LinkGoneError) -> Response[str]:
     metrics.add_metric(name="RedirectsGone", unit=MetricUnit.Count, value=1)
     return _missing(error, "gone.html")
+
+
+@app.exception_handler(LinkExpiredError)
+def link_expired(error: LinkExpiredError) -> Response[str]:
+    metrics.add_metric(name="RedirectsExpired", unit=MetricUnit.Count, value=1)
+    return _missing(error, "expired.html")
 
 
 def _missing(error: ShortenerError, html_page: str) -> Response[str]:

@@ -3,8 +3,10 @@ job results. Included into the API's resolver by app.py; errors raised here are 
 there."""
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -31,6 +33,7 @@ from shortener.models.jobs import (
     JobStatusView,
     UploadAccepted,
 )
+from shortener.models.links import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.observability import logger, metrics
 from shortener.settings import api_settings
 
@@ -77,6 +80,12 @@ def _options() -> bulk.BulkOptions:
     )
 
 
+def _defaults(fields: Mapping[str, Any]) -> dict[str, str]:
+    """The job's defaults for its rows' expires_at, max_clicks, title and tags (422 if invalid)."""
+    given = {name: fields[name] for name in ATTRIBUTE_COLUMNS if fields.get(name) is not None}
+    return web.parse_request(LinkAttributes, given).as_cells() if given else {}
+
+
 def _origin() -> bulk.JobOrigin:
     event = router.current_event
     return bulk.JobOrigin(
@@ -93,6 +102,7 @@ def _origin() -> bulk.JobOrigin:
 def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
+    defaults = _defaults({name: event.get_query_string_value(name, None) for name in ATTRIBUTE_COLUMNS})
     rows = bulk.read_upload(
         web.body_bytes(event.body, event.is_base64_encoded),
         web.header(event.headers, "content-type"),
@@ -110,6 +120,7 @@ def upload_csv() -> Response[str]:
         options=_options(),
         loops=work_loops(),
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        defaults=defaults,
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
@@ -145,6 +156,7 @@ def direct_upload() -> Response[str]:
         web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
     )
     request = web.parse_request(DirectUploadRequest, fields)
+    defaults = _defaults(fields)
     job, upload = bulk.create_upload_job(
         request,
         jobs=jobs(),
@@ -153,6 +165,7 @@ def direct_upload() -> Response[str]:
         options=_options(),
         url_seconds=settings.UPLOAD_URL_SECONDS,
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
+        defaults=defaults,
     )
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job.job_id)

@@ -121,7 +121,7 @@ def test_reading_on_from_any_saved_position_gives_the_same_rows(
     # Then the two parts are the whole file, each row once, and the counts carry on
     assert taken + list(rest) == whole
     assert rest.position.rows == len(whole)
-    assert [url for url, _ in whole] == urls
+    assert [url for url, _, _ in whole] == urls
 
 
 def test_packing_again_from_a_message_boundary_gives_the_same_messages() -> None:

@@ -532,6 +532,7 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
                 "key": {"S": job.upload.key},
                 "file_name": {"S": job.upload.file_name},
                 "size": {"N": str(job.upload.size)},
+                **({"defaults": {"S": json.dumps(job.upload.defaults)}} if job.upload.defaults else {}),
             }
         }
     if not job.split_done:
@@ -574,6 +575,7 @@ def _job_from_item(item: dict[str, Any]) -> Job:
             file_name=upload["file_name"]["S"],
             size=int(upload["size"]["N"]),
             etag=upload.get("etag", {}).get("S"),
+            defaults=json.loads(upload.get("defaults", {}).get("S", "{}")),
         )
         if upload
         else None,

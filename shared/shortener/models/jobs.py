@@ -24,6 +24,8 @@ class BulkRow(BaseModel):
 
     url: str
     code: str = ""
+    # The row's link attribute cells by column name (``ATTRIBUTE_COLUMNS``), only those not empty.
+    attributes: dict[str, str] | None = None
 
 
 class CsvFormat(BaseModel):
@@ -36,6 +38,8 @@ class CsvFormat(BaseModel):
     has_header: bool
     url_column: int = Field(ge=0)
     code_column: int | None = Field(default=None, ge=0)
+    # The columns of link attributes (expires_at, max_clicks, title, tags) the header names.
+    attribute_columns: dict[str, int] = {}
 
 
 class ReadPosition(BaseModel):
@@ -56,6 +60,8 @@ class UploadSource(BaseModel):
     file_name: str
     size: int = Field(ge=0)
     etag: str | None = None
+    # The job's defaults for its rows' link attributes (text, as validated with the request).
+    defaults: dict[str, str] = {}
 
 
 class SplitState(BaseModel):
@@ -280,6 +286,10 @@ class ChunkMessage(BaseModel):
     chunk: int = Field(ge=0)
     first_row: int = Field(ge=1)
     rows: list[tuple[str, str]] = Field(min_length=1)
+    # Link attribute cells of the rows that have any, by the row's index in ``rows``; and the
+    # job's defaults for every row (both as text, read by ``models.links.attributes_of``).
+    attributes: dict[int, dict[str, str]] = {}
+    defaults: dict[str, str] = {}
     # The host the upload arrived on (and the shortener's other hosts): links back to the
     # shortener itself are refused.
     own_host: str | None = None
@@ -288,7 +298,10 @@ class ChunkMessage(BaseModel):
     owner: str | None = None
 
     def bulk_rows(self) -> list[BulkRow]:
-        return [BulkRow(url=url, code=code) for url, code in self.rows]
+        return [
+            BulkRow(url=url, code=code, attributes=self.attributes.get(index))
+            for index, (url, code) in enumerate(self.rows)
+        ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from shortener.logic.links import IdPool, LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key
 from shortener.models.exceptions import InvalidUrlError, ShortenerError, StorageThrottledError
 from shortener.models.jobs import ChunkIds, ChunkMessage, ChunkResult, JobUsage, RowOutcome
-from shortener.models.links import Link, ShortenRequest
+from shortener.models.links import Link, LinkAttributes, ShortenRequest, attributes_of
 
 _LINKS_PER_BATCH_WRITE = 25
 # Eight chunks of the loop's 250 rows: a container that ends mid-block leaves at most this many
@@ -46,6 +46,7 @@ class ChunkRecords(ChunkOutcomes, Protocol):
 class _GeneratedRow:
     index: int
     url: str  # normalised
+    attributes: LinkAttributes | None = None
 
 
 class ChunkProcessor:
@@ -107,12 +108,19 @@ class ChunkProcessor:
         outcomes: list[RowOutcome | None] = [None] * len(message.rows)
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
+        attributes: dict[int, LinkAttributes] = {}
         for index, (url, code) in enumerate(message.rows):
+            try:
+                if found := _attributes(message, index):
+                    attributes[index] = found
+            except ValidationError as exc:
+                outcomes[index] = _invalid_row(message, index, url, exc)
+                continue
             if code or self._strategy == "hash":
                 conditional.append(index)
                 continue
             try:
-                generated.append(_GeneratedRow(index, normalise_url(url, policy)))
+                generated.append(_GeneratedRow(index, normalise_url(url, policy), attributes.get(index)))
             except InvalidUrlError as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
         for index, error in self._screen(message, generated, conditional, policy).items():
@@ -132,7 +140,7 @@ class ChunkProcessor:
             codes = self._write_generated(message, generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
                 outcomes[row.index] = RowOutcome(row=message.first_row + row.index, url=row.url, code=code)
-        for index, outcome in self._write_conditional(message, conditional, policy):
+        for index, outcome in self._write_conditional(message, conditional, policy, attributes):
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
@@ -188,19 +196,35 @@ class ChunkProcessor:
         self, message: ChunkMessage, rows: list[_GeneratedRow], chunk_ids: ChunkIds
     ) -> list[str]:
         links = [
-            Link(
-                code=self._generator.encode(link_id),
-                url=row.url,
-                created_at=chunk_ids.created_at,
-                owner=message.owner,
-                job_id=message.job_id,
+            _with_attributes(
+                Link(
+                    code=self._generator.encode(link_id),
+                    url=row.url,
+                    created_at=chunk_ids.created_at,
+                    owner=message.owner,
+                    job_id=message.job_id,
+                ),
+                row.attributes,
             )
             for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
         ]
-        if self._find_if_exists:
+        limited = [position for position, link in enumerate(links) if _limited(link)]
+        if not self._find_if_exists or len(limited) == len(links):
+            self._put_batches(self._settle(links))
+            return [link.code for link in links]
+        if not limited:
             return self._write_claimed(message, links)
-        self._put_batches(self._settle(links))
-        return [link.code for link in links]
+        # A link with limits is a link of its own (as with POST /): never claimed for its URL.
+        unlimited = [position for position, link in enumerate(links) if not _limited(link)]
+        codes = [""] * len(links)
+        own = [links[position] for position in limited]
+        self._put_batches(self._settle(own))
+        for position, link in zip(limited, own, strict=True):
+            codes[position] = link.code
+        claimed = self._write_claimed(message, [links[position] for position in unlimited])
+        for position, code in zip(unlimited, claimed, strict=True):
+            codes[position] = code
+        return codes
 
     def _write_claimed(self, message: ChunkMessage, links: list[Link]) -> list[str]:
         """Find-if-exists: a URL that already has a link of the owner keeps its code. Each new URL
@@ -232,7 +256,7 @@ class ChunkProcessor:
                 stored = existing.get(links[position].code)
                 if stored is None:
                     continue
-                if stored == links[position]:
+                if _same_link(stored, links[position]):
                     written_before.add(position)
                 else:
                     taken.append(position)
@@ -250,7 +274,11 @@ class ChunkProcessor:
             pass
 
     def _write_conditional(
-        self, message: ChunkMessage, indexes: list[int], policy: UrlPolicy
+        self,
+        message: ChunkMessage,
+        indexes: list[int],
+        policy: UrlPolicy,
+        attributes: dict[int, LinkAttributes],
     ) -> list[tuple[int, RowOutcome]]:
         """Rows with a custom code (and every row under the hash strategy): a conditional write
         each. Rows asking for the same code run in input order, so the first one wins."""
@@ -260,18 +288,25 @@ class ChunkProcessor:
             by_code[code or f"#row{index}"].append(index)
 
         def shorten_group(group: list[int]) -> list[tuple[int, RowOutcome]]:
-            return [(index, self._shorten_one(message, index, policy)) for index in group]
+            return [
+                (index, self._shorten_one(message, index, policy, attributes.get(index))) for index in group
+            ]
 
         return [
             pair for pairs in map_in_context(self._pool, shorten_group, by_code.values()) for pair in pairs
         ]
 
-    def _shorten_one(self, message: ChunkMessage, index: int, policy: UrlPolicy) -> RowOutcome:
+    def _shorten_one(
+        self, message: ChunkMessage, index: int, policy: UrlPolicy, attributes: LinkAttributes | None
+    ) -> RowOutcome:
         url, code = message.rows[index]
         try:
             if not url:
                 raise InvalidUrlError("The URL is empty.")
             request = ShortenRequest(url=url, code=code or None)
+            if attributes is not None:
+                # Validated already (the future of expires_at included): copied, not checked again.
+                request = request.model_copy(update=dict(attributes))
             # The chunk was screened against the blocklist already.
             result = self._link_service.shorten(
                 request, policy, base_url="", owner=message.owner, screen=False
@@ -285,6 +320,44 @@ class ChunkProcessor:
             problem = "; ".join(str(error["msg"]) for error in exc.errors())
             return RowOutcome(row=message.first_row + index, url=url, error=f"invalid_request: {problem}")
         return RowOutcome(row=message.first_row + index, url=result.url, code=result.code)
+
+
+def _attributes(message: ChunkMessage, index: int) -> LinkAttributes | None:
+    if not message.defaults and not message.attributes:
+        return None
+    return attributes_of(message.defaults, message.attributes.get(index))
+
+
+def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationError) -> RowOutcome:
+    problems = []
+    for detail in error.errors():
+        location = ".".join(str(part) for part in detail["loc"])
+        problems.append(f"{location}: {detail['msg']}" if location else detail["msg"])
+    return RowOutcome(
+        row=message.first_row + index, url=url, error=f"invalid_request: {'; '.join(problems)}."
+    )
+
+
+def _with_attributes(link: Link, attributes: LinkAttributes | None) -> Link:
+    if attributes is None:
+        return link
+    return link.model_copy(
+        update={
+            "title": attributes.title,
+            "tags": tuple(attributes.tags),
+            "expires_at": attributes.expires_at,
+            "max_clicks": attributes.max_clicks,
+        }
+    )
+
+
+def _limited(link: Link) -> bool:
+    return link.expires_at is not None or link.max_clicks is not None
+
+
+def _same_link(stored: Link, link: Link) -> bool:
+    """Whether ``stored`` is ``link`` written by an earlier delivery (clicks it got since aside)."""
+    return stored == link or (stored.click_limited and stored.model_copy(update={"clicks": 0}) == link)
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:

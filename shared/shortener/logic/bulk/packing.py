@@ -1,7 +1,7 @@
 """Packing bulk rows into SQS messages: many consecutive rows to a message, so that queueing,
 receiving and counting cost per message, not per row."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from shortener.models.jobs import BulkRow, ChunkMessage
 
@@ -24,8 +24,10 @@ class MessagePacker:
         first_row: int = 1,
         owner: str | None = None,
         own_hosts: Sequence[str] = (),
+        defaults: Mapping[str, str] | None = None,
     ) -> None:
         self._job_id = job_id
+        self._defaults = dict(defaults or {})
         self._own_host = own_host
         self._owner = owner
         self._own_hosts = list(own_hosts)
@@ -34,15 +36,20 @@ class MessagePacker:
         self.next_chunk = first_chunk
         self._next_row = first_row
         self._batch: list[tuple[str, str]] = []
+        self._attributes: dict[int, dict[str, str]] = {}
         self._size = 0
 
-    def add(self, url: str, code: str) -> ChunkMessage | None:
+    def add(self, url: str, code: str, attributes: dict[str, str] | None = None) -> ChunkMessage | None:
         """Add a row; the message that this row closed (it starts the next one), if any."""
         # The row's share of the JSON body: two quoted strings, brackets and commas.
         row_size = len(url.encode()) + len(code.encode()) + 8
+        if attributes:
+            row_size += sum(len(name) + len(value.encode()) + 8 for name, value in attributes.items()) + 12
         closed = None
         if self._batch and (len(self._batch) == self._max_rows or self._size + row_size > self._max_bytes):
             closed = self.flush()
+        if attributes:
+            self._attributes[len(self._batch)] = attributes
         self._batch.append((url, code))
         self._size += row_size
         return closed
@@ -59,10 +66,12 @@ class MessagePacker:
             own_host=self._own_host,
             own_hosts=self._own_hosts,
             owner=self._owner,
+            attributes=self._attributes,
+            defaults=self._defaults,
         )
         self.next_chunk += 1
         self._next_row += len(self._batch)
-        self._batch, self._size = [], 0
+        self._batch, self._attributes, self._size = [], {}, 0
         return message
 
 
@@ -75,11 +84,20 @@ def pack_rows(
     max_bytes: int,
     owner: str | None = None,
     own_hosts: Sequence[str] = (),
+    defaults: Mapping[str, str] | None = None,
 ) -> list[ChunkMessage]:
     """Consecutive rows packed into messages (see ``MessagePacker``)."""
     packer = MessagePacker(
-        job_id, own_host=own_host, max_rows=max_rows, max_bytes=max_bytes, owner=owner, own_hosts=own_hosts
+        job_id,
+        own_host=own_host,
+        max_rows=max_rows,
+        max_bytes=max_bytes,
+        owner=owner,
+        own_hosts=own_hosts,
+        defaults=defaults,
     )
-    messages = [message for row in rows if (message := packer.add(row.url, row.code)) is not None]
+    messages = [
+        message for row in rows if (message := packer.add(row.url, row.code, row.attributes)) is not None
+    ]
     last = packer.flush()
     return [*messages, last] if last is not None else messages

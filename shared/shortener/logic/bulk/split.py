@@ -198,6 +198,7 @@ class _Run:
             max_bytes=options.message_bytes,
             first_chunk=job.chunks,
             first_row=self.checkpoint.rows + 1,
+            defaults=job.upload.defaults if job.upload else None,
         )
         self.outgoing: list[tuple[ChunkMessage, ReadPosition]] = []
         self.sent = self.checkpoint  # the end of the last message sent
@@ -229,10 +230,10 @@ class _Run:
         end = self.checkpoint  # where the rows added to the packer so far end
         unreadable: InvalidCsvError | None = None
         try:
-            for url, code in reader:
+            for url, code, attributes in reader:
                 if self.file_format is None:
                     self.file_format = reader.format
-                closed = self.packer.add(url, code)
+                closed = self.packer.add(url, code, attributes)
                 if closed is not None:
                     # The row just read starts the next message: the closed one ends before it.
                     if not self._queue(closed, end):

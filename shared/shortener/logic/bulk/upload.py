@@ -14,6 +14,7 @@ from email.policy import HTTP
 
 from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError, UnsupportedMediaTypeError
 from shortener.models.jobs import BulkRow, CsvFormat, ReadPosition
+from shortener.models.links import ATTRIBUTE_COLUMNS
 
 # Media types a CSV file arrives with from browsers, spreadsheets and scripts.
 _CSV_MEDIA_TYPES = frozenset(
@@ -23,6 +24,8 @@ _CSV_MEDIA_TYPES = frozenset(
 # and chunk item far below the SQS and DynamoDB size limits.
 MAX_URL_CELL = 33_000
 MAX_CODE_CELL = 300
+# Longer than any valid title or list of tags: the row is an error, the cell is not carried whole.
+MAX_ATTRIBUTE_CELL = 1000
 # A longer line is not a row of URLs; refusing it keeps a reader's memory bounded.
 MAX_LINE_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -59,6 +62,25 @@ CODE_HEADERS = frozenset(
         "slashtag", "key", "short key",
     )
 )  # fmt: skip
+# Header names of the link attribute columns.
+ATTRIBUTE_HEADERS = {
+    "expires_at": frozenset(
+        _header_key(name)
+        for name in (
+            "expires at",
+            "expires",
+            "expiry",
+            "expiry date",
+            "expiration",
+            "expiration date",
+            "valid until",
+        )
+    ),
+    "max_clicks": frozenset(_header_key(name) for name in ("max clicks", "click limit", "max visits")),
+    "title": frozenset({"title"}),
+    "tags": frozenset({"tags", "tag"}),
+}
+assert set(ATTRIBUTE_HEADERS) == set(ATTRIBUTE_COLUMNS)
 _SHOWN_URL_HEADERS = "url (or link, long url, original_url, destination, target, href)"
 _LOOKS_LIKE_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|www\.)\S", re.IGNORECASE)
 
@@ -76,8 +98,18 @@ def detect_format(first_line: str) -> CsvFormat:
         url_column = next((index for index, key in enumerate(keys) if key in URL_HEADERS), None)
         if url_column is not None:
             code_column = next((index for index, key in enumerate(keys) if key in CODE_HEADERS), None)
+            attribute_columns = {
+                name: column
+                for name, headers in ATTRIBUTE_HEADERS.items()
+                if (column := next((index for index, key in enumerate(keys) if key in headers), None))
+                is not None
+            }
             return CsvFormat(
-                separator=separator, has_header=True, url_column=url_column, code_column=code_column
+                separator=separator,
+                has_header=True,
+                url_column=url_column,
+                code_column=code_column,
+                attribute_columns=attribute_columns,
             )
     # No header: a plain list of URLs, one per line; the URL ends at a tab (a tab-separated export
     # keeps its URL first). Commas and semicolons are kept: a URL may contain them.
@@ -116,7 +148,8 @@ def printable(text: str) -> str:
 
 
 class CsvRows:
-    """The data rows of a bulk file, read from a stream of byte blocks as ``(url, code)`` pairs.
+    """The data rows of a bulk file, read from a stream of byte blocks as ``(url, code,
+    attributes)``: the attribute cells that are not empty, or None.
 
     ``start`` continues a file from a row boundary read before (with the ``file_format`` found
     then); from offset 0 the format is detected from the first line and a header row is skipped.
@@ -148,7 +181,7 @@ class CsvRows:
         offset, rows, lines = self._mark
         return ReadPosition(offset=offset, rows=rows, lines=lines)
 
-    def __iter__(self) -> Iterator[tuple[str, str]]:
+    def __iter__(self) -> Iterator[tuple[str, str, dict[str, str] | None]]:
         text = self._text_lines()
         try:
             if self.format is None:
@@ -167,8 +200,11 @@ class CsvRows:
         except csv.Error as exc:
             raise InvalidCsvError(f"Line {self._lines} is not valid CSV: {exc}.") from exc
 
-    def _records(self, text: Iterator[str], file_format: CsvFormat) -> Iterator[tuple[str, str]]:
+    def _records(
+        self, text: Iterator[str], file_format: CsvFormat
+    ) -> Iterator[tuple[str, str, dict[str, str] | None]]:
         url_column, code_column = file_format.url_column, file_format.code_column
+        attribute_columns = file_format.attribute_columns.items()
         for record in csv.reader(text, delimiter=file_format.separator, strict=True):
             if not any(cell.strip() for cell in record):
                 continue
@@ -176,9 +212,16 @@ class CsvRows:
             code = ""
             if code_column is not None and code_column < len(record):
                 code = record[code_column].strip()[:MAX_CODE_CELL]
+            attributes = None
+            if attribute_columns:
+                attributes = {
+                    name: cell
+                    for name, column in attribute_columns
+                    if column < len(record) and (cell := record[column].strip()[:MAX_ATTRIBUTE_CELL])
+                } or None
             self._rows += 1
             self._mark = (self._offset, self._rows, self._lines)
-            yield url, code
+            yield url, code, attributes
 
     def _text_lines(self) -> Iterator[str]:
         for raw in _lines(self._blocks, self._max_line_bytes, self._lines):
@@ -251,12 +294,12 @@ def parse_csv(text: str, *, max_rows: int) -> list[BulkRow]:
 def read_rows(blocks: Iterable[bytes], *, max_rows: int) -> list[BulkRow]:
     """Every row of a small file, at most ``max_rows`` (PayloadTooLargeError beyond)."""
     rows: list[BulkRow] = []
-    for url, code in CsvRows(blocks):
+    for url, code, attributes in CsvRows(blocks):
         if len(rows) == max_rows:
             raise PayloadTooLargeError(
                 f"The file has more than {max_rows:,} rows; upload it directly with POST /bulk/uploads."
             )
-        rows.append(BulkRow(url=url, code=code))
+        rows.append(BulkRow(url=url, code=code, attributes=attributes))
     if not rows:
         raise InvalidCsvError("The file has a header but no rows.")
     return rows
