@@ -1,11 +1,17 @@
 """Campaign links end to end on the local stack, over HTTP: a click limit that holds exactly under
-concurrent followers, an expiry that takes effect at its time, and limits refused when invalid.
-One stack for the module."""
+concurrent followers, an expiry that takes effect at its time, limits refused when invalid; and a
+job whose done status means its results can be fetched. One stack for the module."""
 
+import csv
+import io
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
+from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import RunningStack
 
 
@@ -55,3 +61,43 @@ def test_a_past_expires_at_or_a_zero_max_clicks_is_422_with_the_error_body(stack
         assert answer.status == 422
         assert answer.json()["error"] == "invalid_request"
         assert answer.json()["message"].startswith(field)
+
+
+def wait_for_done(stack: RunningStack, job_id: str, seconds: float) -> dict[str, Any]:
+    """Polls the job's status, and nothing else, until it says done."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job = dict(stack.request("GET", f"jobs/{job_id}").json())
+        if job["status"] == "done":
+            return job
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)
+
+
+def test_a_job_waited_for_on_status_alone_has_its_results_at_once(
+    stack: RunningStack, tmp_path: Path
+) -> None:
+    # Given a file uploaded straight to storage, and a small one in the request body
+    client = ShortenerClient(stack.api_url, api_key=stack.api_key)
+    source = tmp_path / "labels.csv"
+    source.write_text("url\n" + "".join(f"https://shop.example/{n}\n" for n in range(300)), encoding="utf-8")
+    upload = client.start_upload(source.name, source.stat().st_size)
+    client.put_file(upload["upload"], source, lambda _: None)
+    body = stack.request(
+        "POST", "bulk", "url\nhttps://example.com/1\nnot a url\n", {"Content-Type": "text/csv"}
+    ).json()
+    for job_id, rows in ((upload["job_id"], 300), (body["job_id"], 2)):
+        # When a script waits for status done, and for nothing else
+        done = wait_for_done(stack, job_id, 60)
+        # Then its results, file included, are there at the first ask
+        assert done["results_ready"] is True and done["results_file_url"], done
+        answer = stack.request("GET", f"jobs/{job_id}/results")
+        if answer.status == 303:
+            with urllib.request.urlopen(answer.headers["Location"], timeout=30) as download:
+                text = download.read().decode()
+        else:
+            assert answer.status == 200, answer.text
+            text = answer.text
+        assert len(list(csv.DictReader(io.StringIO(text)))) == rows
+        with urllib.request.urlopen(done["results_file_url"], timeout=30) as download:
+            assert len(download.read().decode().splitlines()) == rows + 1

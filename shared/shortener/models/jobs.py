@@ -172,7 +172,9 @@ class Job(BaseModel):
 
     @property
     def status(self) -> JobStatus:
-        if self.complete:
+        """``done`` once everything the job produces can be fetched: every row's outcome, and its
+        results file where it has one (a job with a bucket), not merely every row processed."""
+        if self.complete and (self.results is not None or not self.bucket):
             return "done"
         return "running" if self.processed or self.file_arrived else "queued"
 
