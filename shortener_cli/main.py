@@ -127,6 +127,11 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
     state.add_argument("--enable", action="store_const", const="active", dest="status")
 
+    qr = commands.add_parser("qr", help="write a link's QR code (PNG or SVG, from --output's extension)")
+    qr.add_argument("code")
+    qr.add_argument("--output", type=Path, required=True, help="the image file: code.png or code.svg")
+    qr.add_argument("--size", type=int, help="width in pixels (64-4096; default 512)")
+
     delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
     delete.add_argument("code")
 
@@ -156,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "link": lambda: _show(client.link(args.code)),
         "update": lambda: _update(client, args),
         "delete": lambda: _show(client.delete_link(args.code)),
+        "qr": lambda: _qr(client, args),
         "block": lambda: _show(client.block(args.host, args.reason)),
         "unblock": lambda: _unblock(client, args.host),
         "blocklist": lambda: _blocklist(client),
@@ -180,6 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("shortener: interrupted", file=sys.stderr)
         return 130
+
+
+def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
+    image_format = args.output.suffix.lower().lstrip(".")
+    if image_format not in ("png", "svg"):
+        print(f"shortener: {args.output} should end in .png or .svg", file=sys.stderr)
+        return EXIT_USAGE
+    image = client.qr(args.code, image_format, args.size)
+    args.output.write_bytes(image)
+    print(f"QR code of {args.code} written to {args.output}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:

@@ -22,10 +22,12 @@ try:  # Lambda (and the local stack) import the function's folder as the root; t
     from bulk import router as bulk_router
     from links import router as links_router
     from links import stage_cache
+    from qr import router as qr_router
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
     from functions.api.links import router as links_router
     from functions.api.links import stage_cache
+    from functions.api.qr import router as qr_router
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
 # models) would add about 130 ms to every cold start for path parameters that are plain strings.
@@ -33,6 +35,7 @@ app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
 app.include_router(links_router)
+app.include_router(qr_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}

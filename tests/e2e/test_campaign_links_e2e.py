@@ -13,7 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import zxingcpp
+from PIL import Image
+
 from shortener_cli.client import ShortenerClient
+from shortener_cli.main import main as cli_main
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack
 from tests.e2e.test_readme import readme_script, shell_blocks
 
@@ -136,3 +140,30 @@ def test_the_campaign_links_page_examples_run_in_order(stack: RunningStack, tmp_
     assert '"clicks_left":1,' in output and '"expired":false' in output
     rows = list(csv.DictReader(io.StringIO(output[output.index("row,url,code") :])))[:2]
     assert [row["error"] for row in rows] == ["", ""]
+
+
+def test_a_links_qr_code_is_a_png_that_decodes_to_its_short_url_over_plain_http(stack: RunningStack) -> None:
+    # Given a link
+    created = stack.post_json("", {"url": "https://example.com/label"}).json()
+    # When its QR code is fetched as curl fetches it (Accept: */*)
+    answer = stack.request(
+        "GET", f"links/{created['code']}/qr?size=256", headers={"Accept": "*/*", "User-Agent": "curl/8.5.0"}
+    )
+    # Then the body is the PNG's bytes, and a QR reader finds the short URL in it
+    assert answer.status == 200 and answer.headers["Content-Type"] == "image/png"
+    assert answer.body.startswith(b"\x89PNG")
+    image = Image.open(io.BytesIO(answer.body))
+    assert [result.text for result in zxingcpp.read_barcodes(image)] == [created["short_url"]]
+    svg = stack.request("GET", f"links/{created['code']}/qr?format=svg")
+    assert svg.status == 200 and svg.text.startswith("<svg") and created["short_url"] in svg.text
+
+
+def test_the_cli_writes_a_links_qr_code_as_svg_or_png(stack: RunningStack, tmp_path: Path) -> None:
+    created = stack.post_json("", {"url": "https://example.com/cli-label"}).json()
+    endpoint = ["--api-url", stack.api_url, "--api-key", str(stack.api_key)]
+    svg, png = tmp_path / "code.svg", tmp_path / "code.png"
+    assert cli_main([*endpoint, "qr", created["code"], "--output", str(svg)]) == 0
+    assert cli_main([*endpoint, "qr", created["code"], "--output", str(png), "--size", "200"]) == 0
+    assert svg.read_text().startswith("<svg") and created["short_url"] in svg.read_text()
+    assert [result.text for result in zxingcpp.read_barcodes(Image.open(png))] == [created["short_url"]]
+    assert cli_main([*endpoint, "qr", created["code"], "--output", str(tmp_path / "code.gif")]) == 2
