@@ -138,6 +138,8 @@ def test_the_campaign_links_page_examples_run_in_order(stack: RunningStack, tmp_
         in output
     )
     assert '"clicks_left":1,' in output and '"expired":false' in output
+    assert "200 image/png" in output and "<svg" in output
+    assert zxingcpp.read_barcodes(Image.open(tmp_path / "code.png"))
     rows = list(csv.DictReader(io.StringIO(output[output.index("row,url,code") :])))[:2]
     assert [row["error"] for row in rows] == ["", ""]
 
