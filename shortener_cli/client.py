@@ -184,6 +184,29 @@ class ShortenerClient:
                 raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
         return written
 
+    def save_labels(self, job_id: str, image_format: str, out: BinaryIO, *, deadline: float) -> int:
+        """Write a done job's QR labels ZIP to ``out``: asked for until the API redirects to the
+        built file (202 with Retry-After meanwhile), until ``deadline``. The bytes written."""
+        url = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/qr?{urlencode({'format': image_format})}")
+        while True:
+            request = urllib.request.Request(url, headers=self._key_header({"Accept": "application/zip"}))  # noqa: S310
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as answer:
+                    if answer.status == 202:
+                        if time.monotonic() >= deadline:
+                            raise ApiError(202, "labels_not_ready", "The labels were still being drawn.")
+                        time.sleep(float(answer.headers.get("Retry-After") or 2))
+                        continue
+                    written = 0
+                    while block := answer.read(_BLOCK_BYTES):
+                        out.write(block)
+                        written += len(block)
+                    return written
+            except urllib.error.HTTPError as exc:
+                raise _api_error(exc.code, exc.read()) from exc
+            except (urllib.error.URLError, OSError) as exc:
+                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+
     def _key_header(self, headers: dict[str, str]) -> dict[str, str]:
         return {**headers, "X-Api-Key": self.api_key} if self.api_key else headers
 

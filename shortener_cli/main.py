@@ -127,10 +127,15 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
     state.add_argument("--enable", action="store_const", const="active", dest="status")
 
-    qr = commands.add_parser("qr", help="write a link's QR code (PNG or SVG, from --output's extension)")
-    qr.add_argument("code")
-    qr.add_argument("--output", type=Path, required=True, help="the image file: code.png or code.svg")
+    qr = commands.add_parser(
+        "qr", help="write a link's QR code (PNG or SVG, from --output's extension), or a job's as a ZIP"
+    )
+    qr.add_argument("code", nargs="?")
+    qr.add_argument("--job", help="a done job: a ZIP with one QR code per shortened row")
+    qr.add_argument("--format", choices=("png", "svg"), default="png", help="the images in a job's ZIP")
+    qr.add_argument("--output", type=Path, required=True, help="code.png, code.svg, or labels.zip")
     qr.add_argument("--size", type=int, help="width in pixels (64-4096; default 512)")
+    qr.add_argument("--timeout", type=float, default=600.0, help="give up waiting for a job's ZIP after this")
 
     delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
     delete.add_argument("code")
@@ -189,6 +194,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
+    if bool(args.job) == bool(args.code):
+        print("shortener: name a link's code or a --job, not both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.job:
+        partial = args.output.with_name(args.output.name + ".partial")
+        try:
+            with partial.open("wb") as out:
+                size = client.save_labels(
+                    args.job, args.format, out, deadline=time.monotonic() + args.timeout
+                )
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(args.output)
+        print(f"QR codes of job {args.job} ({size:,} bytes) written to {args.output}", file=sys.stderr)
+        return EXIT_OK
     image_format = args.output.suffix.lower().lstrip(".")
     if image_format not in ("png", "svg"):
         print(f"shortener: {args.output} should end in .png or .svg", file=sys.stderr)

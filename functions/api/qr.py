@@ -1,16 +1,28 @@
-"""QR codes of the caller's links. Included into the API's resolver by app.py; errors raised
-here are mapped to JSON there."""
+"""QR codes of the caller's links, one at a time or as a job's ZIP of labels. Included into the
+API's resolver by app.py; errors raised here are mapped to JSON there."""
+
+import json
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from shortener import web
+from shortener.logic import bulk
+from shortener.logic.labels import labels_key, labels_state
 from shortener.logic.qr import MEDIA_TYPES, qr_image
+from shortener.models.files import LabelsRequest
 from shortener.models.qr import QrRequest
 from shortener.services import api_link_manager
 from shortener.settings import api_settings
 
+try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
+    from bulk import files, files_function, jobs
+except ModuleNotFoundError:
+    from functions.api.bulk import files, files_function, jobs
+
 router = APIGatewayRouter()
+# How long a client waits before asking again for a labels archive being built.
+LABELS_RETRY_SECONDS = 2
 
 
 @router.get("/links/<code>/qr")
@@ -33,3 +45,40 @@ def link_qr(code: str) -> Response[bytes | str]:
     # A PNG goes out base64-encoded (API Gateway decodes it: binary media types); an SVG is text.
     body: bytes | str = image if request.format == "png" else image.decode()
     return Response(200, MEDIA_TYPES[request.format], body, headers=headers)
+
+
+@router.get("/jobs/<job_id>/qr")
+def job_qr(job_id: str) -> Response[str]:
+    """A done job's QR labels as one ZIP: 303 to the file once built; until then 202 with
+    Retry-After (the first request asks the files function to build it)."""
+    event = router.current_event
+    image_format = web.parse_request(
+        QrRequest, {"format": event.get_query_string_value("format", None) or "png"}
+    ).format
+    caller = web.caller_from_event(event.raw_event)
+    found = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None
+    job = bulk.job_for(caller, found, job_id)
+    retry = {"Retry-After": str(LABELS_RETRY_SECONDS)}
+    if job.status != "done" or not job.bucket:
+        body = json.dumps(
+            {
+                "error": "job_not_done",
+                "message": "The job's labels are made once the job is done; ask again then.",
+            }
+        )
+        return Response(409, "application/json", body, headers=retry)
+    state = labels_state(files(), job, image_format)
+    if state == "ready":
+        url, expires_at = files().download_url(
+            job.bucket,
+            labels_key(job.job_id, image_format),
+            f"{job.job_id}-qr-{image_format}.zip",
+            api_settings().RESULTS_URL_SECONDS,
+        )
+        body = json.dumps({"labels_url": url, "expires_at": expires_at.isoformat()})
+        return Response(303, "application/json", body, headers={"Location": url})
+    invoker = files_function()
+    if state == "absent" and invoker is not None:
+        invoker.request_labels(LabelsRequest(job_id=job.job_id, format=image_format))
+    body = json.dumps({"status": "building", "message": "The labels are being drawn; ask again shortly."})
+    return Response(202, "application/json", body, headers=retry)

@@ -1,6 +1,7 @@
 """The files function: an uploaded file's S3 event (or a split handed over by the invocation
-before) -> its rows read into the queue; a complete job -> its results file written once. The
-rules live in shortener.logic.bulk.split and shortener.logic.bulk.results."""
+before) -> its rows read into the queue; a complete job -> its results file written once; a done
+job's QR labels -> their ZIP. The rules live in shortener.logic.bulk.split, shortener.logic.bulk.results
+and shortener.logic.labels."""
 
 from functools import lru_cache
 from typing import Any
@@ -11,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shortener import services
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import Splitter
+from shortener.logic.labels import LabelsWriter
 from shortener.models.files import FilesTask, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
 from shortener.settings import files_settings
@@ -24,6 +26,11 @@ def splitter() -> Splitter:
 @lru_cache(maxsize=1)
 def results_writer() -> ResultsWriter:
     return services.results_writer(files_settings())
+
+
+@lru_cache(maxsize=1)
+def labels_writer() -> LabelsWriter:
+    return services.labels_writer(files_settings())
 
 
 @logger.inject_lambda_context
@@ -43,6 +50,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if task.write_results is not None:
         written = results_writer().write(task.write_results, owner=context.aws_request_id)
         answer["results"] = written.model_dump(mode="json") if written else None
+    if task.write_labels is not None:
+        answer["labels"] = labels_writer().write(task.write_labels.job_id, task.write_labels.format)
     return answer
 
 

@@ -18,6 +18,7 @@ from shortener.logic.blocklist import HostGuard
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
+from shortener.logic.labels import LabelsWriter
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
 from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
@@ -111,6 +112,11 @@ def splitter(settings: FilesSettings) -> Splitter:
         is_file_changed=lambda exc: isinstance(exc, FileChangedError),
         logger=logger,
     )
+
+
+def labels_writer(settings: FilesSettings) -> LabelsWriter:
+    """The files function's writer of a job's QR labels archive."""
+    return LabelsWriter(JobsStore(settings.JOBS_TABLE), BulkFiles())
 
 
 def results_writer(settings: FilesSettings) -> ResultsWriter:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 import urllib.request
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -169,3 +170,38 @@ def test_the_cli_writes_a_links_qr_code_as_svg_or_png(stack: RunningStack, tmp_p
     assert svg.read_text().startswith("<svg") and created["short_url"] in svg.read_text()
     assert [result.text for result in zxingcpp.read_barcodes(Image.open(png))] == [created["short_url"]]
     assert cli_main([*endpoint, "qr", created["code"], "--output", str(tmp_path / "code.gif")]) == 2
+
+
+def test_a_jobs_qr_labels_are_a_zip_of_one_decodable_image_per_shortened_row(
+    stack: RunningStack, tmp_path: Path
+) -> None:
+    # Given a done job of twelve rows, one of them not a URL
+    lines = [f"https://shop.example/label/{n}" for n in range(11)] + ["not a url"]
+    job_id = stack.request(
+        "POST", "bulk", "url\n" + "\n".join(lines) + "\n", {"Content-Type": "text/csv"}
+    ).json()["job_id"]
+    wait_for_done(stack, job_id, 60)
+    codes = {
+        int(row["row"]): row["code"]
+        for row in csv.DictReader(io.StringIO(stack.request("GET", f"jobs/{job_id}/results").text))
+    }
+    # When its labels are asked for: built on request (202 with Retry-After), then a 303 to the file
+    first = stack.request("GET", f"jobs/{job_id}/qr")
+    assert first.status == 202 and first.headers["Retry-After"], first.text
+    deadline = time.monotonic() + 60
+    while (answer := stack.request("GET", f"jobs/{job_id}/qr")).status == 202:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert answer.status == 303, answer.text
+    with urllib.request.urlopen(answer.headers["Location"], timeout=30) as download:
+        archive = zipfile.ZipFile(io.BytesIO(download.read()))
+    # Then it holds one image per shortened row, named by row (zero-padded) and code, each decoding
+    # to that row's short URL
+    assert archive.namelist() == [f"{row:02d}-{codes[row]}.png" for row in range(1, 12)]
+    for row in (1, 11):
+        image = Image.open(io.BytesIO(archive.read(f"{row:02d}-{codes[row]}.png")))
+        assert [found.text for found in zxingcpp.read_barcodes(image)] == [stack.api_url + codes[row]]
+    # And the CLI saves the same archive
+    endpoint = ["--api-url", stack.api_url, "--api-key", str(stack.api_key)]
+    assert cli_main([*endpoint, "qr", "--job", job_id, "--output", str(tmp_path / "labels.zip")]) == 0
+    assert zipfile.ZipFile(tmp_path / "labels.zip").namelist() == archive.namelist()

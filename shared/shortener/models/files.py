@@ -2,6 +2,7 @@
 continue, or a job whose results file is to be written."""
 
 import re
+from typing import Literal
 from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,13 @@ class SplitRequest(BaseModel):
     owner: str | None = None
 
 
+class LabelsRequest(BaseModel):
+    """A job whose QR labels archive is to be built, in which image format."""
+
+    job_id: str = Field(pattern=JOB_ID_TEXT)
+    format: Literal["png", "svg"] = "png"
+
+
 class FilesTask(BaseModel):
     """What the files function is invoked with besides S3 events: a split to continue, or a job
     whose results file is to be written."""
@@ -36,6 +44,7 @@ class FilesTask(BaseModel):
 
     split: SplitRequest | None = None
     write_results: str | None = Field(default=None, pattern=JOB_ID_TEXT)
+    write_labels: LabelsRequest | None = None
 
 
 class S3Object(BaseModel):
