@@ -1,8 +1,10 @@
-"""The README's shell examples, pasted in order as a newcomer would: every ```sh block runs in one bash
-session (``set -euo pipefail``) from a directory laid out like a fresh clone (``.venv/``,
-``.local-stack/``), against a local stack of its own. A block is left out only when its fence says
-why (``sh aws``: needs an AWS account; ``sh setup``: `make run` / `make test`, which this test is
-run by or does itself); any other shell fence fails the test, so no example goes untested silently."""
+"""The shell examples of the README and of docs/*.md, pasted in order as a newcomer would: every ```sh
+block of a page runs in one bash session (``set -euo pipefail``) from a directory laid out like a
+fresh clone (``.venv/``, ``.local-stack/``), against a local stack: the README's against a stack of
+its own, the docs pages' (each in its own session) against one stack they share. A block is left
+out only when its fence says why (``sh aws``: needs an AWS account; ``sh setup``: `make run` /
+`make test`, which this test is run by or does itself; ``sh dev``: runs tests, linters or
+benchmarks); any other shell fence fails the test, so no example goes untested silently."""
 
 import os
 import re
@@ -12,19 +14,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import PROJECT_ROOT, StartStack
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
 
 README = PROJECT_ROOT / "README.md"
+DOCS = sorted((PROJECT_ROOT / "docs").glob("*.md"))
+# Every page whose shell blocks a reader may paste; only the README and docs/ are run.
+PAGES = [README, *DOCS, PROJECT_ROOT / "CONTRIBUTING.md"]
 RUN = "sh"
-EXCLUDED = {"sh aws": "needs an AWS account", "sh setup": "starts the stack or the whole test suite"}
+EXCLUDED = {
+    "sh aws": "needs an AWS account",
+    "sh setup": "starts the stack or the whole test suite",
+    "sh dev": "runs tests, linters or benchmarks: the suite itself",
+}
 # Fences a reader would take for shell: each must be one of the above.
 SHELL_LANGUAGES = {"sh", "bash", "shell", "console", "zsh", "shell-session"}
-BLOCK_MARK = "=== README block at line "
+BLOCK_MARK = "=== block at line "
 
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced code block of the README: its info string, first line number and text."""
+    """A fenced code block of a page: its info string, first line number and text."""
 
     info: str
     line: int
@@ -43,7 +52,7 @@ def fenced_blocks(markdown: str) -> list[Block]:
             info = None
         else:
             lines.append(line)
-    assert info is None, f"README.md: the block at line {start} is never closed"
+    assert info is None, f"the block at line {start} is never closed"
     return blocks
 
 
@@ -52,15 +61,23 @@ def shell_blocks(markdown: str) -> list[Block]:
     return [block for block in fenced_blocks(markdown) if block.info.split(" ")[0] in SHELL_LANGUAGES]
 
 
-def test_every_shell_block_is_run_or_excluded_with_its_reason() -> None:
-    # Given the README's shell blocks
-    blocks = shell_blocks(README.read_text(encoding="utf-8"))
-    # Then each is run (```sh) or says why it is not (```sh aws, ```sh setup)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(PROJECT_ROOT).as_posix())
+def test_every_shell_block_is_run_or_excluded_with_its_reason(page: Path) -> None:
+    # Given a page's shell blocks
+    blocks = shell_blocks(page.read_text(encoding="utf-8"))
+    # Then each is run (```sh) or says why it is not (```sh aws, ```sh setup, ```sh dev)
     unmarked = [
         f"line {block.line}: ```{block.info}" for block in blocks if block.info not in {RUN, *EXCLUDED}
     ]
-    assert not unmarked, f"shell blocks neither run nor excluded with a reason: {unmarked}"
-    assert sum(block.info == RUN for block in blocks) >= 5
+    assert not unmarked, f"{page.name}: shell blocks neither run nor excluded with a reason: {unmarked}"
+
+
+def test_the_readme_runs_the_whole_path_and_contributing_runs_nothing() -> None:
+    # The README's path is mostly runnable; CONTRIBUTING's commands are the suite itself, and
+    # this test does not run that page (a plain ```sh block there would silently go unrun).
+    assert sum(block.info == RUN for block in shell_blocks(README.read_text(encoding="utf-8"))) >= 5
+    contributing = shell_blocks((PROJECT_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    assert contributing and not [block.line for block in contributing if block.info == RUN]
 
 
 def test_an_unmarked_shell_block_is_found() -> None:
@@ -72,7 +89,7 @@ def test_an_unmarked_shell_block_is_found() -> None:
     assert [(block.info, block.line) for block in blocks] == [("bash", 2), ("sh aws", 5)]
 
 
-def readme_script(markdown: str) -> str:
+def page_script(markdown: str) -> str:
     """The runnable blocks as one bash script, each announced by a line naming where it is."""
     parts = ["set -euo pipefail"]
     for block in shell_blocks(markdown):
@@ -81,17 +98,29 @@ def readme_script(markdown: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-@pytest.mark.e2e_timeout(420)
-def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartStack, tmp_path: Path) -> None:
-    # Given a local stack and a directory laid out like a fresh clone with `make run` going
-    stack = start_stack()
-    clone = tmp_path / "clone"
-    clone.mkdir()
+@dataclass(frozen=True)
+class Run:
+    """A page's script run to its end: the exit status, its output and the clone it ran in."""
+
+    returncode: int
+    output: str
+    clone: Path
+
+    def failed_block(self) -> str:
+        started = re.findall(re.escape(BLOCK_MARK) + r"(\d+)", self.output)
+        return started[-1] if started else "?"
+
+
+def run_page(page: Path, stack: RunningStack, directory: Path, timeout: float) -> Run:
+    """Run a page's ```sh blocks in order in one bash session, from a directory laid out like a fresh
+    clone with `make run` going (this stack's data as ``.local-stack/``)."""
+    clone = directory / "clone"
+    clone.mkdir(parents=True)
     (clone / ".venv").symlink_to(PROJECT_ROOT / ".venv")
     (clone / ".local-stack").symlink_to(stack.data_dir)
-    script = clone / "readme.sh"
-    script.write_text(readme_script(README.read_text(encoding="utf-8")), encoding="utf-8")
-    # The README's defaults (port 3000, the CLI's own discovery) pointed at this stack's free ports;
+    script = clone / "page.sh"
+    script.write_text(page_script(page.read_text(encoding="utf-8")), encoding="utf-8")
+    # The pages' defaults (port 3000, the CLI's own discovery) pointed at this stack's free ports;
     # nothing of the caller's own shortener setup leaks in.
     env = {
         name: value
@@ -101,10 +130,8 @@ def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartSta
     env |= {
         "API": stack.api_url.rstrip("/"),
         "SHORTENER_API_URL": stack.api_url,
-        "SHORTENER_CONFIG": str(tmp_path / "no-config.toml"),
+        "SHORTENER_CONFIG": str(directory / "no-config.toml"),
     }
-
-    # When its blocks run in order in one bash session
     completed = subprocess.run(
         ["bash", str(script)],
         cwd=clone,
@@ -113,16 +140,24 @@ def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartSta
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=360,
+        timeout=timeout,
         check=False,
     )
-    output = completed.stdout
+    return Run(completed.returncode, completed.stdout, clone)
+
+
+@pytest.mark.e2e_timeout(420)
+def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartStack, tmp_path: Path) -> None:
+    # Given a local stack and a directory laid out like a fresh clone with `make run` going
+    stack = start_stack()
+
+    # When the README's blocks run in order in one bash session
+    run = run_page(README, stack, tmp_path, timeout=360)
+    output, clone = run.output, run.clone
 
     # Then every block exits 0 ...
-    started = re.findall(re.escape(BLOCK_MARK) + r"(\d+)", output)
-    failed = started[-1] if started else "?"
-    assert completed.returncode == 0, (
-        f"README.md block at line {failed} exited {completed.returncode}:\n{output[-4000:]}"
+    assert run.returncode == 0, (
+        f"README.md block at line {run.failed_block()} exited {run.returncode}:\n{output[-4000:]}"
     )
     # ... a link is created (201) and followed (301 with its Location) ...
     assert re.search(r"^201$", output, re.MULTILINE)
@@ -137,3 +172,49 @@ def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartSta
     assert "No links." in output
     assert re.search(r"^410$", output, re.MULTILINE)
     assert '"error": "blocked_host"' in output and "} 400" in output
+
+
+# What each docs page's examples print when they work (besides every block exiting 0).
+DOCS_EXPECTED = {
+    "deploy.md": [
+        r"^api_url http://127\.0\.0\.1:\d+/$",
+        r"^LinksTableName shortener-local-LinksTable$",
+        r"^BulkQueueUrl http://127\.0\.0\.1:\d+/\d+/shortener-local-BulkQueue$",
+    ],
+    "operations.md": [r"^\S+-DeadLetterAlarm (OK|INSUFFICIENT_DATA)$", r"^\S+-FunctionErrorsAlarm "],
+    "api.md": [
+        r'"error": "missing_api_key".* 403$',
+        r'"error": "invalid_url".* 400$',
+        r'"short_url": ?"http://127\.0\.0\.1:\d+/api-doc-\d+".* 201$',
+        r'"status": ?"disabled".* 200$',
+        r"^410$",
+        r'"status": ?"deleted".* 200$',
+        r" 409$",
+    ],
+}
+DOCS_RUN = [
+    page
+    for page in DOCS
+    if any(block.info == RUN for block in shell_blocks(page.read_text(encoding="utf-8")))
+]
+
+
+def test_every_docs_page_with_examples_says_what_they_print() -> None:
+    # A page's examples are checked by what they print, not only by exiting 0
+    assert sorted(page.name for page in DOCS_RUN) == sorted(DOCS_EXPECTED)
+
+
+@pytest.mark.e2e_timeout(240)
+@pytest.mark.parametrize("page", DOCS_RUN, ids=lambda page: page.name)
+def test_the_docs_examples_run_in_order(page: Path, stack: RunningStack, tmp_path: Path) -> None:
+    # Given the docs pages' shared local stack and a fresh clone
+    # When the page's blocks run in order in one bash session
+    run = run_page(page, stack, tmp_path, timeout=180)
+    # Then every block exits 0 and prints what the page says it does
+    assert run.returncode == 0, (
+        f"docs/{page.name} block at line {run.failed_block()} exited {run.returncode}:\n{run.output[-4000:]}"
+    )
+    missing = [
+        pattern for pattern in DOCS_EXPECTED[page.name] if not re.search(pattern, run.output, re.MULTILINE)
+    ]
+    assert not missing, f"docs/{page.name} printed none of {missing}:\n{run.output[-4000:]}"
