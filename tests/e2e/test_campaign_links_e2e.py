@@ -4,8 +4,6 @@ job whose done status means its results can be fetched. One stack for the module
 
 import csv
 import io
-import os
-import subprocess
 import time
 import urllib.request
 import zipfile
@@ -19,8 +17,7 @@ from PIL import Image
 
 from shortener_cli.client import ShortenerClient
 from shortener_cli.main import main as cli_main
-from tests.e2e.conftest import PROJECT_ROOT, RunningStack
-from tests.e2e.test_readme import readme_script, shell_blocks
+from tests.e2e.conftest import RunningStack
 
 
 def follow(stack: RunningStack, code: str) -> int:
@@ -109,40 +106,6 @@ def test_a_job_waited_for_on_status_alone_has_its_results_at_once(
         assert len(list(csv.DictReader(io.StringIO(text)))) == rows
         with urllib.request.urlopen(done["results_file_url"], timeout=30) as download:
             assert len(download.read().decode().splitlines()) == rows + 1
-
-
-def test_the_campaign_links_page_examples_run_in_order(stack: RunningStack, tmp_path: Path) -> None:
-    # Given the docs page's shell blocks, as one bash session against this stack
-    page = PROJECT_ROOT / "docs" / "campaign-links.md"
-    blocks = shell_blocks(page.read_text(encoding="utf-8"))
-    assert blocks and all(block.info == "sh" for block in blocks)
-    env = {name: value for name, value in os.environ.items() if not name.startswith("SHORTENER_")}
-    env |= {"API": stack.api_url.rstrip("/"), "KEY": str(stack.api_key)}
-    # When they run
-    completed = subprocess.run(
-        ["bash", "-c", readme_script(page.read_text(encoding="utf-8"))],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    # Then every block exits 0 and says what the page says it does
-    output = completed.stdout
-    assert completed.returncode == 0, output[-3000:] + completed.stderr[-2000:]
-    assert "301\n301\n410\n" in output
-    assert '"clicks_left":0,"expired":true' in output
-    assert (
-        '"error": "invalid_request", "message": "expires_at: Value error, must be in the future"} 422'
-        in output
-    )
-    assert '"clicks_left":1,' in output and '"expired":false' in output
-    assert "200 image/png" in output and "<svg" in output
-    assert zxingcpp.read_barcodes(Image.open(tmp_path / "code.png"))
-    rows = list(csv.DictReader(io.StringIO(output[output.index("row,url,code") :])))[:2]
-    assert [row["error"] for row in rows] == ["", ""]
 
 
 def test_a_links_qr_code_is_a_png_that_decodes_to_its_short_url_over_plain_http(stack: RunningStack) -> None:
