@@ -8,8 +8,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from shortener import web
 from shortener.logic import bulk
-from shortener.logic.labels import labels_key, labels_state
+from shortener.logic.labels import MAX_LABEL_ROWS, labels_key, labels_state
 from shortener.logic.qr import MEDIA_TYPES, qr_image
+from shortener.models.exceptions import PayloadTooLargeError
 from shortener.models.files import LabelsRequest
 from shortener.models.qr import QrRequest
 from shortener.services import api_link_manager
@@ -67,6 +68,11 @@ def job_qr(job_id: str) -> Response[str]:
             }
         )
         return Response(409, "application/json", body, headers=retry)
+    if job.succeeded > MAX_LABEL_ROWS:
+        raise PayloadTooLargeError(
+            f"QR labels are made for jobs of up to {MAX_LABEL_ROWS:,} shortened rows (this one has "
+            f"{job.succeeded:,}); fetch them per link with GET /links/{{code}}/qr."
+        )
     state = labels_state(files(), job, image_format)
     if state == "ready":
         url, expires_at = files().download_url(
