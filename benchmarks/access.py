@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.bulk import LocalStack
-from local_stack import request_log
+from local_stack.embedded import request_log
 
 
 def main() -> None:

@@ -39,9 +39,6 @@ import csv
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -50,7 +47,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from local_stack import request_log
+from local_stack.embedded import request_log
+from local_stack.harness import StackProcess
 from shortener.dal.usage import item_size, update_size, write_units
 from shortener_cli.client import ShortenerClient
 
@@ -105,35 +103,16 @@ class LocalStack:
         arguments += ["--data-dir", str(folder / "data"), "--time-scale", str(time_scale)]
         for key, value in params.items():
             arguments += ["--param", f"{key}={value}"]
-        environment = {**os.environ, "PYTHONUNBUFFERED": "1", "MOTO_RECORDER_FILEPATH": str(self.recording)}
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "local_stack", *arguments],
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=environment,
-            )
-        self.info = self._wait_until_ready(60)
+        self.stack = StackProcess(
+            arguments, self.log_path, env={"MOTO_RECORDER_FILEPATH": str(self.recording)}
+        )
+        self.info = self.stack.launch(60)
+        assert self.stack.process is not None
+        self.process = self.stack.process
         self.api_url = str(self.info["api_url"])
         self.aws_endpoint = str(self.info["aws_endpoint"])
         # The stack's admin API key: POST /bulk and GET /jobs/... need one.
         self.key_header = {"X-Api-Key": str(self.info["api_key"])} if self.info.get("api_key") else {}
-
-    def _wait_until_ready(self, seconds: float) -> dict[str, Any]:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for line in self.log_path.read_text(errors="replace").splitlines():
-                if line.startswith(READY):
-                    return dict(json.loads(line.removeprefix(READY)))
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(
-            "the local stack did not start:\n" + self.log_path.read_text(errors="replace")[-3000:]
-        )
 
     def client(self, service: str) -> Any:
         import boto3
@@ -224,13 +203,7 @@ class LocalStack:
         return int(sum(_proc_stat(pid, cpu=False) for pid in _process_tree(self.process.pid))) // 1024
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        self.stack.stop()
 
 
 def _process_tree(root: int) -> list[int]:

@@ -14,10 +14,10 @@ import json
 import time
 from typing import Any
 
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import template_resources
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.calls import parse_call
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.resources import template_resources
 
 STACK, REGION = "bench", "us-east-1"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bulk import LocalStack, bulk_csv
-from local_stack import request_log
+from local_stack.embedded import request_log
 
 # rate(1 minute): the restarter runs 60 times an idle hour.
 RUNS_PER_HOUR = 60

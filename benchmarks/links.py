@@ -54,7 +54,7 @@ def moto_server() -> Iterator[str]:
 def prepare_environment(endpoint: str) -> None:
     import boto3
 
-    from local_stack.template import create_table_arguments
+    from local_stack.cloudformation.template import create_table_arguments
 
     os.environ.update(
         AWS_ENDPOINT_URL=endpoint,
@@ -86,10 +86,10 @@ class RequestCounter:
 
 
 def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
+    from benchmarks._api_calls import get_code, post_json
     from functions.api import app
     from shortener.dal import aws
     from shortener.settings import api_settings
-    from tests.support.api import get_code, post_json
 
     figures: dict[str, float] = {}
     counter = RequestCounter(aws.dynamodb())

@@ -19,9 +19,7 @@ the restarter move it, nothing here does.
 
 import argparse
 import json
-import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,11 +33,11 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from local_stack.harness import StackProcess
 from shortener_cli.client import ShortenerClient
 from shortener_cli.main import SMALL_BODY_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
-READY_PREFIX = "READY "
 
 
 @dataclass(frozen=True)
@@ -181,7 +179,7 @@ def local_stack(
     template than the project's."""
     data_dir = Path(tempfile.mkdtemp(prefix="loop-count-"))
     args = [
-        sys.executable, "-m", "local_stack", "--api-port", "0", "--aws-port", "0", "--lambda-port", "0",
+        "--api-port", "0", "--aws-port", "0", "--lambda-port", "0",
         "--no-persist", "--data-dir", str(data_dir), "--time-scale", str(time_scale),
     ]  # fmt: skip
     for key, value in run.params().items():
@@ -190,31 +188,12 @@ def local_stack(
         args += ["--fault", fault]
     if template is not None:
         args += ["--template", str(template)]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
+    log_path.unlink(missing_ok=True)  # a fresh log, as before the harness (which appends)
+    stack = StackProcess(args, log_path)
     try:
-        yield _wait_ready(process, log_path)
+        yield stack.launch(90)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-
-def _wait_ready(process: subprocess.Popen[bytes], log_path: Path, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith(READY_PREFIX):
-                return dict(json.loads(line.removeprefix(READY_PREFIX)))
-        if process.poll() is not None:
-            raise RuntimeError(f"the local stack exited with {process.returncode}; see {log_path}")
-        time.sleep(0.2)
-    raise TimeoutError(f"the local stack was not ready after {timeout} s; see {log_path}")
+        stack.stop()
 
 
 def watch(

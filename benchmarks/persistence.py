@@ -37,6 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import boto3
+from botocore.config import Config
+
+from local_stack.harness import StackProcess
+
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 25
 # A busy machine (the figures are often taken while other test runs share it) needs patience.
@@ -72,7 +77,7 @@ def main() -> None:
 def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
     """BatchWriteItem with and without the journal, alternating, in this process (client and
     server), so that its CPU time, steadier than wall time on a busy machine, counts both."""
-    from local_stack.moto_server import EmbeddedAws
+    from local_stack.embedded.server import EmbeddedAws
 
     server = EmbeddedAws(0)
     server.start()
@@ -101,8 +106,8 @@ def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
 @contextlib.contextmanager
 def attached(server: Any, resources: Any, folder: Path) -> Iterator[Any]:
     """A durable state in ``folder``, journaling the server's requests; abandoned afterwards."""
+    from local_stack.cloudformation.intrinsics import ACCOUNT_ID
     from local_stack.durability import DurableState, DynamoDbState, SqsState
-    from local_stack.intrinsics import ACCOUNT_ID
 
     state = DurableState(
         folder,
@@ -124,9 +129,9 @@ def measure_snapshot_in_process(links: int) -> dict[str, float]:
     """Save and restore ``links`` links in this process: wall and CPU seconds of each."""
     from moto.dynamodb.models import dynamodb_backends
 
+    from local_stack.cloudformation.intrinsics import ACCOUNT_ID
     from local_stack.durability.dynamodb import _insert
-    from local_stack.intrinsics import ACCOUNT_ID
-    from local_stack.moto_server import EmbeddedAws
+    from local_stack.embedded.server import EmbeddedAws
 
     server = EmbeddedAws(0)
     server.start()
@@ -155,9 +160,9 @@ def measure_snapshot_in_process(links: int) -> dict[str, float]:
 
 
 def fresh_resources(server: Any) -> Any:
-    from local_stack.intrinsics import Resolver, parameter_values
-    from local_stack.resources import create_resources, name_resources
-    from local_stack.template import expand_sam, load_template
+    from local_stack.cloudformation.intrinsics import Resolver, parameter_values
+    from local_stack.cloudformation.resources import create_resources, name_resources
+    from local_stack.cloudformation.template import expand_sam, load_template
 
     server.reset()
     expanded = expand_sam(load_template(), "bench", "us-east-1")
@@ -174,7 +179,7 @@ def fresh_resources(server: Any) -> Any:
 
 def timed_batch_writes(resources: Any, writes: int) -> tuple[float, float]:
     """Wall and CPU seconds of writing ``writes`` links, 25 to a BatchWriteItem."""
-    from local_stack.aws import aws_client
+    from local_stack.embedded.client import aws_client
 
     dynamodb = aws_client("dynamodb", resources.aws_endpoint, resources.region)
     table = resources.physical_id("LinksTable")
@@ -207,8 +212,6 @@ def write_batch(dynamodb: Any, table: str, start: int, count: int, prefix: str) 
 
 
 def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[str, Any]:
-    from tests.e2e.conftest import RunningStack
-
     arguments = [
         "--api-port",
         "0",
@@ -219,7 +222,7 @@ def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[s
         "--log-level",
         "WARNING",
     ]
-    stack = RunningStack(arguments, folder / "data", folder / "stack.log")
+    stack = _Stack(arguments, folder / "stack.log")
     figures: dict[str, Any] = {"first_start": timed(stack.start, START_TIMEOUT)}
     try:
         figures["fill"] = fill(stack, links, "c")
@@ -240,6 +243,24 @@ def measure_stop_and_start(folder: Path, links: int, crash_links: int) -> dict[s
     finally:
         stack.stop(STOP_TIMEOUT)
     return figures
+
+
+class _Stack(StackProcess):
+    """A local stack subprocess, its READY line's resources and a client of its embedded AWS."""
+
+    info: dict[str, Any] = {}
+
+    def start(self, timeout: float) -> None:
+        self.info = self.launch(timeout)
+
+    @property
+    def resources(self) -> dict[str, str]:
+        return dict(self.info["resources"])
+
+    def boto3_client(self, service: str) -> Any:
+        return boto3.session.Session(
+            aws_access_key_id="local", aws_secret_access_key="local", region_name=self.info["region"]
+        ).client(service, endpoint_url=self.info["aws_endpoint"], config=Config(retries={"mode": "standard"}))
 
 
 def timed(action: Any, timeout: float) -> float:
@@ -278,11 +299,11 @@ def _reported(log: str, pattern: str) -> tuple[str, ...]:
 def measure_s3_in_process(megabytes: int) -> dict[str, float]:
     """Seconds of: a PUT of a ``megabytes`` MB object without and with the durable state, the
     clean stop of a state holding it, and the restore of it into a fresh bucket."""
-    from local_stack.aws import aws_client
+    from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+    from local_stack.cloudformation.resources import BUCKET
     from local_stack.durability import DurableState, S3State
-    from local_stack.intrinsics import ACCOUNT_ID
-    from local_stack.moto_server import EmbeddedAws
-    from local_stack.resources import BUCKET
+    from local_stack.embedded.client import aws_client
+    from local_stack.embedded.server import EmbeddedAws
 
     body = os.urandom(megabytes * 1024 * 1024)
     server = EmbeddedAws(0)

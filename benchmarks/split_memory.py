@@ -47,7 +47,7 @@ def main() -> None:
 
 def one(rows: int) -> None:
     """An embedded AWS, a file of ``rows`` rows uploaded to it, then split; the figures as JSON."""
-    from local_stack.moto_server import EmbeddedAws
+    from local_stack.embedded.server import EmbeddedAws
 
     aws = EmbeddedAws(0)
     aws.start()
@@ -84,7 +84,7 @@ def prepare(endpoint: str, rows: int) -> dict[str, Any]:
     _use(endpoint)
     import boto3
 
-    from local_stack.template import create_table_arguments
+    from local_stack.cloudformation.template import create_table_arguments
     from shortener.dal.files import BulkFiles
     from shortener.dal.jobs import JobsStore
     from shortener.logic.bulk import BulkOptions, JobOrigin, create_upload_job

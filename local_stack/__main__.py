@@ -9,14 +9,13 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from local_stack.admin_key import ADMIN_KEY_FILE
+from local_stack.apigateway import ADMIN_KEY_FILE
+from local_stack.awslambda.faults import FAULT_KINDS, FaultError, parse_faults
+from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
+from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
 from local_stack.durability import CorruptStateError, DataDirInUseError
-from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
-from local_stack.intrinsics import IntrinsicError
-from local_stack.log_format import LOG_FORMATS, configure_logging
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
-from local_stack.template import PROJECT_ROOT, TemplateError
 
 READY_PREFIX = "READY "
 

@@ -9,13 +9,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from local_stack import admin_key, s3
-from local_stack.alarms import AlarmEvaluator, alarm_specs
-from local_stack.api_access import ApiAccess
-from local_stack.api_cache import StageCache, invalidation_check, stage_cache
-from local_stack.api_gateway import STAGE, ApiGateway, Route, binary_media_types, routes_from_swagger
-from local_stack.aws import aws_client
-from local_stack.cloudformation import check_template_rules
+from local_stack.apigateway import (
+    STAGE,
+    ApiAccess,
+    ApiGateway,
+    KeyDirectory,
+    MayInvalidate,
+    Route,
+    StageCache,
+    admin_key,
+    binary_media_types,
+    invalidation_check,
+    routes_from_swagger,
+    stage_cache,
+)
+from local_stack.awslambda.endpoint import LambdaEndpoint
+from local_stack.awslambda.faults import Faults
+from local_stack.awslambda.log_format import LogFormat
+from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
+from local_stack.cloudformation import (
+    ACCOUNT_ID,
+    PROJECT_ROOT,
+    TEMPLATE_PATH,
+    Resolver,
+    Resources,
+    check_template_rules,
+    create_resources,
+    expand_sam,
+    load_template,
+    name_resources,
+    parameter_values,
+    stack_uuid,
+)
+from local_stack.cloudformation.resources import API_STAGE, BUCKET, REST_API, TABLE
+from local_stack.cloudwatch import AlarmEvaluator, alarm_specs
 from local_stack.durability import (
     ApiKeysState,
     DurableState,
@@ -25,28 +52,12 @@ from local_stack.durability import (
     SqsState,
     StateSummary,
 )
-from local_stack.faults import Faults
+from local_stack.embedded import EmbeddedAws, aws_client
+from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
-from local_stack.intrinsics import ACCOUNT_ID, Resolver, parameter_values
 from local_stack.kms import KeyRing
-from local_stack.lambda_endpoint import LambdaEndpoint
-from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
-from local_stack.log_format import LogFormat
-from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import (
-    API_STAGE,
-    BUCKET,
-    REST_API,
-    TABLE,
-    Resources,
-    create_resources,
-    name_resources,
-)
-from local_stack.schedules import Scheduler, schedules_of
-from local_stack.stack_id import stack_uuid
-from local_stack.template import PROJECT_ROOT, TEMPLATE_PATH, expand_sam, load_template
-from local_stack.usage_plans import KeyDirectory
+from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +185,13 @@ class LocalStack:
         # The API's port first: the functions are told it (the stage cache's invalidations). Its
         # runtime and access control are set below, before it serves its first request.
         routes, binary_types, api_id = self._api_definition(resources)
-        self._api = ApiGateway(
-            routes, binary_types, None, api_id, options.api_port, cache=self._stage_cache(resources)
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
         )
-        if self._api.cache is not None and options.iam:
-            # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-            self._api.cache.method_arn_prefix = (
-                f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}/{self._api.cache.stage_name}/"
-            )
-            self._api.cache.may_invalidate = invalidation_check(self.access, options.region)
+        self._api = ApiGateway(routes, binary_types, None, api_id, options.api_port, cache=cache)
         self._runtime = LambdaRuntime(
             resources.functions,
             RuntimeSettings(
@@ -358,12 +367,14 @@ class LocalStack:
         self._servers.append(thread)
 
     @staticmethod
-    def _stage_cache(resources: Resources) -> StageCache | None:
+    def _stage_cache(
+        resources: Resources, api_arn: str | None = None, may_invalidate: MayInvalidate | None = None
+    ) -> StageCache | None:
         """The cache the template's stage turns on (Stage=prod), if any."""
         apis = resources.of_type(REST_API)
         for stage in resources.of_type(API_STAGE).values():
             api = next(iter(apis.values()), {})
-            cache = stage_cache(stage, api.get("Body", {}))
+            cache = stage_cache(stage, api.get("Body", {}), api_arn=api_arn, may_invalidate=may_invalidate)
             if cache is not None:
                 log.info(
                     "API stage cache on: %s",

@@ -18,8 +18,8 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
-from local_stack.moto_server import install_moto_fixes
-from local_stack.template import create_table_arguments
+from local_stack.cloudformation.template import create_table_arguments
+from local_stack.embedded.server import install_moto_fixes
 from shortener import services, settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import IAM_POLICY, MANAGED_POLICY, ROLE, Resources
 from local_stack.iam.policy import Caller, Policy, PolicyError
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.resources import IAM_POLICY, MANAGED_POLICY, ROLE, Resources
 
 log = logging.getLogger(__name__)
 

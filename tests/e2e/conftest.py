@@ -9,16 +9,11 @@ Fixtures:
 Every test under tests/e2e is marked ``e2e`` and is killed by SIGALRM after ``E2E_TEST_TIMEOUT``
 seconds (override per test with ``@pytest.mark.e2e_timeout(seconds)``), so nothing hangs."""
 
-import contextlib
 import http.client
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,12 +22,10 @@ import boto3
 import pytest
 from botocore.config import Config
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-READY_PREFIX = "READY "
-# Bounds of a hang, not expectations: a start on a loaded 2-core CI (imports, the API's first
-# environment) has taken most of a minute.
-START_TIMEOUT = 180.0
-STOP_TIMEOUT = 30.0
+from local_stack.harness import PROJECT_ROOT, READY_PREFIX, START_TIMEOUT, STOP_TIMEOUT, StackProcess
+
+__all__ = ["PROJECT_ROOT", "READY_PREFIX", "START_TIMEOUT", "STOP_TIMEOUT", "RunningStack"]
+
 E2E_TEST_TIMEOUT = 240  # above START_TIMEOUT: a test that starts its own stack must get to run
 # RunningStack.request's default: send the stack's own admin API key.
 STACK_KEY = object()
@@ -106,18 +99,16 @@ def http_request(
         connection.close()
 
 
-@dataclass
-class RunningStack:
-    """A local stack subprocess and what it printed in its READY line."""
+class RunningStack(StackProcess):
+    """A local stack subprocess (local_stack.harness) and what it printed in its READY line."""
 
-    args: list[str]
-    data_dir: Path
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    killed: bool = False
-    # Extra environment of the stack process (e.g. MOTO_RECORDER_FILEPATH).
-    env: dict[str, str] = field(default_factory=dict)
+    def __init__(
+        self, args: list[str], data_dir: Path, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(args, log_path, env)
+        self.data_dir = data_dir
+        self.info: dict[str, Any] = {}
+        self.killed = False
 
     @property
     def api_url(self) -> str:
@@ -176,93 +167,24 @@ class RunningStack:
             "POST", path, json.dumps(payload), {"Content-Type": "application/json"}, api_key=api_key
         )
 
-    def log(self) -> str:
-        """Everything the stack printed so far (banner, function logs)."""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def start(self, timeout: float = START_TIMEOUT) -> "RunningStack":
         """Start the subprocess and wait for its READY line."""
-        with self.log_path.open("ab") as log:
-            offset = log.tell()
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "local_stack", *self.args],
-                cwd=PROJECT_ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-                # A process group of its own, which kill() can end whole without touching pytest's.
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log()[offset:].splitlines():
-                if line.startswith(READY_PREFIX):
-                    self.info = json.loads(line.removeprefix(READY_PREFIX))
-                    return self
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the local stack exited with {self.process.returncode}:\n{self._tail()}")
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"the local stack was not ready after {timeout} s:\n{self._tail()}")
-
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM, as Ctrl-C would; SIGKILL if it does not stop in time. The exit code."""
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        return self.process.returncode
+        self.info = self.launch(timeout)
+        return self
 
     def kill(self) -> None:
-        """SIGKILL the stack's whole process group and its Lambda workers (which run in sessions of
-        their own) at once: nothing gets to save or clean up, as after `kill -9` or a crash."""
-        assert self.process is not None and self.running
-        workers = _descendants(self.process.pid)
-        os.killpg(self.process.pid, signal.SIGKILL)
-        for pid in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self.process.wait(5)
+        super().kill()
         self.killed = True
 
     def restart(self, timeout: float = START_TIMEOUT) -> "RunningStack":
         """Stop cleanly (unless kill() ended it) and start again with the same data dir and ports."""
         if not self.killed:
-            assert self.stop() == 0, f"the local stack did not stop cleanly:\n{self._tail()}"
+            assert self.stop() == 0, f"the local stack did not stop cleanly:\n{self.tail()}"
         self.killed = False
         self.args = _with_port(
             _with_port(self.args, "--api-port", self.api_url), "--aws-port", self.aws_endpoint
         )
         return self.start(timeout)
-
-    def _tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log().splitlines()[-lines:])
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Linux /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            # The command name (field 2) may hold spaces; the fields after its ")" are plain.
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, pending = [], [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            found.append(child)
-            pending.append(child)
-    return found
 
 
 def _with_port(args: list[str], option: str, url: str) -> list[str]:

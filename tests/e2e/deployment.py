@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.template import load_template
+from local_stack.cloudformation.template import load_template
 from stack_tools.stacks import outputs_of
 from tests.e2e.conftest import Answer, RunningStack, http_request
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.api_gateway import routes_from_swagger
+from local_stack.apigateway.gateway import routes_from_swagger
 from tests.e2e.conftest import Answer, RunningStack, StartStack
 from tests.support.stack_template import expanded_template
 

@@ -15,8 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack import cloudformation
-from local_stack.moto_server import EmbeddedAws
+from local_stack.cloudformation import deploy as cloudformation
+from local_stack.embedded.server import EmbeddedAws
 from tests.e2e.conftest import PROJECT_ROOT
 
 # A test of this machine's deploy path, not of a deployment: `make acceptance` leaves it out.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from local_stack import request_log
+from local_stack.embedded import request_log
 from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
 

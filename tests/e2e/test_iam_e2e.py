@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.template import PROJECT_ROOT, load_template
+from local_stack.cloudformation.template import PROJECT_ROOT, load_template
 from tests.e2e.conftest import RunningStack, StartStack
 
 # Alarm periods of 60 s last one second; a threshold below zero breaches on the first sample of an

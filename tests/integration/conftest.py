@@ -5,7 +5,7 @@ from types import ModuleType
 
 import pytest
 
-from local_stack.moto_server import EmbeddedAws
+from local_stack.embedded.server import EmbeddedAws
 
 
 @pytest.fixture

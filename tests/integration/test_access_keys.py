@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.template import create_table_arguments
+from local_stack.cloudformation.template import create_table_arguments
 from shortener import settings
 from shortener.dal.keys import KeysStore
 from shortener.dal.usage_plans import ApiGatewayUsagePlan

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from local_stack.alarms import KMS_ACTION_ERROR, AlarmEvaluation, AlarmEvaluator, AlarmSpec
-from local_stack.aws import aws_client
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudwatch.alarms import KMS_ACTION_ERROR, AlarmEvaluation, AlarmEvaluator, AlarmSpec
+from local_stack.embedded.client import aws_client
+from local_stack.embedded.server import EmbeddedAws
 from local_stack.iam.policy import Policy
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.kms import Key, KeyRing
-from local_stack.moto_server import EmbeddedAws
+from local_stack.kms.keys import Key, KeyRing
 
 REGION = "us-east-1"
 KEY_ID = "0f0e0d0c-0b0a-4909-8807-060504030201"

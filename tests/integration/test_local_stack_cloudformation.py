@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from local_stack import cloudformation
+from local_stack.cloudformation import deploy as cloudformation
 
 TEMPLATE = {
     "AWSTemplateFormatVersion": "2010-09-09",

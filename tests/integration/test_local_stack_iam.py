@@ -13,12 +13,12 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from local_stack.awslambda.endpoint import LambdaEndpoint
+from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.embedded.server import EmbeddedAws
 from local_stack.iam import AccessControl, Principal
 from local_stack.iam.policy import Policy
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_endpoint import LambdaEndpoint
-from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
-from local_stack.moto_server import EmbeddedAws
 
 REGION = "us-east-1"
 TABLE, OTHER_TABLE, QUEUE, TOPIC, BUCKET = "iam-links", "iam-jobs", "iam-queue", "iam-topic", "iam-bulk"

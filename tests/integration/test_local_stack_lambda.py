@@ -15,9 +15,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from local_stack.lambda_endpoint import LambdaEndpoint
-from local_stack.lambda_runtime import LambdaRuntime, RuntimeSettings
-from local_stack.resources import FunctionSpec
+from local_stack.awslambda.endpoint import LambdaEndpoint
+from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
+from local_stack.cloudformation.resources import FunctionSpec
 
 HANDLERS = textwrap.dedent(
     """
@@ -199,7 +199,7 @@ def test_duplicate_async_delivers_an_event_twice_and_logs_it(
     deliveries = tmp_path / "deliveries"
     deliveries.mkdir()
     try:
-        with caplog.at_level(logging.INFO, logger="local_stack.lambda_runtime"):
+        with caplog.at_level(logging.INFO, logger="local_stack.awslambda.runtime"):
             # When three events are invoked asynchronously
             for _ in range(3):
                 runtime.invoke_async("record", {"folder": str(deliveries)})

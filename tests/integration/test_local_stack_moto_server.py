@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models.table import Table
 
-from local_stack.moto_server import EmbeddedAws
+from local_stack.embedded.server import EmbeddedAws
 
 
 def client(aws: EmbeddedAws, service: str) -> Any:
@@ -193,7 +193,7 @@ def test_the_request_recorder_keeps_each_request_on_a_line_of_its_own_under_conc
 ) -> None:
     from moto.moto_api import recorder as moto_recorder
 
-    from local_stack import request_log
+    from local_stack.embedded import request_log
 
     # Given the embedded AWS with moto's recorder on (as `--moto-api` and the bulk benchmark use it)
     recording = tmp_path / "recording.jsonl"

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from local_stack.aws import aws_client
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import Resources
 from local_stack.durability import (
     CorruptStateError,
     DataDirInUseError,
@@ -24,9 +25,8 @@ from local_stack.durability import (
     StateSummary,
 )
 from local_stack.durability.journal import encode
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import Resources
+from local_stack.embedded.client import aws_client
+from local_stack.embedded.server import EmbeddedAws
 from local_stack.stack import durable_services
 from tests.integration.test_local_stack_resources import build
 

@@ -3,11 +3,11 @@
 import json
 from typing import Any
 
-from local_stack.aws import aws_client
-from local_stack.intrinsics import Resolver, parameter_values
-from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import Resources, create_resources, name_resources
-from local_stack.template import expand_sam, load_template
+from local_stack.cloudformation.intrinsics import Resolver, parameter_values
+from local_stack.cloudformation.resources import Resources, create_resources, name_resources
+from local_stack.cloudformation.template import expand_sam, load_template
+from local_stack.embedded.client import aws_client
+from local_stack.embedded.server import EmbeddedAws
 
 SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
 

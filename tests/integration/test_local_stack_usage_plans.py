@@ -7,15 +7,15 @@ from typing import Any
 import boto3
 import pytest
 
-from local_stack.api_access import ApiAccess
-from local_stack.api_gateway import Route
-from local_stack.authorizers import AuthorizerCache, Authorizers, AuthorizerSpec
-from local_stack.aws import aws_client
-from local_stack.gateway_responses import GatewayResponses
-from local_stack.lambda_runtime import Invocation
-from local_stack.moto_server import EmbeddedAws
-from local_stack.resources import Resources, create_resources, name_resources
-from local_stack.usage_plans import KeyDirectory, UsagePlans
+from local_stack.apigateway.access import ApiAccess
+from local_stack.apigateway.authorizers import AuthorizerCache, Authorizers, AuthorizerSpec
+from local_stack.apigateway.gateway import Route
+from local_stack.apigateway.gateway_responses import GatewayResponses
+from local_stack.apigateway.usage_plans import KeyDirectory, UsagePlans
+from local_stack.awslambda.runtime import Invocation
+from local_stack.cloudformation.resources import Resources, create_resources, name_resources
+from local_stack.embedded.client import aws_client
+from local_stack.embedded.server import EmbeddedAws
 from tests.support.stack_template import expanded_template
 
 USAGE_KEY = "u" * 30

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 
-from local_stack.template import load_template, resources_of_type
+from local_stack.cloudformation.template import load_template, resources_of_type
 
 BOUNDARY = "----bulk-test-boundary"
 

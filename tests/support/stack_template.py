@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from local_stack.intrinsics import Resolver, parameter_values
-from local_stack.template import expand_sam, load_template
+from local_stack.cloudformation.intrinsics import Resolver, parameter_values
+from local_stack.cloudformation.template import expand_sam, load_template
 
 
 def expanded_template(

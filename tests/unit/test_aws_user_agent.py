@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from local_stack.request_log import parse
+from local_stack.embedded.request_log import parse
 
 # A real DynamoDB request as the Lambda layer's client sends it, stopped just before the network:
 # its headers are printed as JSON.

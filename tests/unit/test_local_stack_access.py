@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.api_gateway import routes_from_swagger
-from local_stack.authorizers import (
+from local_stack.apigateway.authorizers import (
     EXPLICIT_DENY,
     NO_ALLOW,
     AuthorizerCache,
@@ -19,10 +18,11 @@ from local_stack.authorizers import (
     authorizers_from_swagger,
     evaluate_policy,
 )
-from local_stack.gateway_responses import GatewayResponses
-from local_stack.lambda_runtime import Invocation
-from local_stack.usage_plans import PlanLimits, TokenBucket, UsageMeter, period_start
-from local_stack.waf import Firewall, RateCounter, WafRequest, WebAcl
+from local_stack.apigateway.gateway import routes_from_swagger
+from local_stack.apigateway.gateway_responses import GatewayResponses
+from local_stack.apigateway.usage_plans import PlanLimits, TokenBucket, UsageMeter, period_start
+from local_stack.apigateway.waf import Firewall, RateCounter, WafRequest, WebAcl
+from local_stack.awslambda.runtime import Invocation
 from tests.support.stack_template import expanded_template
 
 ARN = "arn:aws:execute-api:us-east-1:123456789012:local/local"

@@ -4,7 +4,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from local_stack.alarms import ALARM_STATE, INSUFFICIENT_DATA, OK, AlarmEvaluation, AlarmSpec, notification
+from local_stack.cloudwatch.alarms import (
+    ALARM_STATE,
+    INSUFFICIENT_DATA,
+    OK,
+    AlarmEvaluation,
+    AlarmSpec,
+    notification,
+)
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 

@@ -1,11 +1,11 @@
 """The local stage cache: what the template's stage turns on, entries per cache key for their TTL,
 and refreshes only by a SigV4-signed Cache-Control: max-age=0 request (as API Gateway does)."""
 
-from local_stack.api_cache import Answer, CachedMethod, StageCache, invalidation_check, stage_cache
+from local_stack.apigateway.cache import Answer, CachedMethod, StageCache, invalidation_check, stage_cache
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import Resources
+from local_stack.cloudformation.resources import template_resources as named_template_resources
 from local_stack.iam import AccessControl, function_principals
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.resources import Resources
-from local_stack.resources import template_resources as named_template_resources
 from local_stack.stack import LocalStack
 
 SIGNED = (

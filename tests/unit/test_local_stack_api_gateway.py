@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from local_stack.api_gateway import (
+from local_stack.apigateway.gateway import (
     ApiGateway,
     HttpRequest,
     Route,
@@ -17,7 +17,7 @@ from local_stack.api_gateway import (
     proxy_event,
     routes_from_swagger,
 )
-from local_stack.lambda_runtime import FunctionThrottledError, Invocation
+from local_stack.awslambda.runtime import FunctionThrottledError, Invocation
 
 ROUTES = [
     Route("/", "GET", "api"),

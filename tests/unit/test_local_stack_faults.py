@@ -9,8 +9,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.stub import Stubber
 
-from local_stack import faults
-from local_stack.faults import (
+from local_stack.awslambda import faults
+from local_stack.awslambda.faults import (
     DUPLICATE_MAX_DELAY_SECONDS,
     AsyncDuplicator,
     FaultError,

@@ -5,10 +5,10 @@ from functools import cache
 
 import pytest
 
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import Resources, template_resources
 from local_stack.iam import Principal, function_principals
 from local_stack.iam.policy import Decision, Request, evaluate
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.resources import Resources, template_resources
 
 STACK, REGION = "local", "us-east-1"
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{STACK}"

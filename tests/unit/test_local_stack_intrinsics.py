@@ -2,7 +2,7 @@
 
 import pytest
 
-from local_stack.intrinsics import NO_VALUE, IntrinsicError, Resolver, parameter_values
+from local_stack.cloudformation.intrinsics import NO_VALUE, IntrinsicError, Resolver, parameter_values
 
 
 @pytest.fixture

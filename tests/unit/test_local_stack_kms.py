@@ -3,10 +3,10 @@ policy lets cloudwatch.amazonaws.com use the key; never with the AWS managed ali
 
 from typing import Any
 
+from local_stack.cloudformation.intrinsics import Resolver
+from local_stack.cloudformation.resources import name_resources
 from local_stack.iam.policy import Policy
-from local_stack.intrinsics import Resolver
-from local_stack.kms import PUBLISH_ACTIONS, Key, KeyRing
-from local_stack.resources import name_resources
+from local_stack.kms.keys import PUBLISH_ACTIONS, Key, KeyRing
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 KEY_ID = "1234abcd-12ab-34cd-56ef-1234567890ab"

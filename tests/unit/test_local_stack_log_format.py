@@ -13,7 +13,7 @@ import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from local_stack.log_format import FunctionLogRenderer, FunctionOutput, Rendered, TerminalFormatter
+from local_stack.awslambda.log_format import FunctionLogRenderer, FunctionOutput, Rendered, TerminalFormatter
 
 # As the restarter printed it on its first invocation (`make run`).
 COLD_START_BLOB = (
@@ -162,6 +162,6 @@ def test_human_format_logs_under_the_functions_logical_id(caplog: pytest.LogCapt
 
 def test_the_stacks_own_lines_name_their_module() -> None:
     record = logging.LogRecord(
-        "local_stack.api_gateway", logging.INFO, __file__, 1, "POST / 201 5 ms", None, None
+        "local_stack.apigateway.gateway", logging.INFO, __file__, 1, "POST / 201 5 ms", None, None
     )
-    assert TerminalFormatter().format(record).split(" ", 1)[1] == "INFO  api_gateway        POST / 201 5 ms"
+    assert TerminalFormatter().format(record).split(" ", 1)[1] == "INFO  apigateway.gateway POST / 201 5 ms"

@@ -14,7 +14,11 @@ def test_a_workers_peak_memory_does_not_count_the_process_that_spawned_it() -> N
         held[offset] = 1
     # When a fresh worker process reports its peak memory
     answer = subprocess.run(
-        [sys.executable, "-c", "from local_stack.bootstrap import _peak_memory_kb; print(_peak_memory_kb())"],
+        [
+            sys.executable,
+            "-c",
+            "from local_stack.awslambda.bootstrap import _peak_memory_kb; print(_peak_memory_kb())",
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -10,7 +10,12 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.config import Config
 
-from local_stack.s3 import lambda_event, lifecycle_rule, notification_configuration, presigned_url_problem
+from local_stack.s3.buckets import (
+    lambda_event,
+    lifecycle_rule,
+    notification_configuration,
+    presigned_url_problem,
+)
 
 SECRETS = {"local": "local"}
 S3_PUT = json.loads((Path(__file__).parents[1] / "support" / "s3_put.json").read_text())

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from local_stack.schedules import Schedule, Scheduler, rate_seconds, scheduled_event
-from local_stack.sns import lambda_event
+from local_stack.events.schedules import Schedule, Scheduler, rate_seconds, scheduled_event
+from local_stack.sns.subscriptions import lambda_event
 
 
 @pytest.mark.parametrize(

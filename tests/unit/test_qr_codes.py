@@ -10,7 +10,7 @@ import zxingcpp
 from PIL import Image
 from pydantic import ValidationError
 
-from local_stack.api_gateway import http_response
+from local_stack.apigateway.gateway import http_response
 from shortener.logic.qr import QUIET_ZONE_MODULES, qr_image
 from shortener.models.qr import QrRequest
 

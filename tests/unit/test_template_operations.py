@@ -7,11 +7,16 @@ from typing import Any
 
 import pytest
 
-from local_stack.cloudformation import RuleViolationError, check_parameters, check_rules, parameter_values
-from local_stack.intrinsics import Resolver
-from local_stack.intrinsics import parameter_values as local_parameter_values
-from local_stack.resources import Resources, name_resources
-from local_stack.template import expand_sam, load_template
+from local_stack.cloudformation.deploy import (
+    RuleViolationError,
+    check_parameters,
+    check_rules,
+    parameter_values,
+)
+from local_stack.cloudformation.intrinsics import Resolver
+from local_stack.cloudformation.intrinsics import parameter_values as local_parameter_values
+from local_stack.cloudformation.resources import Resources, name_resources
+from local_stack.cloudformation.template import expand_sam, load_template
 
 # Every function of the template: each must have its log group, alarms and dashboard rows.
 FUNCTIONS = tuple(

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_runtime import LambdaRuntime
-from local_stack.resources import RULE, Resources
+from local_stack.awslambda.runtime import LambdaRuntime
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import RULE, Resources
 
 log = logging.getLogger(__name__)
 

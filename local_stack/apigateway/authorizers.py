@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from local_stack.api_gateway import security_schemes
-from local_stack.lambda_runtime import Invocation
+from local_stack.apigateway.routes import security_schemes
+from local_stack.awslambda.runtime import Invocation
 
 _FUNCTION_IN_URI = re.compile(r"/functions/arn:[^/]*:function:(?P<name>[^/:]+)(:[^/]*)?/invocations")
 _AUTHORIZER = "x-amazon-apigateway-authorizer"

@@ -50,14 +50,22 @@ class CachedMethod:
 class StageCache:
     """The cache of the one stage the local stack serves."""
 
-    def __init__(self, methods: list[CachedMethod], monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        methods: list[CachedMethod],
+        monotonic: Callable[[], float] = time.monotonic,
+        *,
+        stage_name: str = "",
+        method_arn_prefix: str = "",
+        may_invalidate: MayInvalidate | None = None,
+    ) -> None:
         self._methods = {(method.http_method, method.resource): method for method in methods}
         self._monotonic = monotonic
-        # Set by the stack when it enforces IAM; None: any execute-api signature may invalidate.
-        self.may_invalidate: MayInvalidate | None = None
-        self.method_arn_prefix = ""
+        # Given by the stack when it enforces IAM; None: any execute-api signature may invalidate.
+        self.may_invalidate = may_invalidate
+        self.method_arn_prefix = method_arn_prefix
         # The template's StageName (what IAM policies name), not the local API's stage "local".
-        self.stage_name = ""
+        self.stage_name = stage_name
         self._entries: dict[tuple[str, ...], tuple[float, Answer]] = {}
         self._lock = threading.Lock()
 
@@ -121,9 +129,17 @@ def invalidation_check(access_control: AccessControl, region: str) -> MayInvalid
     return may_invalidate
 
 
-def stage_cache(stage: dict[str, Any], api_body: dict[str, Any]) -> StageCache | None:
+def stage_cache(
+    stage: dict[str, Any],
+    api_body: dict[str, Any],
+    *,
+    api_arn: str | None = None,
+    may_invalidate: MayInvalidate | None = None,
+) -> StageCache | None:
     """The cache a stage's (resolved) properties turn on, with the cache keys of its API's body;
-    None when the stage has no cache cluster or caches no method."""
+    None when the stage has no cache cluster or caches no method. With IAM enforced, ``api_arn``
+    (``arn:aws:execute-api:<region>:<account>:<api id>``) and ``may_invalidate`` say who may
+    refresh an entry: a signer whose role allows execute-api:InvalidateCache on the method."""
     if not _true(stage.get("CacheClusterEnabled")):
         return None
     methods = []
@@ -135,9 +151,13 @@ def stage_cache(stage: dict[str, Any], api_body: dict[str, Any]) -> StageCache |
             methods.append(CachedMethod(http_method, resource, ttl, key_parameters))
     if not methods:
         return None
-    cache = StageCache(methods)
-    cache.stage_name = str(stage.get("StageName", ""))
-    return cache
+    stage_name = str(stage.get("StageName", ""))
+    return StageCache(
+        methods,
+        stage_name=stage_name,
+        method_arn_prefix=f"{api_arn}/{stage_name}/" if api_arn else "",
+        may_invalidate=may_invalidate,
+    )
 
 
 def _methods_of(api_body: dict[str, Any], setting: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:

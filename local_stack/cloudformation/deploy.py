@@ -114,7 +114,7 @@ def check_template_rules(
 ) -> None:
     """check_parameters (on the ``given`` values) and check_rules for the local stack: a refused
     parameter or a broken rule is a TemplateError, like any template it cannot run."""
-    from local_stack.template import TemplateError
+    from local_stack.cloudformation.template import TemplateError
 
     try:
         check_parameters(template, given if given is not None else {})

@@ -6,7 +6,7 @@ init; each request line {"request_id", "event", "deadline", "invoked_function_ar
 line {"result": ...} or {"error": {"errorMessage", "errorType", "stackTrace"}}. The handler's own
 prints and logs go to stderr, so they can never corrupt the protocol.
 
-Run as: python -m local_stack.bootstrap <function name> <handler> <faults-json> (the name is only
+Run as: python -m local_stack.awslambda.bootstrap <function name> <handler> <faults-json> (the name is only
 there to make `ps` readable; the environment says everything else).
 """
 
@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from local_stack import faults
+from local_stack.awslambda import faults
 
 _ORPHAN_CHECK_SECONDS = 1.0
 

@@ -7,14 +7,20 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from local_stack.api_gateway import INTEGRATION_TIMEOUT_SECONDS, STAGE, HttpRequest, Route
-from local_stack.authorizers import Authorizers, Grant, Refusal, authorizers_from_swagger, method_arn
-from local_stack.gateway_responses import GatewayAnswer, GatewayResponses
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_runtime import FunctionThrottledError, Invocation, LambdaRuntime
-from local_stack.resources import REST_API, WEB_ACL, WEB_ACL_ASSOCIATION, Resources
-from local_stack.usage_plans import KeyDirectory, UsagePlans
-from local_stack.waf import Firewall, WafRequest
+from local_stack.apigateway.authorizers import (
+    Authorizers,
+    Grant,
+    Refusal,
+    authorizers_from_swagger,
+    method_arn,
+)
+from local_stack.apigateway.gateway_responses import GatewayAnswer, GatewayResponses
+from local_stack.apigateway.routes import INTEGRATION_TIMEOUT_SECONDS, STAGE, HttpRequest, Route
+from local_stack.apigateway.usage_plans import KeyDirectory, UsagePlans
+from local_stack.apigateway.waf import Firewall, WafRequest
+from local_stack.awslambda.runtime import FunctionThrottledError, Invocation, LambdaRuntime
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import REST_API, WEB_ACL, WEB_ACL_ASSOCIATION, Resources
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack.aws import FAKE_CREDENTIALS
-from local_stack.local_only import LocalToolsOnly
-from local_stack.s3 import PresignedUrlGate
+from local_stack.embedded.client import FAKE_CREDENTIALS
+from local_stack.embedded.local_only import LocalToolsOnly
+from local_stack.s3.buckets import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
 _SIGNED_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")

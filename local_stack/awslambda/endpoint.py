@@ -10,16 +10,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from local_stack import sns
-from local_stack.iam import AccessControl, Signature, invoke_call
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.lambda_runtime import (
+from local_stack.awslambda.runtime import (
     ASYNC_PAYLOAD_LIMIT_BYTES,
     SYNC_PAYLOAD_LIMIT_BYTES,
     FunctionThrottledError,
     LambdaRuntime,
 )
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.iam import AccessControl, Signature, invoke_call
 from local_stack.ports import LISTEN_BACKLOG
+from local_stack.sns import subscriptions as sns
 
 log = logging.getLogger(__name__)
 

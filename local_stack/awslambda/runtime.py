@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from local_stack.faults import AsyncDuplicator
+from local_stack.awslambda.faults import AsyncDuplicator
+from local_stack.awslambda.log_format import FunctionOutput, LogFormat
+from local_stack.cloudformation.resources import FunctionSpec
+from local_stack.cloudformation.template import PROJECT_ROOT
 from local_stack.iam import function_credentials
-from local_stack.log_format import FunctionOutput, LogFormat
-from local_stack.resources import FunctionSpec
-from local_stack.template import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Worker:
             [
                 sys.executable,
                 "-m",
-                "local_stack.bootstrap",
+                "local_stack.awslambda.bootstrap",
                 spec.name,
                 spec.handler,
                 json.dumps(settings.faults.get(spec.logical_id, {})),

@@ -13,7 +13,7 @@ from samtranslator.public.exceptions import InvalidDocumentException
 from samtranslator.translator.translator import Translator
 from samtranslator.yaml_helper import yaml_parse
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
 # The properties of AWS::DynamoDB::Table that CreateTable takes as they are.

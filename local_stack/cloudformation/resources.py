@@ -14,10 +14,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from local_stack import s3
-from local_stack.aws import aws_client
-from local_stack.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
-from local_stack.template import LOCAL_CODE_BUCKET, PROJECT_ROOT, expand_sam, load_template, table_arguments
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
+from local_stack.cloudformation.template import (
+    LOCAL_CODE_BUCKET,
+    PROJECT_ROOT,
+    expand_sam,
+    load_template,
+    table_arguments,
+)
+from local_stack.embedded.client import aws_client
+from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from local_stack.aws import aws_client
+from local_stack.embedded.client import aws_client
 from shortener.dal.keys import KeysStore
 from shortener.dal.usage_plans import ApiGatewayUsagePlan
 from shortener.logic.access import KeyManager

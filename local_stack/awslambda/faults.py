@@ -17,7 +17,7 @@ function's own code is untouched and unaware:
   delivery: "Even if your function doesn't return an error, it's possible for it to receive the same
   event from Lambda multiple times because the queue itself is eventually consistent"
   (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). Applied by
-  the local Lambda runtime where it runs Event invocations (lambda_runtime.py), not in workers.
+  the local Lambda runtime where it runs Event invocations (runtime.py), not in workers.
 - ``raise-in=Function.Operation:P``: ``raise-in`` for one operation only (``BatchWriteItem``), so
   one kind of work fails every time (a poisoned message) while the rest goes on.
 - ``delay-in=Function[.Operation]:S``: each such call waits S seconds first (a slow dependency).

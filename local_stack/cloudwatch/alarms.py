@@ -6,7 +6,7 @@ comparison, evaluation periods and missing-data rule, records each state change 
 An action on a topic encrypted with a KMS key whose policy does not let CloudWatch use it fails, as
 on AWS: nothing is published, and the alarm's history records the failure with CloudWatch's words
 (AWS knowledge center "cloudwatch-configure-alarm-sns"). State updates and actions are readable
-with DescribeAlarmHistory (local_stack.alarm_history)."""
+with DescribeAlarmHistory (local_stack.cloudwatch.history)."""
 
 import json
 import logging
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from local_stack import alarm_history
-from local_stack.alarm_history import ACTION, HISTORY, STATE_UPDATE, HistoryItem
-from local_stack.aws import aws_client
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.kms import PUBLISH_ACTIONS, KeyRing
-from local_stack.resources import ALARM, Resources
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import ALARM, Resources
+from local_stack.cloudwatch import history as alarm_history
+from local_stack.cloudwatch.history import ACTION, HISTORY, STATE_UPDATE, HistoryItem
+from local_stack.embedded.client import aws_client
+from local_stack.kms.keys import PUBLISH_ACTIONS, KeyRing
 
 log = logging.getLogger(__name__)
 

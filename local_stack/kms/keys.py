@@ -15,9 +15,9 @@ statement never admits CloudWatch. A key the stack does not know is refused."""
 
 from dataclasses import dataclass
 
+from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.cloudformation.resources import KMS_ALIAS, KMS_KEY, Resources
 from local_stack.iam.policy import Caller, Decision, Policy, Request, evaluate
-from local_stack.intrinsics import ACCOUNT_ID
-from local_stack.resources import KMS_ALIAS, KMS_KEY, Resources
 
 AWS_MANAGED_ALIAS_PREFIX = "alias/aws/"
 # What a publisher to an encrypted topic needs on its key.

@@ -1,0 +1,11 @@
+"""Lambda, locally: the functions' execution environments and the Lambda API in front of them.
+
+- ``runtime``: LambdaRuntime and RuntimeSettings, one worker process per execution environment,
+  concurrency, timeouts, asynchronous retries (FunctionThrottledError, Invocation).
+- ``endpoint``: LambdaEndpoint, the Lambda API (Invoke) and the SNS subscriptions' HTTP endpoint.
+- ``bootstrap``: the worker's side, run as `python -m local_stack.awslambda.bootstrap`; ``faults``:
+  the fault injection it installs (Faults, parse_faults, FAULT_KINDS, FaultError).
+- ``log_format``: the functions' output rendered for the terminal (LogFormat, configure_logging).
+
+This package imports none of them: every worker process imports ``bootstrap`` through it, and must
+not load the stack (moto, the gateway) to run one function. Import the modules themselves."""

@@ -1,0 +1,76 @@
+"""Every change the local stack makes to moto's own code, in one list, with why each exists.
+
+moto is pinned in pyproject.toml; these depend on its internals, and the tests named in each entry
+fail when one stops holding. Each is installed where it is needed (the install function named), all
+of them idempotent; :func:`install_all` installs every one (tests/unit/test_structure.py checks
+that every ``install*`` function of a module that imports moto is listed here).
+
+What the local stack puts in front of moto without changing it (the serialising middleware, the
+control routes, the presigned URL gate, local tools only, the IAM access control) is described in
+``server`` and ``local_only``; the durable state reads and writes moto's backends in
+local_stack/durability without changing their code."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from local_stack.cloudformation import deploy
+from local_stack.cloudwatch import history
+from local_stack.embedded import server
+
+
+@dataclass(frozen=True)
+class Patch:
+    install: Callable[[], None]
+    changes: str  # what in moto
+    why: str
+    installed_by: str
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch(
+        server.install_item_level_transaction_rollback,
+        "DynamoDBBackend.transact_write_items; moto.dynamodb.models.copy",
+        "TransactWriteItems deep-copied every table it touched to roll back: each transaction cost "
+        "time in proportion to the table's size. Only the touched items are remembered now.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes)",
+    ),
+    Patch(
+        server.install_whole_recorder_lines,
+        "Recorder._record_request",
+        "Concurrent requests interleaved their lines in moto's request recording (--moto-api), "
+        "which then no longer parsed; one request records at a time.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes)",
+    ),
+    Patch(
+        server.install_backlog_independent_sqs,
+        "SQSBackend.is_message_valid_based_on_retention_period, .get_queue_attributes; Queue.messages "
+        "and its delayed / not-visible counts",
+        "moto scanned every message of a queue (reading the clock per message) for each message it "
+        "handed out or took in, so a bulk job's backlog made each request slower; and counts read "
+        "the clock once each, so a message could be in neither count. The clock is read once.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes)",
+    ),
+    Patch(
+        deploy.install,
+        "CloudFormationBackend.create_stack, .create_change_set, .execute_change_set; "
+        "Stack.stack_resources; parsing.clean_json, ResourceMap._delete_resource; "
+        "RestAPI.create_from_cloudformation_json; Deployment and LayerVersion physical ids; "
+        "CloudFormation models for the types moto lacks",
+        "moto's CloudFormation runs no SAM transform and no Rules, lacks models for some types this "
+        "template uses, gives a change set's stack no outputs and takes only a literal Fn::Select "
+        "index: `sam deploy` against the embedded AWS would deploy a different stack.",
+        "tests/e2e/test_deploy_e2e.py, tests/integration/test_local_stack_cloudformation.py",
+    ),
+    Patch(
+        history.install,
+        "CloudWatchResponse.describe_alarm_history",
+        "moto 5 has no DescribeAlarmHistory; the alarm evaluator's history is answered through it.",
+        "AlarmEvaluator (local_stack/cloudwatch/alarms.py)",
+    ),
+)
+
+
+def install_all() -> None:
+    """Every patch, in this process's moto."""
+    for patch in PATCHES:
+        patch.install()
