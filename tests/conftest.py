@@ -20,9 +20,10 @@ from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.cloudformation.template import create_table_arguments
 from local_stack.embedded.server import install_moto_fixes
-from shortener import services, settings
+from shortener import settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
+from shortener.services import api as api_services
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
 # freezegun's fake datetime class in their annotations.
@@ -56,8 +57,8 @@ def _clear_container_caches() -> None:
     ):
         getter.cache_clear()
     code_generator.cache_clear()
-    services.api_links.cache_clear()
-    services.api_link_manager.cache_clear()
+    api_services.api_links.cache_clear()
+    api_services.api_link_manager.cache_clear()
 
 
 @pytest.fixture

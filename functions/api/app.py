@@ -15,7 +15,7 @@ from shortener import clock, web
 from shortener.models.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest
 from shortener.observability import logger, metrics
-from shortener.services import api_links as links
+from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.

@@ -5,24 +5,17 @@ there."""
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
-from shortener import clock, services, web
-from shortener.dal.files import BulkFiles
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.queue import BulkQueue
-from shortener.dal.usage import metering
+from shortener import clock, web
 from shortener.logic import bulk
 from shortener.logic.bulk import status
 from shortener.logic.link_management import require_key
 from shortener.logic.paging import decode_cursor, encode_cursor, page_size
-from shortener.logic.scaling import WorkStarter
 from shortener.models.exceptions import ServiceUnavailableError
 from shortener.models.files import SplitRequest
 from shortener.models.jobs import (
@@ -35,6 +28,7 @@ from shortener.models.jobs import (
 )
 from shortener.models.links import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.observability import logger, metrics
+from shortener.services.api import api_links, bulk_metering, files, files_function, jobs, queue, work_loops
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
@@ -43,32 +37,6 @@ router = APIGatewayRouter()
 RESULTS_PAGE_BYTES = 5_000_000
 # How soon a client asking for a results file still being written should ask again.
 RESULTS_RETRY_SECONDS = 5
-
-
-@lru_cache(maxsize=1)
-def jobs() -> JobsStore:
-    return JobsStore(api_settings().JOBS_TABLE)
-
-
-@lru_cache(maxsize=1)
-def queue() -> BulkQueue:
-    return BulkQueue()
-
-
-@lru_cache(maxsize=1)
-def files() -> BulkFiles:
-    return BulkFiles()
-
-
-@lru_cache(maxsize=1)
-def files_function() -> FilesFunction | None:
-    name = api_settings().FILES_FUNCTION
-    return FilesFunction(name) if name else None
-
-
-@lru_cache(maxsize=1)
-def work_loops() -> WorkStarter | None:
-    return services.work_loops(api_settings())
 
 
 def _options() -> bulk.BulkOptions:
@@ -110,7 +78,7 @@ def upload_csv() -> Response[str]:
         max_rows=settings.MAX_UPLOAD_ROWS,
     )
     # Rows that could not be shortened would wait in the queue: refuse them now, saying why.
-    services.api_links().check_code_key()
+    api_links().check_code_key()
     job = bulk.submit_job(
         rows,
         jobs=jobs(),
@@ -119,7 +87,7 @@ def upload_csv() -> Response[str]:
         origin=_origin(),
         options=_options(),
         loops=work_loops(),
-        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+        metering=bulk_metering(),
         defaults=defaults,
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)

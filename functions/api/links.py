@@ -7,7 +7,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shortener import web
-from shortener.dal.api_cache import StageCache
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.link_management import Change, StageCacheInvalidator
 from shortener.models.access import Caller
@@ -15,7 +14,7 @@ from shortener.models.blocklist import Blocklist, BlockRequest
 from shortener.models.exceptions import ForbiddenError, NotBlockedError
 from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
-from shortener.services import api_link_manager, api_links
+from shortener.services.api import api_link_manager, api_links, stage_cache_invalidator
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
@@ -115,7 +114,7 @@ def stage_cache() -> StageCacheInvalidator | None:
         return None
     event = router.current_event.raw_event
     base_url = web.stage_base_url(event, settings.AWS_REGION, settings.AWS_ENDPOINT_URL_EXECUTE_API)
-    return StageCache(base_url, settings.AWS_REGION).invalidate
+    return stage_cache_invalidator(base_url)
 
 
 def _changed(change: Change) -> Response[str]:

@@ -13,13 +13,8 @@ from shortener.logic.qr import MEDIA_TYPES, qr_image
 from shortener.models.exceptions import PayloadTooLargeError
 from shortener.models.files import LabelsRequest
 from shortener.models.qr import QrRequest
-from shortener.services import api_link_manager
+from shortener.services.api import api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
-
-try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
-    from bulk import files, files_function, jobs
-except ModuleNotFoundError:
-    from functions.api.bulk import files, files_function, jobs
 
 router = APIGatewayRouter()
 # How long a client waits before asking again for a labels archive being built.

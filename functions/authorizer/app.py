@@ -2,22 +2,16 @@
 keys table and answers with a policy for the whole stage, the caller as context, and the key's
 usage identifier for the usage plan. The rules live in shortener.logic.access."""
 
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener import web
-from shortener.dal.keys import KeysStore
 from shortener.logic import access
 from shortener.observability import logger, metrics
+from shortener.services.authorizer import keys
 from shortener.settings import authorizer_settings
-
-
-@lru_cache(maxsize=1)
-def keys() -> KeysStore:
-    return KeysStore(authorizer_settings().KEYS_TABLE)
 
 
 @logger.inject_lambda_context

@@ -3,34 +3,14 @@ before) -> its rows read into the queue; a complete job -> its results file writ
 job's QR labels -> their ZIP. The rules live in shortener.logic.bulk.split, shortener.logic.bulk.results
 and shortener.logic.labels."""
 
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import services
-from shortener.logic.bulk.results import ResultsWriter
-from shortener.logic.bulk.split import Splitter
-from shortener.logic.labels import LabelsWriter
 from shortener.models.files import FilesTask, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
-from shortener.settings import files_settings
-
-
-@lru_cache(maxsize=1)
-def splitter() -> Splitter:
-    return services.splitter(files_settings())
-
-
-@lru_cache(maxsize=1)
-def results_writer() -> ResultsWriter:
-    return services.results_writer(files_settings())
-
-
-@lru_cache(maxsize=1)
-def labels_writer() -> LabelsWriter:
-    return services.labels_writer(files_settings())
+from shortener.services.files import labels_writer, results_writer, splitter
 
 
 @logger.inject_lambda_context

@@ -1,58 +1,13 @@
 """The poller: one loop over the bulk queue. Started (and re-invoked by itself) with a
 LoopInvocation {queue_url, token, loop_id, seq}; the loop itself is shortener.logic.poller."""
 
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import LinksStore
-from shortener.dal.loops import LoopsStore, LoopStarter
-from shortener.dal.queue import BulkQueue
-from shortener.dal.usage import metering
-from shortener.logic.bulk import ChunkProcessor
-from shortener.logic.codes import code_generator
-from shortener.logic.poller import LoopOptions, PollLoop
 from shortener.models.loops import LoopInvocation
 from shortener.observability import logger, metrics, tracer
-from shortener.services import link_service
-from shortener.settings import poller_settings
-
-
-@lru_cache(maxsize=1)
-def poll_loop() -> PollLoop:
-    settings = poller_settings()
-    processor = ChunkProcessor(
-        LinksStore(settings.LINKS_TABLE),
-        JobsStore(settings.JOBS_TABLE),
-        link_service(settings),
-        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
-        settings.url_policy(),
-        strategy=settings.CODE_STRATEGY,
-        find_if_exists=settings.FIND_IF_EXISTS,
-        retention_days=settings.JOB_RETENTION_DAYS,
-        threads=settings.WRITE_THREADS,
-        # The count that completes a job asks the files function for its results file.
-        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
-        metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
-    )
-    return PollLoop(
-        LoopsStore(settings.TOKENS_TABLE),
-        BulkQueue(),
-        LoopStarter(),
-        processor,
-        metrics=metrics,
-        logger=logger,
-        options=LoopOptions(
-            reinvoke_margin_seconds=settings.REINVOKE_MARGIN_SECONDS,
-            receive_wait_seconds=settings.RECEIVE_WAIT_SECONDS,
-            heartbeat_interval_seconds=settings.HEARTBEAT_INTERVAL_SECONDS,
-            visibility_timeout_seconds=settings.VISIBILITY_TIMEOUT_SECONDS,
-            metrics_flush_seconds=settings.METRICS_FLUSH_SECONDS,
-        ),
-    )
+from shortener.services.poller import poll_loop
 
 
 @logger.inject_lambda_context

@@ -3,59 +3,15 @@ the minimum number of loops running), revive loops whose heartbeat went stale, a
 rows of messages that reached a dead-letter queue, so every job ends. The rules live in
 shortener.logic.healing, shortener.logic.scaling and shortener.logic.dead_letters."""
 
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.loops import LoopsStore, LoopStarter
-from shortener.dal.queue import BulkQueue
-from shortener.dal.queue_metrics import QueueMetrics
-from shortener.logic.dead_letters import DeadLetterSettler
 from shortener.logic.healing import heal_and_reconcile
-from shortener.logic.scaling import LoopBounds, LoopScaler
-from shortener.models.scaling import LoopTarget
 from shortener.observability import logger, metrics, tracer
+from shortener.services.restarter import dead_letters, scaler, targets, tokens
 from shortener.settings import restarter_settings
-
-
-@lru_cache(maxsize=1)
-def tokens() -> LoopsStore:
-    return LoopsStore(restarter_settings().TOKENS_TABLE)
-
-
-@lru_cache(maxsize=1)
-def scaler() -> LoopScaler:
-    settings = restarter_settings()
-    return LoopScaler(
-        tokens(),
-        LoopStarter(),
-        QueueMetrics(),
-        settings.LOOP_FUNCTIONS,
-        LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP),
-    )
-
-
-@lru_cache(maxsize=1)
-def dead_letters() -> DeadLetterSettler:
-    settings = restarter_settings()
-    return DeadLetterSettler(
-        JobsStore(settings.JOBS_TABLE),
-        BulkQueue(),
-        QueueMetrics(),
-        retention_days=settings.JOB_RETENTION_DAYS,
-        # A settlement that completes a job asks the files function for its results file.
-        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
-    )
-
-
-@lru_cache(maxsize=1)
-def targets() -> list[LoopTarget]:
-    # Queue URLs never change for a container: resolved once, not on every idle run.
-    return scaler().targets()
 
 
 @logger.inject_lambda_context

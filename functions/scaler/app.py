@@ -1,31 +1,14 @@
 """The scaler: CloudWatch alarm notifications (via SNS) -> add or remove loops, then reconcile the
 alarm's queue with its backlog. The rules live in shortener.logic.scaling."""
 
-from functools import lru_cache
-
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import envelopes, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.dal.loops import LoopsStore, LoopStarter
-from shortener.dal.queue_metrics import QueueMetrics
-from shortener.logic.scaling import LoopBounds, LoopScaler
 from shortener.models.alarms import AlarmNotification
 from shortener.models.scaling import ScalingOutcome
 from shortener.observability import logger, metrics, tracer
-from shortener.settings import scaler_settings
-
-
-@lru_cache(maxsize=1)
-def scaler() -> LoopScaler:
-    settings = scaler_settings()
-    return LoopScaler(
-        LoopsStore(settings.TOKENS_TABLE),
-        LoopStarter(),
-        QueueMetrics(),
-        settings.LOOP_FUNCTIONS,
-        LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP),
-    )
+from shortener.services.scaler import scaler
 
 
 def report(outcomes: list[ScalingOutcome]) -> None:

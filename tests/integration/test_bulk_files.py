@@ -22,7 +22,7 @@ from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.codes import code_generator
 from shortener.models.files import S3Event, SplitRequest
 from shortener.models.jobs import ChunkMessage, DirectUploadRequest, Job
-from shortener.services import link_service
+from shortener.services.links import link_service
 from shortener.settings import poller_settings
 from tests.support.bulk import create_bulk_bucket, create_bulk_queues, parse_results
 from tests.support.lambda_context import FakeLambdaContext

@@ -22,7 +22,8 @@ from shortener.logic.codes import code_generator, hash_code_candidates
 from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
 from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
 from shortener.models.loops import LoopInvocation
-from shortener.services import link_service
+from shortener.services import restarter as restarter_services
+from shortener.services.links import link_service
 from shortener.settings import poller_settings
 from tests.support.api import call, get_code, post_json
 from tests.support.bulk import (
@@ -738,7 +739,7 @@ def test_a_job_completed_by_a_dead_letter_settlement_asks_for_its_results_file(
     monkeypatch.setenv("FILES_FUNCTION", "test-files")
     monkeypatch.setattr(RecordingFilesFunction, "requested", [])
     restarter = restarter_for(queue_url, monkeypatch)
-    monkeypatch.setattr(restarter, "FilesFunction", RecordingFilesFunction)
+    monkeypatch.setattr(restarter_services, "FilesFunction", RecordingFilesFunction)
     # When the scheduled restarter settles it (nobody reads the job's status)
     run_restarter(restarter)
     # Then the settlement that completed the job asked the files function for its results file,

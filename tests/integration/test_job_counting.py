@@ -10,7 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.jobs import COUNTED_SET_COMPACT_AT, JOB_SK, JobsStore
+from shortener.dal.jobs import JobsStore
+from shortener.dal.jobs.chunk_records import COUNTED_SET_COMPACT_AT
+from shortener.dal.jobs.items import JOB_SK
 from shortener.dal.usage import item_size
 from shortener.models.jobs import Job
 

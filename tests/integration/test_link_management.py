@@ -262,7 +262,7 @@ def test_a_takedown_reaches_a_container_that_cached_the_link(
     alice: ApiCaller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from shortener.models.exceptions import LinkGoneError
-    from shortener.services import link_service
+    from shortener.services.links import link_service
     from shortener.settings import api_settings
 
     # Given another container that has followed a link (and keeps it in its memory)

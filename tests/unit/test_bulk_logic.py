@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shortener.dal.jobs import decode_id_ranges, decode_outcomes, encode_id_ranges, encode_outcomes
+from shortener.dal.jobs.chunk_records import (
+    decode_id_ranges,
+    decode_outcomes,
+    encode_id_ranges,
+    encode_outcomes,
+)
 from shortener.dal.queue import SEND_BATCH_BYTES, SEND_BATCH_ENTRIES, batches_within_limits
 from shortener.logic.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv, results_page
 from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError

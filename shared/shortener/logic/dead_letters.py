@@ -24,7 +24,12 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.logic.chunks import ChunkOutcomes, ResultsRequester, expiry, request_results_if_complete
+from shortener.logic.chunk_outcomes import (
+    ChunkOutcomes,
+    ResultsRequester,
+    expiry,
+    request_results_if_complete,
+)
 from shortener.models.jobs import ChunkMessage, RowOutcome
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 

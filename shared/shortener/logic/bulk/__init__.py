@@ -4,14 +4,14 @@
 - ``packing``: rows into SQS messages;
 - ``submit``: accepting a job (a body upload queued at once, or a direct upload to S3);
 - ``split``: reading an uploaded file into the queue, checkpointed across invocations;
-- ``chunks``: processing one message into links and row outcomes, idempotently;
+- ``processing``: processing one message into links and row outcomes, idempotently;
 - ``results``: the results CSV, in pages and as one file written once;
 - ``metering`` and ``cost``: what a job's work counted, and what it costs.
 
 The names other layers use are importable from the package itself."""
 
-from shortener.logic.bulk.chunks import ChunkLinks, ChunkProcessor, ChunkRecords
 from shortener.logic.bulk.packing import MessagePacker, pack_rows
+from shortener.logic.bulk.processing import ChunkLinks, ChunkProcessor, ChunkRecords
 from shortener.logic.bulk.results import (
     RESULTS_HEADER,
     ResultsPage,
@@ -33,7 +33,7 @@ from shortener.logic.bulk.submit import (
     submit_job,
 )
 from shortener.logic.bulk.upload import CsvRows, detect_format, parse_csv, read_upload
-from shortener.logic.chunks import expiry
+from shortener.logic.chunk_outcomes import expiry
 
 __all__ = [
     "RESULTS_HEADER",

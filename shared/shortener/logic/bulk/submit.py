@@ -11,7 +11,7 @@ from typing import Protocol
 from shortener import clock
 from shortener.logic.bulk.metering import Metering, null_metering
 from shortener.logic.bulk.packing import pack_rows
-from shortener.logic.chunks import expiry
+from shortener.logic.chunk_outcomes import expiry
 from shortener.models.access import Caller
 from shortener.models.exceptions import JobNotFoundError, PayloadTooLargeError
 from shortener.models.files import upload_key

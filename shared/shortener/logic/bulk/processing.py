@@ -12,7 +12,12 @@ from pydantic import ValidationError
 
 from shortener import clock
 from shortener.logic.bulk.metering import Meter, Metering, map_in_context, null_metering
-from shortener.logic.chunks import ChunkOutcomes, ResultsRequester, expiry, request_results_if_complete
+from shortener.logic.chunk_outcomes import (
+    ChunkOutcomes,
+    ResultsRequester,
+    expiry,
+    request_results_if_complete,
+)
 from shortener.logic.codes import CodeGenerator
 from shortener.logic.links import IdPool, LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url, url_key

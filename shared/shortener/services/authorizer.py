@@ -1,0 +1,11 @@
+"""The authorizer's service, one per container."""
+
+from functools import lru_cache
+
+from shortener.dal.keys import KeysStore
+from shortener.settings import authorizer_settings
+
+
+@lru_cache(maxsize=1)
+def keys() -> KeysStore:
+    return KeysStore(authorizer_settings().KEYS_TABLE)

@@ -1,0 +1,43 @@
+"""A LinkService and what it needs, shared by the API and the poller."""
+
+from shortener.dal.blocklist import BlocklistStore
+from shortener.dal.link_changes import LinkChangesStore
+from shortener.dal.link_listing import LinkIndex
+from shortener.dal.links import LinksStore
+from shortener.logic.blocklist import HostGuard
+from shortener.logic.codes import code_generator
+from shortener.logic.link_management import LinkManager
+from shortener.logic.links import LinkService
+from shortener.settings import ApiSettings, PollerSettings
+
+
+def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
+    """A LinkService over the links table that ``settings`` names."""
+    redirects = settings if isinstance(settings, ApiSettings) else None
+    return LinkService(
+        LinksStore(settings.LINKS_TABLE),
+        code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
+        strategy=settings.CODE_STRATEGY,
+        find_if_exists=settings.FIND_IF_EXISTS,
+        id_block_size=settings.ID_BLOCK_SIZE,
+        cache_seconds=redirects.REDIRECT_CACHE_SECONDS if redirects else 0,
+        cache_size=redirects.REDIRECT_CACHE_SIZE if redirects else 0,
+        cache_check_seconds=redirects.REDIRECT_CACHE_CHECK_SECONDS if redirects else 0,
+        guard=host_guard(settings),
+    )
+
+
+def host_guard(settings: ApiSettings | PollerSettings) -> HostGuard | None:
+    """The blocklist check, when the stack has a blocklist table."""
+    return HostGuard(BlocklistStore(settings.BLOCKLIST_TABLE)) if settings.BLOCKLIST_TABLE else None
+
+
+def link_manager(settings: ApiSettings, service: LinkService) -> LinkManager:
+    """The link-management rules over the links table that ``settings`` names."""
+    return LinkManager(
+        LinksStore(settings.LINKS_TABLE),
+        LinkChangesStore(settings.LINKS_TABLE),
+        LinkIndex(settings.LINKS_TABLE),
+        service,
+        redirect_status=settings.REDIRECT_STATUS,
+    )

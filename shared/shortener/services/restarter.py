@@ -1,0 +1,43 @@
+"""The restarter's services, one per container."""
+
+from functools import lru_cache
+
+from shortener.dal.invoke import FilesFunction
+from shortener.dal.jobs import JobsStore
+from shortener.dal.loops import LoopsStore
+from shortener.dal.queue import BulkQueue
+from shortener.dal.queue_metrics import QueueMetrics
+from shortener.logic.dead_letters import DeadLetterSettler
+from shortener.logic.scaling import LoopScaler
+from shortener.models.scaling import LoopTarget
+from shortener.services.loops import loop_scaler
+from shortener.settings import restarter_settings
+
+
+@lru_cache(maxsize=1)
+def tokens() -> LoopsStore:
+    return LoopsStore(restarter_settings().TOKENS_TABLE)
+
+
+@lru_cache(maxsize=1)
+def scaler() -> LoopScaler:
+    return loop_scaler(restarter_settings(), tokens())
+
+
+@lru_cache(maxsize=1)
+def dead_letters() -> DeadLetterSettler:
+    settings = restarter_settings()
+    return DeadLetterSettler(
+        JobsStore(settings.JOBS_TABLE),
+        BulkQueue(),
+        QueueMetrics(),
+        retention_days=settings.JOB_RETENTION_DAYS,
+        # A settlement that completes a job asks the files function for its results file.
+        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+    )
+
+
+@lru_cache(maxsize=1)
+def targets() -> list[LoopTarget]:
+    # Queue URLs never change for a container: resolved once, not on every idle run.
+    return scaler().targets()
