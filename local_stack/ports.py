@@ -8,6 +8,7 @@ message names the command that shows it instead."""
 
 import errno
 import socket
+import socketserver
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,28 @@ class TakenPort:
             shown_by = f"`ss -ltnp 'sport = :{self.port}'` or `lsof -iTCP:{self.port}`"
             held = f"by another program ({shown_by} shows which)"
         return f"port {self.port}, {self.role}, is already in use {held}"
+
+
+def listening_socket(port: int, host: str = "127.0.0.1") -> socket.socket:
+    """A socket listening on ``host:port`` (0: a free port), bound as the stack's HTTP servers bind
+    (SO_REUSEADDR, ``LISTEN_BACKLOG``): the stack binds its ports first, so that every part can be
+    built knowing the URLs of the others, then hands each socket to its server."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(LISTEN_BACKLOG)
+    except BaseException:
+        listening.close()
+        raise
+    return listening
+
+
+def adopt(server: socketserver.TCPServer, listening: socket.socket) -> None:
+    """Make ``server`` (built with ``bind_and_activate=False``) serve on ``listening``."""
+    server.socket.close()
+    server.socket = listening
+    server.server_address = listening.getsockname()
 
 
 def is_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from local_stack.events import Scheduler, schedules_of
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.kms import KeyRing
+from local_stack.ports import listening_socket
 from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
@@ -181,53 +183,22 @@ class LocalStack:
                 self.report.warnings.append(f"IAM: {warning}")
                 log.warning("IAM: %s", warning)
 
-        self._lambda_endpoint = LambdaEndpoint(options.region, options.lambda_port, self.access)
-        # The API's port first: the functions are told it (the stage cache's invalidations). Its
-        # runtime and access control are set below, before it serves its first request.
-        routes, binary_types, api_id = self._api_definition(resources)
-        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
-        cache = self._stage_cache(
-            resources,
-            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
-            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
-        )
-        self._api = ApiGateway(routes, binary_types, None, api_id, options.api_port, cache=cache)
-        self._runtime = LambdaRuntime(
-            resources.functions,
-            RuntimeSettings(
-                aws_endpoint=self.aws_endpoint,
-                lambda_endpoint=self._lambda_endpoint.url,
-                region=options.region,
-                max_concurrency=options.max_concurrency,
-                time_scale=options.time_scale,
-                async_retries=options.async_retries,
-                log_format=options.log_format,
-                duplicate_async=options.faults.duplicate_async,
-                faults={
-                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
-                    for spec in resources.functions.values()
-                },
-                execute_api_endpoint=self._api.url,
-            ),
-        )
-        self._api.runtime = self._runtime
-        self._lambda_endpoint.runtime = self._runtime
-        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
-        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
+        # for the stage cache's invalidations), and each server is then built with what it serves.
+        lambda_socket = listening_socket(options.lambda_port)
+        api_socket = listening_socket(options.api_port)
+        try:
+            runtime = self._serve_functions_and_api(resources, lambda_socket, api_socket)
+        except BaseException:
+            # A server closes its socket when stopped; a socket whose server was not built yet is
+            # closed here.
+            if self._lambda_endpoint is None:
+                lambda_socket.close()
+            if self._api is None:
+                api_socket.close()
+            raise
 
-        create_resources(resources, self._lambda_endpoint.sns_url)
-        if options.persist:
-            self._restore_state(resources)
-
-        access = self._api_access(resources)
-        self._api.access = access
-        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
-        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
-        self._serve(self._api.serve_forever, "api-gateway")
-
-        scheduler = Scheduler(
-            schedules_of(resources, self._runtime, options.time_scale), self._runtime, options.region
-        )
+        scheduler = Scheduler(schedules_of(resources, runtime, options.time_scale), runtime, options.region)
         evaluator = AlarmEvaluator(
             alarm_specs(resources),
             self.aws_endpoint,
@@ -240,6 +211,56 @@ class LocalStack:
             part.start()
             self._background.append(part)
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _serve_functions_and_api(
+        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+    ) -> LambdaRuntime:
+        """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
+        the REST API with its access control."""
+        options = self.options
+        routes, binary_types, api_id = self._api_definition(resources)
+        self._runtime = LambdaRuntime(
+            resources.functions,
+            RuntimeSettings(
+                aws_endpoint=self.aws_endpoint,
+                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
+                region=options.region,
+                max_concurrency=options.max_concurrency,
+                time_scale=options.time_scale,
+                async_retries=options.async_retries,
+                log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
+                faults={
+                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
+                    for spec in resources.functions.values()
+                },
+                execute_api_endpoint=_url_of(api_socket),
+            ),
+        )
+        self._lambda_endpoint = LambdaEndpoint(
+            options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
+        )
+        self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
+        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
+
+        create_resources(resources, self._lambda_endpoint.sns_url)
+        if options.persist:
+            self._restore_state(resources)
+
+        access = self._api_access(resources)
+        # Only a signer whose role allows execute-api:InvalidateCache refreshes an entry.
+        cache = self._stage_cache(
+            resources,
+            api_arn=f"arn:aws:execute-api:{options.region}:{ACCOUNT_ID}:{api_id}" if options.iam else None,
+            may_invalidate=invalidation_check(self.access, options.region) if options.iam else None,
+        )
+        self._api = ApiGateway(
+            routes, binary_types, self._runtime, api_id, 0, access=access, cache=cache, listening=api_socket
+        )
+        functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
+        self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        self._serve(self._api.serve_forever, "api-gateway")
+        return self._runtime
 
     def _api_access(self, resources: Resources) -> ApiAccess | None:
         """The REST API's access control, API keys restored and the admin key made (or kept)."""
@@ -394,6 +415,11 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _url_of(listening: socket.socket) -> str:
+    host, port = listening.getsockname()[:2]
+    return f"http://{host}:{port}/"
 
 
 def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:

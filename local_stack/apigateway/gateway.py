@@ -6,6 +6,7 @@ import base64
 import fnmatch
 import json
 import logging
+import socket
 import sys
 import time
 import uuid
@@ -30,7 +31,7 @@ from local_stack.apigateway.routes import (
 )
 from local_stack.awslambda.runtime import FunctionThrottledError, LambdaRuntime
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
-from local_stack.ports import LISTEN_BACKLOG
+from local_stack.ports import LISTEN_BACKLOG, adopt
 
 __all__ = [
     "INTEGRATION_TIMEOUT_SECONDS",
@@ -162,11 +163,15 @@ class ApiGateway(ThreadingHTTPServer):
         *,
         access: Guard | None = None,
         cache: StageCache | None = None,
+        listening: socket.socket | None = None,
     ) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+        # ``listening``: a socket the stack bound before (ports.listening_socket), to tell the
+        # functions the API's URL before the runtime that runs them exists; ``port`` is then unused.
+        super().__init__(("127.0.0.1", port), _Handler, bind_and_activate=listening is None)
+        if listening is not None:
+            adopt(self, listening)
         self.routes = routes
         self.binary_types = binary_types
-        # Set before the first request (the stack binds the port first, to tell the functions it).
         self.runtime = runtime
         self.api_id = api_id
         # WAF, authorizers, usage plans and gateway responses (local_stack/apigateway/access.py).

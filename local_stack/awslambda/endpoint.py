@@ -4,6 +4,7 @@ AWS_ENDPOINT_URL_LAMBDA) and the HTTP address that SNS subscriptions of function
 import json
 import logging
 import re
+import socket
 import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ from local_stack.awslambda.runtime import (
 )
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
 from local_stack.iam import AccessControl, Signature, invoke_call
-from local_stack.ports import LISTEN_BACKLOG
+from local_stack.ports import LISTEN_BACKLOG, adopt
 from local_stack.sns import subscriptions as sns
 
 log = logging.getLogger(__name__)
@@ -35,10 +36,21 @@ class LambdaEndpoint(ThreadingHTTPServer):
     # Every loop, scaler and schedule invokes through here; bursts must queue, not be reset.
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, region: str, port: int = 0, access: AccessControl | None = None) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
-        # Set once the runtime exists: the runtime's workers need this endpoint's URL first.
-        self.runtime: LambdaRuntime | None = None
+    def __init__(
+        self,
+        region: str,
+        port: int = 0,
+        access: AccessControl | None = None,
+        *,
+        runtime: LambdaRuntime | None = None,
+        listening: socket.socket | None = None,
+    ) -> None:
+        # ``listening``: a socket the stack bound before (ports.listening_socket), since the
+        # runtime's workers need this endpoint's URL before the runtime exists; ``port`` is unused.
+        super().__init__(("127.0.0.1", port), _Handler, bind_and_activate=listening is None)
+        if listening is not None:
+            adopt(self, listening)
+        self.runtime = runtime
         self.region = region
         # The functions' own calls to Invoke are authorised against their roles.
         self.access = access or AccessControl()

@@ -1,5 +1,5 @@
 """`make deploy` and `make delete`, run for real against an embedded AWS (moto, in this process, with
-the CloudFormation that local_stack/cloudformation.py completes: the SAM transform, Rules, the resource
+the CloudFormation that local_stack/cloudformation/deploy.py completes: the SAM transform, Rules, the resource
 types moto lacks). sam builds the code, uploads it to S3, creates and executes the change set; the
 stack's resources, outputs, alarms, dashboard and log groups are checked in moto's services; the
 delete keeps the links table. local_stack/README.md says where a real deployment differs."""

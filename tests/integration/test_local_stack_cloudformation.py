@@ -1,4 +1,4 @@
-"""The embedded CloudFormation (local_stack/cloudformation.py) in-process under moto: a SAM template
+"""The embedded CloudFormation (local_stack/cloudformation/deploy.py) in-process under moto: a SAM template
 is transformed, its Rules refuse a bad parameter set, and a change set's stack has its outputs."""
 
 import io
