@@ -24,6 +24,7 @@ from local_stack.apigateway import (
     routes_from_swagger,
     stage_cache,
 )
+from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.faults import Faults
 from local_stack.awslambda.log_format import LogFormat
@@ -230,6 +231,7 @@ class LocalStack:
                 async_retries=options.async_retries,
                 log_format=options.log_format,
                 duplicate_async=options.faults.duplicate_async,
+                async_configs=async_configs(resources),
                 faults={
                     spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
                     for spec in resources.functions.values()

@@ -1,14 +1,16 @@
-"""The restarter, on a schedule: reconcile every configured queue with its backlog (which also keeps
-the minimum number of loops running), revive loops whose heartbeat went stale, and settle the
-rows of messages that reached a dead-letter queue, so every job ends. The rules live in
-shortener.logic.healing, shortener.logic.scaling and shortener.logic.dead_letters."""
+"""The restarter. Subscribed to the operations topic, where Lambda sends the record of a poller
+invocation that failed: it revives that loop at once. On a schedule: reconcile every configured
+queue with its backlog (which also keeps the minimum number of loops running), revive loops whose
+heartbeat went stale, and settle the rows of messages that reached a dead-letter queue, so every
+job ends. The rules live in shortener.logic.healing, shortener.logic.scaling and
+shortener.logic.dead_letters."""
 
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.logic.healing import heal_and_reconcile
+from shortener.logic.healing import failed_invocations, heal_and_reconcile, revive_failed_loops
 from shortener.observability import logger, metrics, tracer
 from shortener.services.restarter import dead_letters, scaler, targets, tokens
 from shortener.settings import restarter_settings
@@ -18,6 +20,8 @@ from shortener.settings import restarter_settings
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if "Records" in event or "requestContext" in event:
+        return revive_failed(event)
     # The scheduled event carries nothing the restarter needs: every run does the same work.
     report = heal_and_reconcile(
         scaler(),
@@ -31,7 +35,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         or report.failed
         or any(outcome.started or outcome.stopped for outcome in report.reconciled)
         or any(
-            settled.settled or settled.already_recorded or settled.unreadable
+            settled.settled or settled.already_recorded or settled.unreadable or settled.retried
             for settled in report.dead_letters
         )
     )
@@ -55,3 +59,21 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     rows = sum(settled.rows_failed for settled in report.dead_letters)
     metrics.add_metric(name="DeadLetterRowsFailed", unit=MetricUnit.Count, value=rows)
     return report.model_dump()
+
+
+def revive_failed(event: dict[str, Any]) -> dict[str, Any]:
+    """Revive the loops whose failed invocations ``event`` reports (other notifications of the
+    topic are ignored)."""
+    failed = failed_invocations(event)
+    if not failed:
+        return {"revived": [], "failed": [], "skipped": []}
+    functions = {target.queue_url: target.function_name for target in targets()}
+    report = revive_failed_loops(tokens(), scaler().starter, functions, failed)
+    extra = {"invocations": [invocation.model_dump() for invocation in failed], **report.model_dump()}
+    if report.failed:
+        logger.error("Failed loops could not all be revived", extra=extra)
+    else:
+        logger.info("Loops whose invocation failed revived", extra=extra)
+    metrics.add_metric(name="LoopsRevived", unit=MetricUnit.Count, value=len(report.revived))
+    metrics.add_metric(name="LoopStartsFailed", unit=MetricUnit.Count, value=len(report.failed))
+    return {"revived": report.revived, "failed": report.failed, "skipped": report.skipped}

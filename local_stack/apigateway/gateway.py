@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local_stack.apigateway.cache import StageCache
+from local_stack.apigateway.http_limits import DRAIN_LIMIT_BYTES, GatewayAnswer, body_length, protocol_error
 from local_stack.apigateway.routes import (
     INTEGRATION_TIMEOUT_SECONDS,
     STAGE,
@@ -240,16 +241,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         started = time.monotonic()
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        lengths = self.headers.get_all("Content-Length")
+        length = body_length(lengths)
+        if not isinstance(length, int):
+            # Refused before the body is read (local_stack/apigateway/http_limits.py).
+            self._send(*length, started=started)
+            self._drain(lengths)
+            return
+        body = self.rfile.read(length)
+        # API Gateway's Host is the API's own host, whatever the client sent (it routes by it):
+        # here the stage's address, so no Host header can choose the host of a short URL.
+        own_host = urlsplit(self.server.url).netloc
         request = HttpRequest(
             method=self.command,
             target=self.path,
-            headers=list(self.headers.items()),
+            headers=[(k, own_host if k.lower() == "host" else v) for k, v in self.headers.items()]
+            + ([] if "Host" in self.headers else [("Host", own_host)]),
             body=body,
             source_ip=self.client_address[0],
             port=self.server.server_address[1],
         )
-        status, headers, raw = self.server.answer(request)
+        self._send(*self.server.answer(request), started=started)
+
+    def _send(self, status: int, headers: list[tuple[str, str]], raw: bytes, *, started: float) -> None:
         self.send_response(status)
         for key, value in headers:
             self.send_header(key, value)
@@ -258,7 +272,29 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(raw)
         elapsed = (time.monotonic() - started) * 1000
-        log.info("%s %s %d %.0f ms", self.command, self.path, status, elapsed)
+        log.info("%s %s %d %.0f ms", self.command, getattr(self, "path", ""), status, elapsed)
+
+    def _drain(self, lengths: list[str] | None) -> None:
+        """Read and drop a refused body (up to a bound, for a few seconds), so the client reads
+        the answer instead of a reset; the connection is closed after it."""
+        self.close_connection = True
+        text = (lengths or ["0"])[0].strip()
+        left = min(int(text), DRAIN_LIMIT_BYTES) if text.isdigit() else 0
+        try:
+            self.connection.settimeout(5)
+            while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
+                left -= len(chunk)
+        except OSError:
+            pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (unknown method, request line or headers too long, bad
+        syntax) in the project's error shape instead of its HTML (local_stack/apigateway/http_limits.py)."""
+        answer: GatewayAnswer = protocol_error(code, getattr(self, "command", "") or "")
+        if getattr(self, "request_version", "") in ("", "HTTP/0.9"):
+            self.request_version = "HTTP/1.1"  # so that the status line and headers are written
+        self.close_connection = True
+        self._send(*answer, started=time.monotonic())
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from local_stack.awslambda.destinations import AsyncConfig, DestinationSender, failure_record
 from local_stack.awslambda.faults import AsyncDuplicator
 from local_stack.awslambda.log_format import FunctionOutput, LogFormat
 from local_stack.cloudformation.resources import FunctionSpec
@@ -34,7 +35,8 @@ log = logging.getLogger(__name__)
 # take 10 s + Timeout to become ready. Never less than 30 s here: imports on a busy laptop are slow.
 _INIT_PHASE_SECONDS = 10.0
 _INIT_TIMEOUT_SECONDS = 30.0
-# Lambda retries a failed asynchronous invocation twice, one and then two minutes later.
+# Lambda retries a failed asynchronous invocation twice, one and then two minutes later (fewer when
+# the function's EventInvokeConfig says so: local_stack/awslambda/destinations.py).
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _KILL_GRACE_SECONDS = 2.0
 # Lambda's payload limits: 6 MB for a synchronous response (and request), 1 MB for an async event.
@@ -77,6 +79,8 @@ class RuntimeSettings:
     duplicate_async: float = 0.0  # the duplicate-async fault's probability
     # The local API Gateway, which functions reach as their execute-api endpoint (stage cache).
     execute_api_endpoint: str = ""
+    # Each function's EventInvokeConfig (retries, on-failure destination), by function name.
+    async_configs: Mapping[str, AsyncConfig] = field(default_factory=dict)
 
 
 class _Silence(enum.Enum):
@@ -330,6 +334,9 @@ class LambdaRuntime:
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
         self._duplicator = AsyncDuplicator(settings.duplicate_async, settings.time_scale)
+        self._destinations = DestinationSender(
+            settings.aws_endpoint, settings.region, self._invoke_destination
+        )
 
     def function(self, name_or_arn: str) -> FunctionSpec | None:
         """The function that a name, an ARN or a partial ARN designates."""
@@ -351,6 +358,13 @@ class LambdaRuntime:
         if (delay := self._duplicator.second_delivery()) is not None:
             self._deliver(name, event, request_id, delay)
         return request_id
+
+    def _invoke_destination(self, function_arn: str, record: Any) -> None:
+        """A Lambda destination: the record is the function's event, invoked asynchronously."""
+        spec = self.function(function_arn)
+        if spec is None:
+            raise LookupError(f"no function {function_arn}")
+        self.invoke_async(spec.name, record)
 
     def _deliver(
         self,
@@ -403,7 +417,10 @@ class LambdaRuntime:
                     name,
                     "in parallel" if duplicate_after == 0 else f"{duplicate_after:.1f} s later",
                 )
-            delays = _ASYNC_RETRY_DELAYS_SECONDS[: self._settings.async_retries]
+            config = self._settings.async_configs.get(name, AsyncConfig())
+            retries = min(config.maximum_retry_attempts, self._settings.async_retries)
+            delays = _ASYNC_RETRY_DELAYS_SECONDS[:retries]
+            invocation = None
             for attempt in range(len(delays) + 1):
                 if self._stopping.is_set():
                     return
@@ -424,6 +441,17 @@ class LambdaRuntime:
                 )
                 if attempt < len(delays) and self._stopping.wait(delays[attempt] / self._settings.time_scale):
                     return
+            if config.on_failure is not None and invocation is not None and invocation.error is not None:
+                # The retries are spent: Lambda sends the invocation record to the destination.
+                record = failure_record(
+                    request_id=request_id,
+                    function_arn=self._pools[name].spec.arn,
+                    event=event,
+                    error=invocation.error,
+                    invoke_count=len(delays) + 1,
+                )
+                if self._destinations.send(config.on_failure, record):
+                    log.info("%s: record of failed Event %s sent to %s", name, request_id, config.on_failure)
             if on_done is not None:  # the retries are spent: Lambda drops the event
                 on_done()
         finally:

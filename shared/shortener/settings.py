@@ -175,6 +175,8 @@ class RestarterSettings(LoopsMixin):
     """The restarter."""
 
     STALE_HEARTBEAT_SECONDS: int = Field(default=180, ge=1)
+    # A dead-lettered message's last attempt waits this long in its queue (SQS DelaySeconds).
+    LAST_ATTEMPT_DELAY_SECONDS: int = Field(default=30, ge=0, le=900)
     JOBS_TABLE: str = ""
     # How long the chunk items of dead-lettered rows are kept (as a delivery's would be).
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)

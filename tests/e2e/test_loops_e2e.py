@@ -77,6 +77,7 @@ def test_a_second_delivery_of_a_running_loops_event_stops_at_its_first_heartbeat
 
 POISON_VISIBILITY_SECONDS = 3
 MAX_RECEIVE_COUNT = 5  # the template's redrive policy
+LAST_ATTEMPT_DELAY = 30  # the restarter's LAST_ATTEMPT_DELAY_SECONDS (SQS delays are not scaled)
 
 
 @pytest.mark.e2e_timeout(360)
@@ -92,19 +93,27 @@ def test_a_poisoned_message_ends_its_job_done_with_its_rows_failed(start_stack: 
     started = time.monotonic()
     poisoned = upload(running, [(f"https://example.com/poison/{n}", "") for n in range(40)])
     healthy = upload(running, [("https://example.com/healthy", "e2e-healthy")])
-    # Then the poisoned job is done once its message has failed every receive and the restarter
-    # has run: within the receive count times the visibility timeout, plus a schedule period
-    # (and slack for a loaded machine)
-    bound = MAX_RECEIVE_COUNT * POISON_VISIBILITY_SECONDS + SCHEDULE_PERIOD + 30
+    # Then the poisoned job is done once its message has failed every receive (three attempts
+    # each), the restarter has sent it back for its last attempt (delayed), and that attempt
+    # failed too: within the receive count times the visibility timeout and the attempts' pauses,
+    # a schedule period, the delay and a last receive (and slack for a loaded machine)
+    bound = MAX_RECEIVE_COUNT * (POISON_VISIBILITY_SECONDS + 1.5) + SCHEDULE_PERIOD + LAST_ATTEMPT_DELAY + 40
     status = wait_for(
         lambda: (s := job(running, poisoned))["status"] == "done" and s, bound, "end of the job"
     )
     assert (status["succeeded"], status["failed"]) == (0, 40)
-    assert time.monotonic() - started >= MAX_RECEIVE_COUNT * POISON_VISIBILITY_SECONDS - 1
+    assert (
+        time.monotonic() - started >= MAX_RECEIVE_COUNT * POISON_VISIBILITY_SECONDS + LAST_ATTEMPT_DELAY - 1
+    )
     # And every row failed with the reason, in input order
     lines = results(running, poisoned)
     assert [int(line["row"]) for line in lines] == list(range(1, 41))
-    assert all(line["error"].startswith("dead_letter: this row's message failed 5 times") for line in lines)
+    # (the reason of its last attempt: the injected fault)
+    reason = (
+        "processing_failed: this row's message failed on every delivery and on its last attempt "
+        "(InjectedFault)"
+    )
+    assert all(line["error"].startswith(reason) for line in lines), lines[0]
     # And the healthy job was done as usual, and the dead-letter queue is empty
     assert job(running, healthy)["succeeded"] == 1
     assert next(iter(results(running, healthy)))["code"] == "e2e-healthy"

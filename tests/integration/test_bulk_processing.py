@@ -601,6 +601,8 @@ def restarter_for(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType
     monkeypatch.setenv("LOOP_FUNCTIONS", json.dumps({queue_url.rsplit("/", 1)[-1]: "test-poller"}))
     monkeypatch.setenv("MIN_LOOPS", "1")
     monkeypatch.setenv("MAX_LOOPS", "2")
+    # A dead letter's last attempt is visible at once (the tests need not wait for a burst to pass).
+    monkeypatch.setenv("LAST_ATTEMPT_DELAY_SECONDS", "0")
     from functions.restarter import app
     from shortener.settings import restarter_settings
 
@@ -629,7 +631,17 @@ def dead_letters_waiting() -> int:
     return sum(int(attributes["Attributes"][name]) for name in names)
 
 
-def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_rows_failed(
+def last_attempt_dies(queue_url: str) -> None:
+    """The message the restarter sent back for its last attempt dies with the loop that took it
+    as often as SQS allows: it is in the dead-letter queue again, marked."""
+    sqs = boto3.client("sqs")
+    [message] = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1)["Messages"]
+    assert ChunkMessage.model_validate_json(message["Body"]).last_attempt
+    sqs.send_message(QueueUrl=dead_letter_queue_url(), MessageBody=message["Body"])
+    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def test_a_dead_lettered_message_gets_a_last_attempt_and_its_rows_fail_with_that_attempts_reason(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a queue that dead-letters a message after two receives, a job of 300 generated rows
@@ -641,30 +653,67 @@ def test_a_job_whose_message_reaches_the_dead_letter_queue_ends_done_with_those_
     # scheduled restarter runs
     drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 2, links_client=refusing_link_writes())
     assert status(api, poisoned)["status"] == "queued"
-    assert dead_letters_waiting() == 2
     report = run_restarter(restarter_for(queue_url, monkeypatch))
-    # Then the poisoned job is done, each of its rows failed with the reason, in input order
+    # Then no row is failed yet: both messages are back in their queue for a last attempt
+    [sent_back] = report["dead_letters"]
+    assert (sent_back["retried"], sent_back["settled"], sent_back["rows_failed"]) == (2, 0, 0)
+    assert dead_letters_waiting() == 0
+    assert status(api, poisoned)["failed"] == 0
+    # When a loop makes that attempt and the writes are still refused
+    drain(bulk_env, queue_url, links_client=refusing_link_writes())
+    # Then the job is done, each row failed with the reason of that last attempt, in input order
     job = status(api, poisoned)
     assert (job["status"], job["succeeded"], job["failed"]) == ("done", 0, 300)
     lines = results(api, poisoned)
     assert [int(line["row"]) for line in lines] == list(range(1, 301))
-    assert all(line["error"].startswith("dead_letter: this row's message failed 2 times") for line in lines)
+    reason = (
+        "processing_failed: this row's message failed on every delivery and on its last attempt (ClientError)"
+    )
+    assert all(line["error"].startswith(reason) for line in lines), lines[0]
     assert all(line["url"] == f"https://example.com/{n}" and not line["code"] for n, line in enumerate(lines))
-    # And the other job was not touched, the dead-letter queue is empty, and the run says so
+    # And the other job was not touched, and no message is left anywhere
     assert status(api, fine)["succeeded"] == 1
     assert dead_letters_waiting() == 0
+    assert queue_is_empty(queue_url)
+
+
+def test_a_dead_letter_whose_last_attempt_never_finished_has_its_rows_failed_by_the_restarter(
+    api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a 20-row job whose message was dead-lettered, sent back for its last attempt, and
+    # dead-lettered again (every loop that took it died)
+    queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
+    job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
+    drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    restarter = restarter_for(queue_url, monkeypatch)
+    run_restarter(restarter)
+    last_attempt_dies(queue_url)
+    # When the restarter runs again
+    report = run_restarter(restarter)
+    # Then the rows are failed with the dead-letter reason, and counted
+    job = status(api, job_id)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 0, 20)
+    assert all(
+        line["error"].startswith("dead_letter: this row's message failed 1 times")
+        for line in results(api, job_id)
+    )
     [settled] = report["dead_letters"]
-    assert (settled["settled"], settled["rows_failed"]) == (2, 300)
+    assert (settled["settled"], settled["rows_failed"], settled["retried"]) == (1, 20, 0)
+    assert dead_letters_waiting() == 0
 
 
 def dead_lettered_job(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[str, str]:
     """(queue URL, job id) of a 20-row job whose one message SQS moved to the dead-letter queue
-    on its first failed delivery."""
+    on its first failed delivery, and again after its last attempt died with the loops."""
     queue_url = make_queue(monkeypatch, visibility_timeout=1, max_receive_count=1)
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(20)]))
     drain(bulk_env, queue_url, until=lambda: dead_letters_waiting() == 1, links_client=refusing_link_writes())
+    with pytest.MonkeyPatch.context() as first:
+        restarter = restarter_for(queue_url, first)
+        run_restarter(restarter)
+    last_attempt_dies(queue_url)
     return queue_url, job_id
 
 
@@ -706,7 +755,8 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     [message] = boto3.client("sqs").receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)["Messages"]
     drain_message(message["Body"])
     codes = [line["code"] for line in results(api, job_id)]
-    boto3.client("sqs").send_message(QueueUrl=dead_letter_queue_url(), MessageBody=message["Body"])
+    marked = ChunkMessage.model_validate_json(message["Body"]).model_copy(update={"last_attempt": True})
+    boto3.client("sqs").send_message(QueueUrl=dead_letter_queue_url(), MessageBody=marked.model_dump_json())
     # When the restarter settles the dead-letter queue
     report = run_restarter(restarter_for(queue_url, monkeypatch))
     # Then the delivery's outcomes stand, counted once, and the message is gone

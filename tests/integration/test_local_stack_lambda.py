@@ -15,12 +15,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from local_stack.awslambda.destinations import AsyncConfig
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
 from local_stack.cloudformation.resources import FunctionSpec
 
 HANDLERS = textwrap.dedent(
     """
+    import json
     import os
     import time
 
@@ -68,6 +70,17 @@ HANDLERS = textwrap.dedent(
     def record(event, context):
         # One file per delivery: shows how many times the event arrived.
         open(os.path.join(event["folder"], context.aws_request_id + "-" + str(time.time_ns())), "w").close()
+
+    def fail_and_record(event, context):
+        open(os.path.join(event["folder"], "attempt-" + str(time.time_ns())), "w").close()
+        raise ValueError("bad input")
+
+    def keep(event, context):
+        # An on-failure destination: keeps each invocation record it is given.
+        folder = event["requestPayload"]["folder"]
+        with open(os.path.join(folder, "record-" + context.aws_request_id + ".part"), "w") as file:
+            json.dump(event, file)
+        os.rename(file.name, file.name.removesuffix(".part"))
 
     def crash(event, context):
         if event.get("signal"):
@@ -210,6 +223,50 @@ def test_duplicate_async_delivers_an_event_twice_and_logs_it(
     # And each duplicate delivery was logged once
     duplicates = [r for r in caplog.records if r.getMessage().startswith("duplicate delivery of Event")]
     assert len(duplicates) == 3
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_failed_event_is_retried_as_configured_then_its_record_goes_to_the_on_failure_destination(
+    code_dir: Path, tmp_path: Path, retries: int
+) -> None:
+    # Given a function whose EventInvokeConfig allows ``retries`` retries and names a function as
+    # its on-failure destination, in a runtime 60 times faster (a retry comes 1 s later, not 60 s)
+    functions = {
+        "failing": spec(code_dir, "failing", "app.fail_and_record"),
+        "keep": spec(code_dir, "keep", "app.keep"),
+    }
+    config = AsyncConfig(maximum_retry_attempts=retries, on_failure=functions["keep"].arn)
+    settings = RuntimeSettings(
+        "http://127.0.0.1:1",
+        "http://127.0.0.1:2",
+        "us-east-1",
+        time_scale=60,
+        async_configs={"failing": config},
+    )
+    runtime = LambdaRuntime(functions, settings)
+    try:
+        # When an event of it is invoked asynchronously, and fails every time
+        request_id = runtime.invoke_async("failing", {"folder": str(tmp_path)})
+        assert wait_for(lambda: list(tmp_path.glob("record-*[!t]")), seconds=30)
+        time.sleep(2.5)  # any retry Lambda would not make would have come by now (2 s and 4 s)
+    finally:
+        runtime.stop()
+    # Then it ran 1 + retries times, and one invocation record reached the destination, in
+    # Lambda's shape
+    assert len(list(tmp_path.glob("attempt-*"))) == 1 + retries
+    [path] = [path for path in tmp_path.glob("record-*") if not path.name.endswith(".part")]
+    record = json.loads(path.read_text())
+    assert record["version"] == "1.0" and record["timestamp"].endswith("Z")
+    assert record["requestContext"] == {
+        "requestId": request_id,
+        "functionArn": functions["failing"].arn + ":$LATEST",
+        "condition": "RetriesExhausted",
+        "approximateInvokeCount": 1 + retries,
+    }
+    assert record["requestPayload"] == {"folder": str(tmp_path)}
+    assert record["responseContext"]["functionError"] == "Unhandled"
+    assert record["responsePayload"]["errorType"] == "ValueError"
+    assert record["responsePayload"]["errorMessage"] == "bad input"
 
 
 @pytest.fixture

@@ -28,7 +28,12 @@ class EmptyQueue:
         self.receives = 0
 
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]:
         self.receives += 1
         return []

@@ -213,3 +213,91 @@ def test_a_loop_whose_start_failed_is_revived_by_the_next_scheduled_run(
         second = run(restarter)
     assert second["revived"] == first["failed"]
     assert sorted(starter.tokens) == [slot_token(0), slot_token(1)]
+
+
+FUNCTION_ARN = f"arn:aws:lambda:us-east-1:123456789012:function:{FUNCTION_NAME}"
+
+
+def failure_notification(*payloads: object) -> dict:
+    """The SNS event the restarter gets from the operations topic: Lambda's invocation records of
+    failed loop invocations (or any other message of the topic)."""
+    records = []
+    for payload in payloads:
+        message = (
+            payload
+            if isinstance(payload, str)
+            else json.dumps(
+                {
+                    "version": "1.0",
+                    "timestamp": "2026-11-22T10:00:05.000Z",
+                    "requestContext": {
+                        "requestId": "e4b46cbf-b738-4c1b-8880-a18cdf61200e",
+                        "functionArn": f"{FUNCTION_ARN}:$LATEST",
+                        "condition": "RetriesExhausted",
+                        "approximateInvokeCount": 1,
+                    },
+                    "requestPayload": payload,
+                    "responseContext": {
+                        "statusCode": 200,
+                        "executedVersion": "$LATEST",
+                        "functionError": "Unhandled",
+                    },
+                    "responsePayload": {"errorType": "Runtime.ExitError", "errorMessage": "signal: killed"},
+                }
+            )
+        )
+        records.append({"EventSource": "aws:sns", "Sns": {"Message": message}})
+    return {"Records": records}
+
+
+def test_a_loop_whose_invocation_failed_is_revived_at_once_by_its_failure_record(
+    store: LoopsStore, queue_url: str, starter: RecordingStarter, restarter: ModuleType
+) -> None:
+    # Given a loop whose invocation 3 claimed its token and then crashed (its heartbeat is fresh),
+    # and another loop that is fine
+    with frozen(T0):
+        crashed = store.claim(queue_url, slot_token(0))
+        fine = store.claim(queue_url, slot_token(1))
+        assert crashed is not None and fine is not None
+        event = crashed.invocation()
+        for seq in (1, 2, 3):
+            assert store.heartbeat(event.model_copy(update={"seq": seq}), holder=f"h{seq}")
+    failed = event.model_copy(update={"seq": 3}).model_dump()
+    # When the failure record reaches the restarter seconds later, with an alarm's message
+    with frozen(T0 + timedelta(seconds=5)):
+        answer = restarter.lambda_handler(
+            failure_notification('{"AlarmName": "x"}', failed), LambdaContext("restarter")
+        )
+    # Then that loop (and only it) runs again under a new loop id, from sequence 1
+    assert answer["revived"] == [slot_token(0)]
+    [(function_name, loop)] = starter.started
+    rows = {row.token: row for row in store.list_for_queue(queue_url)}
+    assert function_name == FUNCTION_NAME
+    assert loop == rows[slot_token(0)].invocation() and loop.seq == 1
+    assert loop.loop_id != crashed.loop_id
+    assert rows[slot_token(1)].loop_id == fine.loop_id
+    # And a second delivery of the same record (SNS delivers at least once) starts nothing more
+    with frozen(T0 + timedelta(seconds=6)):
+        again = restarter.lambda_handler(failure_notification(failed), LambdaContext("restarter"))
+    assert again["revived"] == [] and len(starter.started) == 1
+
+
+def test_a_failure_record_of_a_loop_that_went_on_or_was_revived_changes_nothing(
+    store: LoopsStore, queue_url: str, starter: RecordingStarter, restarter: ModuleType
+) -> None:
+    # Given a loop whose invocation 1 failed after its successor (2) had claimed the token
+    with frozen(T0):
+        token = store.claim(queue_url, slot_token(0))
+        assert token is not None
+        first = token.invocation()
+        assert store.heartbeat(first, holder="h1")
+        assert store.heartbeat(first.successor(), holder="h2")
+    # When the failure record of invocation 1 arrives, twice (SNS delivers at least once)
+    notification = failure_notification(first.model_dump())
+    with frozen(T0 + timedelta(seconds=5)):
+        answers = [restarter.lambda_handler(notification, LambdaContext("restarter")) for _ in range(2)]
+    # Then the running loop is left alone
+    assert [answer["revived"] for answer in answers] == [[], []]
+    assert starter.started == []
+    [row] = store.list_for_queue(queue_url)
+    assert (row.loop_id, row.seq) == (token.loop_id, 2)

@@ -1,5 +1,6 @@
-"""Settling dead letters over fakes: an idle run costs one depth read, each chunk's rows are failed
-with the reason and counted before its message is deleted, and one bad message holds up no other."""
+"""Settling dead letters over fakes: an idle run costs one depth read, a dead letter is first sent
+back for a last attempt, one that had it gets its rows failed with the reason and counted before its
+message is deleted, and one bad message holds up no other."""
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -78,6 +79,7 @@ class DeadLetters:
     def __init__(self, bodies: Sequence[str] = ()) -> None:
         self.messages = {f"r{n}": body for n, body in enumerate(bodies)}
         self.requests: list[str] = []
+        self.sent: list[tuple[str, str, int]] = []
 
     def depth(self, queue_url: str, region: str | None = None) -> QueueDepth:
         self.requests.append("GetQueueAttributes")
@@ -103,13 +105,19 @@ class DeadLetters:
             del self.messages[handle]
         return 0
 
+    def send(self, queue_url: str, body: str, *, delay_seconds: int = 0) -> None:
+        self.requests.append("SendMessage")
+        self.sent.append((queue_url, body, delay_seconds))
 
-def chunk(job_id: str, number: int, rows: int = 3) -> str:
+
+def chunk(job_id: str, number: int, rows: int = 3, *, last_attempt: bool = True) -> str:
+    """A dead-lettered chunk; by default one that already had its last attempt."""
     message = ChunkMessage(
         job_id=job_id,
         chunk=number,
         first_row=1 + number * rows,
         rows=[(f"https://x.example/{n}", "") for n in range(rows)],
+        last_attempt=last_attempt,
     )
     return message.model_dump_json()
 
@@ -202,3 +210,36 @@ def test_a_settlement_counted_before_still_asks_for_the_results_of_its_complete_
     report = DeadLetterSettler(jobs, queue, queue, results=files).settle(TARGET)
     # Then the count is not repeated but the results file is asked for
     assert (report.settled, files.requested) == (1, ["j1"])
+
+
+def test_a_first_time_dead_letter_is_sent_back_for_a_last_attempt_and_no_row_fails() -> None:
+    # Given a chunk that reached the dead-letter queue for the first time
+    jobs, queue = Jobs(), DeadLetters([chunk("j1", 0, last_attempt=False)])
+    # When the restarter settles it
+    report = DeadLetterSettler(jobs, queue, queue, last_attempt_delay_seconds=45).settle(TARGET)
+    # Then it is sent to its own queue, marked and delayed, before it leaves the dead-letter queue
+    [(queue_url, body, delay)] = queue.sent
+    sent = ChunkMessage.model_validate_json(body)
+    assert (queue_url, delay, sent.last_attempt) == (TARGET.queue_url, 45, True)
+    assert sent.model_copy(update={"last_attempt": False}).model_dump_json() == chunk(
+        "j1", 0, last_attempt=False
+    )
+    assert queue.requests.index("SendMessage") < queue.requests.index("DeleteMessageBatch")
+    assert queue.messages == {}
+    # And no row is failed or counted
+    assert (jobs.chunks, jobs.counted) == ({}, {})
+    assert (report.retried, report.settled, report.rows_failed) == (1, 0, 0)
+
+
+def test_a_dead_letter_whose_send_back_fails_stays_for_the_next_run() -> None:
+    # Given a first-time dead letter that cannot be sent back (SQS throttles the restarter)
+    class Throttled(DeadLetters):
+        def send(self, queue_url: str, body: str, *, delay_seconds: int = 0) -> None:
+            raise ConnectionError("throttled")
+
+    queue = Throttled([chunk("j1", 0, last_attempt=False)])
+    # When the restarter settles it
+    report = DeadLetterSettler(Jobs(), queue, queue).settle(TARGET)
+    # Then it is neither deleted nor failed
+    assert list(queue.messages) == ["r0"]
+    assert (report.retried, report.settled, report.errors) == (0, 0, 1)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shortener.logic.poller import LoopOptions, PollLoop, queue_arn, to_lambda_records
+from shortener.logic.poller import LoopOptions, PollLoop, last_attempt_error, queue_arn, to_lambda_records
 from shortener.models.exceptions import CodeKeyChangedError
 from shortener.models.jobs import ChunkMessage, ChunkResult
 from shortener.models.loops import LoopInvocation
@@ -70,14 +70,21 @@ class Queue:
         self.deleted: list[str] = []
         self.receives = 0
         self.asked: list[int] = []
+        self.holds: list[int | None] = []
         self.extended: list[tuple[list[str], int]] = []
         self.extended_event = threading.Condition()
 
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]:
         self.receives += 1
         self.asked.append(max_messages)
+        self.holds.append(visibility_timeout)
         batch = self.batches.pop(0) if self.batches else []
         if isinstance(batch, Exception):
             raise batch
@@ -118,6 +125,11 @@ class Processor:
         self.during = during or {}  # chunk -> what happens (elsewhere) while it is processed
         self.processed: list[int] = []
         self.not_ready: CodeKeyChangedError | None = None
+        self.attempts: dict[int, int] = {}
+        # chunk -> how many of its attempts raise before one succeeds (a transient fault)
+        self.fail_times: dict[int, int] = {}
+        self.failed_rows: list[tuple[int, str]] = []
+        self.fail_error: Exception | None = None
 
     def check_ready(self) -> None:
         if self.not_ready is not None:
@@ -125,12 +137,19 @@ class Processor:
 
     def process(self, message: ChunkMessage) -> ChunkResult:
         self.clock.now += self.seconds_per_message
+        attempt = self.attempts[message.chunk] = self.attempts.get(message.chunk, 0) + 1
         if message.chunk in self.during:
             self.during[message.chunk]()
-        if message.chunk in self.fail_chunks:
+        if message.chunk in self.fail_chunks or attempt <= self.fail_times.get(message.chunk, 0):
             raise RuntimeError("DynamoDB is having a bad day")
         self.processed.append(message.chunk)
         return ChunkResult(succeeded=len(message.rows), failed=0, counted=True)
+
+    def fail(self, message: ChunkMessage, error: str) -> ChunkResult:
+        if self.fail_error is not None:
+            raise self.fail_error
+        self.failed_rows.extend((message.first_row + n, error) for n in range(len(message.rows)))
+        return ChunkResult(succeeded=0, failed=len(message.rows), counted=True)
 
 
 class Starter:
@@ -153,9 +172,13 @@ class Metrics:
         self.flushes += 1
 
 
-def message(chunk: int) -> dict[str, Any]:
+def message(chunk: int, *, last_attempt: bool = False) -> dict[str, Any]:
     body = ChunkMessage(
-        job_id="j" * 32, chunk=chunk, first_row=1 + chunk * 2, rows=[("https://a.example/", "")] * 2
+        job_id="j" * 32,
+        chunk=chunk,
+        first_row=1 + chunk * 2,
+        rows=[("https://a.example/", "")] * 2,
+        last_attempt=last_attempt,
     )
     return {
         "MessageId": f"m{chunk}",
@@ -191,16 +214,19 @@ def build(
 
 def test_partial_failure_deletes_only_the_messages_that_succeeded() -> None:
     # Given a batch of three messages whose middle one fails
-    clock = Clock(budget=10)
+    clock = Clock(budget=20)
     queue = Queue([[message(0), message(1), message(2)]])
     processor = Processor(clock, fail_chunks=frozenset({1}))
-    loop, starter, metrics = build(clock, Heartbeats(), queue, processor)
+    loop, starter, metrics = build(clock, Heartbeats(), queue, processor, messages_per_receive=10)
     # When the loop runs
     report = loop.run(LOOP, "poller", clock.remaining)
-    # Then the others were processed and deleted; the failed one stays for redelivery
+    # Then the others were processed and deleted; the failed one, tried three times, is given
+    # back for redelivery after a short pause
     assert processor.processed == [0, 2]
+    assert processor.attempts[1] == 3
     assert queue.deleted == ["r0", "r2"]
-    assert (report.messages, report.failed_messages) == (3, 1)
+    assert (["r1"], 10) in queue.extended
+    assert (report.messages, report.failed_messages, report.retries) == (3, 1, 2)
     assert ("MessagesFailed", 1) in metrics.added
     assert starter.started == [LOOP.successor()]
 
@@ -236,7 +262,9 @@ def test_a_slow_batch_refreshes_the_heartbeat_and_a_lost_token_stops_the_loop_af
     processor = Processor(
         clock, during={0: lambda: heartbeats.beaten.wait(DEADLINE_SECONDS) or pytest.fail("no heartbeats")}
     )
-    loop, starter, _ = build(clock, heartbeats, queue, processor, heartbeat_interval_seconds=0.01)
+    loop, starter, _ = build(
+        clock, heartbeats, queue, processor, heartbeat_interval_seconds=0.01, messages_per_receive=10
+    )
     # When the loop runs
     report = loop.run(LOOP, "poller", clock.remaining)
     # Then the heartbeat was refreshed while the message was processed, the batch was finished
@@ -256,7 +284,14 @@ def test_a_slow_batch_extends_the_visibility_of_the_messages_it_still_holds() ->
         clock, fail_chunks=frozenset({1}), during={2: lambda: queue.wait_for_extensions(2, including="r2")}
     )
     loop, _, _ = build(
-        clock, Heartbeats(), queue, processor, heartbeat_interval_seconds=30, visibility_timeout_seconds=3
+        clock,
+        Heartbeats(),
+        queue,
+        processor,
+        heartbeat_interval_seconds=30,
+        visibility_timeout_seconds=3,
+        messages_per_receive=10,
+        retry_after_seconds=2,
     )
     # When the loop runs
     report = loop.run(LOOP, "poller", clock.remaining)
@@ -264,8 +299,10 @@ def test_a_slow_batch_extends_the_visibility_of_the_messages_it_still_holds() ->
     # processed, the failed one no longer once it failed (it comes back for a retry), and the
     # processed ones kept until deleted
     assert report.visibility_extensions >= 2
-    assert all(timeout == 3 for _, timeout in queue.extended)
-    last = queue.extended[-1][0]
+    *kept, given_back = queue.extended
+    assert given_back == (["r1"], 2)
+    assert all(timeout == 3 for _, timeout in kept)
+    last = kept[-1][0]
     assert "r1" not in last
     assert {"r0", "r2"} <= set(last)
     assert queue.deleted == ["r0", "r2"]
@@ -276,7 +313,7 @@ def test_a_batch_is_only_as_big_as_fits_before_the_reinvoke_margin() -> None:
     clock = Clock(budget=300)
     queue = Queue([[message(chunk) for chunk in range(10)], [message(chunk) for chunk in range(10, 30)]])
     processor = Processor(clock, seconds_per_message=25)
-    loop, starter, _ = build(clock, Heartbeats(), queue, processor)
+    loop, starter, _ = build(clock, Heartbeats(), queue, processor, messages_per_receive=10)
     # When the loop runs
     loop.run(LOOP, "poller", clock.remaining)
     # Then after the first batch taught it how long a message takes, it receives only what fits in
@@ -300,7 +337,7 @@ def test_messages_that_got_slower_than_their_batch_was_sized_for_are_handed_back
         processor.seconds_per_message = 20
 
     processor.during[9] = busy
-    loop, starter, metrics = build(clock, Heartbeats(), queue, processor)
+    loop, starter, metrics = build(clock, Heartbeats(), queue, processor, messages_per_receive=10)
     # When the loop runs
     report = loop.run(LOOP, "poller", clock.remaining)
     # Then it starts no message that would not end before the margin: the rest of the batch is made
@@ -497,3 +534,77 @@ def test_received_messages_take_the_shape_of_lambda_sqs_records() -> None:
     assert set(record) == set(sample)
     assert record["eventSourceARN"] == "arn:aws:sqs:eu-west-1:123456789012:bulk"
     assert queue_arn("http://127.0.0.1:4566/000000000000/q")[0].endswith(":000000000000:q")
+
+
+class Crash(BaseException):
+    """The execution environment dies (crash, timeout, out of memory): nothing after it runs."""
+
+
+def test_a_crash_costs_a_receive_only_to_the_message_being_processed() -> None:
+    # Given three queued messages, and an invocation that dies while it processes the first
+    clock = Clock(budget=100)
+    queue = Queue([[message(0), message(1), message(2)]])
+
+    def crash() -> None:
+        raise Crash
+
+    processor = Processor(clock, during={0: crash})
+    loop, _, _ = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs until it dies
+    with pytest.raises(Crash):
+        loop.run(LOOP, "poller", clock.remaining)
+    # Then it had received only the message it was processing: the other two were never received,
+    # so their receive counts (and the road to the dead-letter queue) are untouched; and that one
+    # is hidden for 30 s only (hold_seconds), so it is back soon, not after the queue's 120 s
+    assert queue.asked == [1]
+    assert queue.holds == [30]
+    assert [[m["MessageId"] for m in batch] for batch in queue.batches] == [["m1", "m2"]]
+
+
+def test_a_transient_failure_is_tried_again_within_the_same_receive() -> None:
+    # Given a message whose first two attempts raise (a throttle burst), then one that succeeds
+    clock = Clock(budget=30)
+    queue = Queue([[message(0)], [message(1)]])
+    processor = Processor(clock)
+    processor.fail_times[0] = 2
+    loop, _, metrics = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then it succeeded on its third attempt of one receive and was deleted: no redelivery, no failure
+    assert processor.attempts[0] == 3
+    assert queue.deleted == ["r0", "r1"]
+    assert (report.retries, report.failed_messages) == (2, 0)
+    assert not any(name == "MessagesFailed" for name, _ in metrics.added)
+
+
+def test_a_message_on_its_last_attempt_that_fails_again_has_its_rows_failed_with_that_reason() -> None:
+    # Given a message the restarter sent back from the dead-letter queue, which fails every attempt
+    clock = Clock(budget=30)
+    queue = Queue([[message(3, last_attempt=True)]])
+    processor = Processor(clock, fail_chunks=frozenset({3}))
+    loop, _, metrics = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then after its attempts its rows are failed with the reason of this attempt, and it is deleted
+    reason = last_attempt_error(RuntimeError("DynamoDB is having a bad day"))
+    assert reason.startswith("processing_failed: ") and "RuntimeError" in reason
+    assert processor.attempts[3] == 3
+    assert processor.failed_rows == [(7, reason), (8, reason)]
+    assert queue.deleted == ["r3"]
+    assert (report.last_attempts_failed, report.failed_messages) == (1, 0)
+    assert ("LastAttemptsFailed", 1) in metrics.added
+
+
+def test_a_last_attempt_whose_rows_cannot_be_failed_stays_queued() -> None:
+    # Given a message on its last attempt that fails, and a jobs table that refuses the failure too
+    clock = Clock(budget=30)
+    queue = Queue([[message(3, last_attempt=True)]])
+    processor = Processor(clock, fail_chunks=frozenset({3}))
+    processor.fail_error = ConnectionError("DynamoDB unreachable")
+    loop, _, _ = build(clock, Heartbeats(), queue, processor)
+    # When the loop runs
+    report = loop.run(LOOP, "poller", clock.remaining)
+    # Then the message is not deleted (it comes back, and in the end the restarter fails its rows)
+    assert queue.deleted == []
+    assert (["r3"], 10) in queue.extended
+    assert report.failed_messages == 1

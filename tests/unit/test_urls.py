@@ -103,3 +103,35 @@ def test_the_custom_domain_and_the_public_base_are_own_hosts() -> None:
     for raw in ("https://sho.rt/abcd", "https://xn--krz-hoa.example/abcd"):
         with pytest.raises(InvalidUrlError, match="this shortener itself"):
             normalise_url(raw, policy)
+
+
+LOCAL = UrlPolicy(frozenset({"http", "https"}), 100).with_own_host("127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "http://127.0.0.1:3000/x",
+        "http://localhost:3000/x",
+        "http://LOCALHOST./x",
+        "http://api.localhost:3000/x",
+        "http://[::1]:3000/x",
+        "http://[::ffff:7f00:1]:3000/x",
+        "http://[::ffff:127.0.0.1]/x",
+        "http://127.1:3000/x",
+        "http://0x7f000001/x",
+    ],
+)
+def test_a_loopback_shortener_is_refused_in_every_loopback_spelling(raw: str) -> None:
+    with pytest.raises(InvalidUrlError, match="this shortener itself"):
+        normalise_url(raw, LOCAL)
+
+
+@pytest.mark.parametrize("raw", ["http://localhost:3000/x", "http://[::1]/x", "http://127.0.0.2/x"])
+def test_loopback_urls_are_not_refused_when_the_shortener_is_not_on_loopback(raw: str) -> None:
+    assert normalise_url(raw, WEB)
+
+
+def test_a_loopback_shortener_still_takes_other_hosts() -> None:
+    assert normalise_url("http://[::2]/x", LOCAL) == "http://[::2]/x"
+    assert normalise_url("https://example.com/", LOCAL) == "https://example.com/"

@@ -127,6 +127,45 @@ class LoopsStore(aws.DynamoDBTable):
             raise
         return revived
 
+    def take_over_failed(self, failed: LoopInvocation) -> LoopToken | None:
+        """Give the token a new loop id if its loop is still the one whose invocation ``failed``
+        (Lambda reported it to the on-failure destination) and no later invocation of it claimed
+        the token: one conditional write, whatever the heartbeat's age, so of two racing revivals
+        only one wins, and a successor started just before the failure stops at its first
+        heartbeat. The new row, or None when the loop went on or was revived already."""
+        now = clock.epoch_seconds()
+        loop_id = uuid.uuid4().hex
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={"queue_url": {"S": failed.queue_url}, "token": {"S": failed.token}},
+                UpdateExpression=(
+                    "SET loop_id = :new_id, last_used = :now, started_at = :now, seq = :zero REMOVE holder"
+                ),
+                ConditionExpression="loop_id = :old_id AND seq <= :seq",
+                ExpressionAttributeValues={
+                    ":new_id": {"S": loop_id},
+                    ":old_id": {"S": failed.loop_id},
+                    ":now": {"N": str(now)},
+                    ":seq": {"N": str(failed.seq)},
+                    ":zero": {"N": "0"},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
+                return None
+            raise
+        item = response["Attributes"]
+        return LoopToken(
+            queue_url=failed.queue_url,
+            token=failed.token,
+            loop_id=loop_id,
+            started_at=int(item["started_at"]["N"]),
+            last_used=now,
+            seq=0,
+        )
+
     def mark_unstarted(self, token: LoopToken) -> bool:
         """Make ``token`` look dead at once, after starting its loop failed: its heartbeat is
         removed, so the restarter's next run revives it instead of waiting for the heartbeat that

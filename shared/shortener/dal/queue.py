@@ -54,16 +54,30 @@ class BulkQueue:
                 raise QueueSendError(f"{len(pending)} messages could not be sent after retries")
         return calls
 
+    def send(self, queue_url: str, body: str, *, delay_seconds: int = 0) -> None:
+        """Send one message, delivered no sooner than ``delay_seconds`` (0-900) from now."""
+        self.client.send_message(QueueUrl=queue_url, MessageBody=body, DelaySeconds=delay_seconds)
+
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]:
         """Up to ``max_messages`` messages (one long-poll ReceiveMessage), with their system
-        attributes (the receive count among them)."""
+        attributes (the receive count among them); hidden for ``visibility_timeout`` seconds when
+        given, else for the queue's visibility timeout."""
+        options: dict[str, Any] = (
+            {} if visibility_timeout is None else {"VisibilityTimeout": visibility_timeout}
+        )
         response = self.client.receive_message(
             QueueUrl=queue_url,
             MaxNumberOfMessages=max_messages,
             WaitTimeSeconds=wait_seconds,
             MessageSystemAttributeNames=["All"],
+            **options,
         )
         messages: list[Any] = response.get("Messages", [])
         return messages

@@ -2,6 +2,7 @@
 subdomain of it (blocking evil.example refuses https://www.evil.example/x too)."""
 
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -24,10 +25,18 @@ class BlockedHosts(Protocol):
     def list_all(self) -> list[BlockedHost]: ...
 
 
+# A DNS name as the URL parser serialises it (lower case, punycode): dot-separated labels of
+# letters, digits, hyphens (not first or last) and underscores (seen in real hosts), 1-63 each.
+_LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+
+
 def host_to_block(text: str) -> str:
     """``text`` (a host as an admin typed it: any case, a trailing dot, Unicode) in the canonical
     form the blocklist stores, or InvalidRequestError."""
     host = canonical_host(text) if len(text) <= MAX_HOST_LENGTH and "/" not in text else None
+    if host is not None and not (_is_ip_address(host) or _HOST_NAME.fullmatch(host)):
+        host = None  # '*', '-', 'a..b': the URL parser takes them, but no URL's host is one
     if host is None:
         raise InvalidRequestError(f"'{text[:80]}' is not a host name (such as evil.example).")
     return host

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from shortener.models.jobs import Job, JobUsage, RecordedChunk, RowOutcome
+from shortener import clock
+from shortener.models.jobs import ChunkMessage, Job, JobUsage, RecordedChunk, RowOutcome
 
 
 class ChunkOutcomes(Protocol):
@@ -55,6 +56,39 @@ def request_results_if_complete(
     job = counted if counted is not None else jobs.get_job(job_id)
     if job is not None and job.complete and job.results is None:
         results.request_results(job_id)
+
+
+def fail_chunk(
+    jobs: ChunkOutcomes,
+    message: ChunkMessage,
+    error: str,
+    *,
+    retention_days: int,
+    results: ResultsRequester | None = None,
+) -> RecordedChunk:
+    """Fail every row of ``message`` with ``error`` (``"<word>: <sentence>"``), count them on the
+    job and ask for the results file of a job this completes. The rows are written only if no
+    delivery recorded the chunk first (then that delivery's outcomes stand and are what is
+    returned), so a row never gets two outcomes; repeating this is harmless."""
+    now = clock.now()
+    outcomes = [
+        RowOutcome(row=message.first_row + index, url=url, error=error)
+        for index, (url, _) in enumerate(message.rows)
+    ]
+    recorded = jobs.record_outcomes(
+        message.job_id,
+        message.chunk,
+        first_row=message.first_row,
+        outcomes=outcomes,
+        now=int(now.timestamp()),
+        expires_at=expiry(now, retention_days),
+        dead_letter=True,
+    )
+    job = jobs.count_chunk(
+        message.job_id, message.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
+    )
+    request_results_if_complete(jobs, message.job_id, job, results)
+    return recorded
 
 
 def expiry(start: datetime, retention_days: int) -> int:

@@ -15,6 +15,16 @@ between finds the message again and repeats each step harmlessly. A late success
 (a slow delivery that finished after SQS had moved its message) finds the chunk recorded as a dead
 letter and leaves it so; whichever records first stands, and the chunk is counted once. The count
 that completes the job asks the files function for its results file, whoever made it.
+
+A last attempt before any row fails: a message reaches the dead-letter queue after
+``maxReceiveCount`` failed deliveries, and under a burst of faults (throttles, crashed loops) those
+can all be failures that were not its own. So the first time the restarter finds a message there,
+it sends it back to its queue marked ``last_attempt``, delayed (``last_attempt_delay_seconds``:
+the burst has time to pass), and deletes it from the dead-letter queue; a loop receives one
+message at a time, so the attempt runs alone. If that attempt raises, the loop fails the rows
+itself with that attempt's reason (shortener.logic.poller); if it never finishes (the loop died
+with it each time), the message comes back here marked, and only then are its rows failed with
+the reason below. See docs/faults.md.
 """
 
 import logging
@@ -23,14 +33,8 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from shortener import clock
-from shortener.logic.chunk_outcomes import (
-    ChunkOutcomes,
-    ResultsRequester,
-    expiry,
-    request_results_if_complete,
-)
-from shortener.models.jobs import ChunkMessage, RowOutcome
+from shortener.logic.chunk_outcomes import ChunkOutcomes, ResultsRequester, fail_chunk
+from shortener.models.jobs import ChunkMessage
 from shortener.models.scaling import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,8 @@ log = logging.getLogger(__name__)
 _RECEIVE_BATCH = 10
 # Enough for a burst of failures in one run of a 60 s function; the rest waits for the next run.
 _MESSAGES_PER_RUN = 200
+# How long a dead-lettered message waits in its queue before its last attempt (SQS allows 0-900).
+LAST_ATTEMPT_DELAY_SECONDS = 30
 
 
 class DeadLetterQueue(Protocol):
@@ -47,6 +53,7 @@ class DeadLetterQueue(Protocol):
         self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
     ) -> list[dict[str, Any]]: ...
     def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int: ...
+    def send(self, queue_url: str, body: str, *, delay_seconds: int = 0) -> None: ...
 
 
 class RedriveLookup(Protocol):
@@ -59,8 +66,9 @@ class RedriveLookup(Protocol):
 def dead_letter_error(max_receive_count: int) -> str:
     """The error of every row of a dead-lettered message (``"<word>: <sentence>"``)."""
     return (
-        f"dead_letter: this row's message failed {max_receive_count} times and was moved to the "
-        "dead-letter queue; the row was not shortened (upload it again)"
+        f"dead_letter: this row's message failed {max_receive_count} times, then its last attempt "
+        "did not finish either (the function ended: crash, timeout or out of memory); the row was "
+        "not shortened (upload it again)"
     )
 
 
@@ -76,6 +84,7 @@ class DeadLetterSettler:
         retention_days: int = 30,
         messages_per_run: int = _MESSAGES_PER_RUN,
         results: ResultsRequester | None = None,
+        last_attempt_delay_seconds: int = LAST_ATTEMPT_DELAY_SECONDS,
     ) -> None:
         self._jobs = jobs
         self._results = results
@@ -83,12 +92,14 @@ class DeadLetterSettler:
         self._lookup = lookup
         self._retention_days = retention_days
         self._messages_per_run = messages_per_run
+        self._last_attempt_delay = last_attempt_delay_seconds
         # A queue's redrive policy changes only with a deployment: read it once per container.
         self._targets: dict[str, DeadLetterTarget | None] = {}
 
     def settle(self, target: LoopTarget) -> DeadLetterReport:
-        """Fail the rows of every message in ``target``'s dead-letter queue (up to a bound per
-        run), count them on their jobs, then delete the messages."""
+        """Send every message in ``target``'s dead-letter queue back for its last attempt, or, if
+        it had that, fail its rows and count them on its job (up to a bound of messages per run);
+        then delete the messages."""
         report = DeadLetterReport(queue_name=target.queue_name)
         dead_letters = self._dead_letter_target(target)
         if dead_letters is None:
@@ -107,7 +118,7 @@ class DeadLetterSettler:
             settled: list[str] = []
             for message in messages:
                 try:
-                    self._settle_one(message, dead_letters.max_receive_count, report)
+                    self._settle_one(message, target, dead_letters.max_receive_count, report)
                 except Exception:
                     # Left in the queue: it comes back after its visibility timeout, for a later run.
                     log.exception(
@@ -125,7 +136,9 @@ class DeadLetterSettler:
             self._targets[target.queue_url] = self._lookup.dead_letter_target(target.queue_url, target.region)
         return self._targets[target.queue_url]
 
-    def _settle_one(self, message: dict[str, Any], max_receive_count: int, report: DeadLetterReport) -> None:
+    def _settle_one(
+        self, message: dict[str, Any], target: LoopTarget, max_receive_count: int, report: DeadLetterReport
+    ) -> None:
         try:
             chunk = ChunkMessage.model_validate_json(message.get("Body", ""))
         except ValidationError:
@@ -136,32 +149,32 @@ class DeadLetterSettler:
             )
             report.unreadable += 1
             return
-        now = clock.now()
-        error = dead_letter_error(max_receive_count)
-        outcomes = [
-            RowOutcome(row=chunk.first_row + index, url=url, error=error)
-            for index, (url, _) in enumerate(chunk.rows)
-        ]
-        recorded = self._jobs.record_outcomes(
-            chunk.job_id,
-            chunk.chunk,
-            first_row=chunk.first_row,
-            outcomes=outcomes,
-            now=int(now.timestamp()),
-            expires_at=expiry(now, self._retention_days),
-            dead_letter=True,
+        if not chunk.last_attempt:
+            # Sent before the dead letter is deleted: a run that dies in between sends it twice,
+            # and the second attempt finds the chunk done (or fails it the same way).
+            retry = chunk.model_copy(update={"last_attempt": True})
+            self._queue.send(
+                target.queue_url, retry.model_dump_json(), delay_seconds=self._last_attempt_delay
+            )
+            report.retried += 1
+            log.warning(
+                "A dead-lettered message was sent back for a last attempt",
+                extra={"job_id": chunk.job_id, "chunk": chunk.chunk, "delay": self._last_attempt_delay},
+            )
+            return
+        recorded = fail_chunk(
+            self._jobs,
+            chunk,
+            dead_letter_error(max_receive_count),
+            retention_days=self._retention_days,
+            results=self._results,
         )
-        job = self._jobs.count_chunk(
-            chunk.job_id, chunk.chunk, succeeded=recorded.succeeded, failed=recorded.failed, now=now
-        )
-        # A settlement that completes a job asks for its results file, as a delivery's count does.
-        request_results_if_complete(self._jobs, chunk.job_id, job, self._results)
         if recorded.dead_letter:
             report.settled += 1
             report.rows_failed += recorded.failed
             log.warning(
                 "Rows of a dead-lettered message failed",
-                extra={"job_id": chunk.job_id, "chunk": chunk.chunk, "rows": len(outcomes)},
+                extra={"job_id": chunk.job_id, "chunk": chunk.chunk, "rows": len(chunk.rows)},
             )
         else:
             report.already_recorded += 1

@@ -1,14 +1,23 @@
 """Healing loops: a loop whose heartbeat went stale (it crashed, timed out, or its re-invoke was
-lost) is taken over with a new loop id and a fresh loop is started in its place."""
+lost) is taken over with a new loop id and a fresh loop is started in its place.
 
+A loop whose invocation failed (a crash, a timeout, out of memory) is revived at once: Lambda sends
+the record of the failed asynchronous invocation to the poller's on-failure destination (the
+operations topic), the restarter is subscribed to it, and the record's ``requestPayload`` is the
+loop's event. The stale-heartbeat scan stays as the safety net (a lost record, a lost re-invoke).
+"""
+
+import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
+
+from pydantic import ValidationError
 
 from shortener import clock
 from shortener.logic.dead_letters import DeadLetterSettler
 from shortener.logic.scaling import LoopScaler, Starter, UnstartedTokens, start_loop
-from shortener.models.loops import LoopToken
+from shortener.models.loops import LoopInvocation, LoopToken
 from shortener.models.scaling import LoopTarget, RestarterReport
 
 log = logging.getLogger(__name__)
@@ -18,6 +27,63 @@ class StaleTokenStore(UnstartedTokens, Protocol):
     def scan(self, page_size: int | None = None) -> Iterator[LoopToken]: ...
 
     def take_over(self, token: LoopToken, stale_before: int) -> LoopToken | None: ...
+
+
+class FailedLoopStore(UnstartedTokens, Protocol):
+    def take_over_failed(self, failed: LoopInvocation) -> LoopToken | None: ...
+
+
+def failed_invocations(event: Mapping[str, Any]) -> list[LoopInvocation]:
+    """The loop events of the failed invocations that ``event`` reports: an SNS event whose
+    messages are Lambda's invocation records (``requestContext``, ``requestPayload``, ...), or one
+    such record as a Lambda destination's event. Other messages of the topic (alarms) are none."""
+    if "requestContext" in event:
+        records: list[Any] = [event]
+    else:
+        records = []
+        for record in event.get("Records", []):
+            try:
+                records.append(json.loads(record["Sns"]["Message"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+    failed = []
+    for record in records:
+        if not isinstance(record, dict) or not isinstance(record.get("requestContext"), dict):
+            continue
+        try:
+            failed.append(LoopInvocation.model_validate(record.get("requestPayload")))
+        except ValidationError:
+            continue  # another function's failure
+    return failed
+
+
+def revive_failed_loops(
+    store: FailedLoopStore,
+    starter: Starter,
+    functions_by_queue_url: Mapping[str, str],
+    failed: Sequence[LoopInvocation],
+) -> RestarterReport:
+    """Revive each loop whose invocation failed, unless it went on (a later invocation claimed its
+    token) or was revived already: one conditional write each, as the stale scan's take-over."""
+    report = RestarterReport()
+    for invocation in failed:
+        function_name = functions_by_queue_url.get(invocation.queue_url)
+        if function_name is None:
+            report.skipped.append(invocation.token)
+            continue
+        try:
+            revived = store.take_over_failed(invocation)
+        except Exception:
+            log.exception("Taking over a failed loop failed", extra={"token": invocation.token})
+            report.failed.append(invocation.token)
+            continue
+        if revived is None:
+            continue
+        if start_loop(store, starter, function_name, revived):
+            report.revived.append(invocation.token)
+        else:
+            report.failed.append(invocation.token)
+    return report
 
 
 def is_stale(token: LoopToken, stale_before: int) -> bool:

@@ -9,6 +9,14 @@ sequence number) asynchronously. An exception anywhere in an iteration is logged
 the end of the loop. A received message is started only while it still fits in the invocation
 (timed by the slowest so far); the rest of its batch is handed back at once.
 
+A fault that is not a message's own costs it nothing (docs/faults.md): the loop receives one
+message at a time (``messages_per_receive``), so when the invocation dies (a crash, a timeout, out
+of memory) only the message being processed loses a receive, never nine others it had not started.
+A message whose processing raises is tried again at once, a few times (``attempts_per_receive``;
+the work is idempotent), before it is given back, visible again after ``retry_after_seconds``. A
+message the restarter sent back from the dead-letter queue for its last attempt
+(``ChunkMessage.last_attempt``) that fails again has its rows failed, with that attempt's reason.
+
 Fencing (see shortener.models.loops): the first heartbeat of an invocation claims its sequence
 number on the token with a nonce of its own; Lambda may deliver an asynchronous event twice, and
 the second delivery finds the number claimed by another holder and stops there, before receiving
@@ -34,6 +42,8 @@ from shortener.models.loops import LoopInvocation
 
 _MAX_MESSAGES = 10
 _REINVOKE_ATTEMPTS = 4
+# The first pause between two attempts of a message within one receive (doubled each time).
+_ATTEMPT_PAUSE_SECONDS = 0.5
 
 
 class Heartbeats(Protocol):
@@ -47,7 +57,12 @@ class QueueReader(Protocol):
     """``shortener.dal.queue.BulkQueue``."""
 
     def receive(
-        self, queue_url: str, *, max_messages: int = 10, wait_seconds: int = 20
+        self,
+        queue_url: str,
+        *,
+        max_messages: int = 10,
+        wait_seconds: int = 20,
+        visibility_timeout: int | None = None,
     ) -> list[dict[str, Any]]: ...
     def delete(self, queue_url: str, receipt_handles: Sequence[str]) -> int: ...
     def extend_visibility(
@@ -66,6 +81,7 @@ class MessageProcessor(Protocol):
 
     def check_ready(self) -> None: ...
     def process(self, message: ChunkMessage) -> ChunkResult: ...
+    def fail(self, message: ChunkMessage, error: str) -> ChunkResult: ...
 
 
 class MetricsSink(Protocol):
@@ -88,6 +104,17 @@ class LoopOptions:
     metrics_flush_seconds: float = 60
     # After an error, wait this long before the next iteration, so a persistent fault does not spin.
     error_pause_seconds: float = 1
+    # Messages taken per receive: one, so a dying invocation costs no message it had not started.
+    messages_per_receive: int = 1
+    # Attempts of a failing message before it is given back (each receive counts towards the
+    # queue's maxReceiveCount, the attempts within one do not).
+    attempts_per_receive: int = 3
+    # A message given back after failing is visible again this many seconds later.
+    retry_after_seconds: int = 10
+    # A received message is hidden this long (at most the queue's visibility timeout), renewed
+    # every third of it while it is processed: when the invocation dies with it, it is back
+    # within this time instead of the queue's whole visibility timeout.
+    hold_seconds: int = 30
 
 
 @dataclass(slots=True)
@@ -102,6 +129,8 @@ class LoopReport:
     messages: int = 0
     failed_messages: int = 0
     handed_back: int = 0  # received, not started: no time was left for them in this invocation
+    retries: int = 0  # attempts of a message after its first within one receive
+    last_attempts_failed: int = 0  # messages on their last attempt whose rows were failed
     errors: int = 0
     visibility_extensions: int = 0
     _pending_metrics: bool = field(default=False, repr=False)
@@ -153,6 +182,10 @@ class PollLoop:
         self._monotonic = monotonic
         self._sleep = sleep
 
+    @property
+    def _hold(self) -> int:
+        return max(1, min(self._options.hold_seconds, self._options.visibility_timeout_seconds))
+
     def run(
         self, loop: LoopInvocation, function_name: str, remaining_seconds: Callable[[], float]
     ) -> LoopReport:
@@ -187,8 +220,9 @@ class PollLoop:
                     return self._stop(loop, report)
                 report.claimed = True
                 wait = int(max(0, min(self._options.receive_wait_seconds, time_for_messages())))
+                most = max(1, min(_MAX_MESSAGES, self._options.messages_per_receive, fits))
                 messages = self._queue.receive(
-                    loop.queue_url, max_messages=min(_MAX_MESSAGES, fits), wait_seconds=wait
+                    loop.queue_url, max_messages=most, wait_seconds=wait, visibility_timeout=self._hold
                 )
                 report.polls += 1
                 if messages and not self._process(
@@ -228,13 +262,9 @@ class PollLoop:
         handed_back: list[str] = []
         keeper = BatchKeeper(
             beat=lambda: self._heartbeats.heartbeat(loop, holder),
-            extend=lambda handles: self._queue.extend_visibility(
-                loop.queue_url, handles, self._options.visibility_timeout_seconds
-            ),
+            extend=lambda handles: self._queue.extend_visibility(loop.queue_url, handles, self._hold),
             receipt_handles=[record["receiptHandle"] for record in records],
-            interval=min(
-                self._options.heartbeat_interval_seconds, self._options.visibility_timeout_seconds / 3
-            ),
+            interval=min(self._options.heartbeat_interval_seconds, self._hold / 3),
             log=self._log,
         )
 
@@ -252,10 +282,12 @@ class PollLoop:
                     "Message delivered again", extra={"message_id": record.message_id, "receives": receives}
                 )
             try:
-                result = self._processor.process(ChunkMessage.model_validate_json(record.body))
+                result = self._attempt(
+                    ChunkMessage.model_validate_json(record.body), record, report, pace, time_for_messages
+                )
             except Exception:
-                # Let it come back after its visibility timeout; BatchProcessor keeps the failure
-                # for the batch response, and the log says why.
+                # Let it come back after a short pause; BatchProcessor keeps the failure for the
+                # batch response, and the log says why.
                 keeper.release(record.receipt_handle)
                 self._log.exception(
                     "Message failed; it will be redelivered",
@@ -277,6 +309,14 @@ class PollLoop:
         report.failed_messages += len(failed_ids) - len(handed_back)
         if len(failed_ids) > len(handed_back):
             self._count(report, "MessagesFailed", len(failed_ids) - len(handed_back))
+            failed = [
+                record["receiptHandle"]
+                for record in records
+                if record["messageId"] in failed_ids and record["receiptHandle"] not in handed_back
+            ]
+            # (Never later than the visibility timeout would have made it visible.)
+            retry_after = min(self._options.retry_after_seconds, self._hold)
+            self._give_back(loop, failed, retry_after)
         if handed_back:
             # Visible again now, for another loop or this one's successor (a receive more on each).
             self._queue.extend_visibility(loop.queue_url, handed_back, 0)
@@ -291,6 +331,50 @@ class PollLoop:
                 # They are redelivered and recognised as done; only costs a little work.
                 self._log.warning("Some processed messages could not be deleted", extra={"count": undeleted})
         return keeper.alive
+
+    def _attempt(
+        self,
+        message: ChunkMessage,
+        record: SQSRecord,
+        report: LoopReport,
+        pace: _Pace,
+        time_for_messages: Callable[[], float],
+    ) -> ChunkResult:
+        """Process one message, trying again at once while it raises (up to
+        ``attempts_per_receive``, and only while another attempt still fits in the invocation).
+        A message on its last attempt that still fails has its rows failed with this reason."""
+        attempt = 1
+        while True:
+            try:
+                return self._processor.process(message)
+            except Exception as error:
+                more = attempt < self._options.attempts_per_receive and pace.fits(time_for_messages()) >= 1
+                if more:
+                    self._log.warning(
+                        "Message failed; trying it again",
+                        extra={"message_id": record.message_id, "attempt": attempt, "error": repr(error)},
+                    )
+                    report.retries += 1
+                    self._sleep(_ATTEMPT_PAUSE_SECONDS * 2 ** (attempt - 1))
+                    attempt += 1
+                    continue
+                if not message.last_attempt:
+                    raise
+                self._log.exception(
+                    "A message failed on its last attempt; its rows are failed",
+                    extra={"message_id": record.message_id, "job_id": message.job_id, "chunk": message.chunk},
+                )
+                result = self._processor.fail(message, last_attempt_error(error))
+                report.last_attempts_failed += 1
+                self._count(report, "LastAttemptsFailed", 1)
+                return result
+
+    def _give_back(self, loop: LoopInvocation, receipt_handles: list[str], after_seconds: int) -> None:
+        try:
+            self._queue.extend_visibility(loop.queue_url, receipt_handles, after_seconds)
+        except Exception:
+            # They come back when their visibility timeout ends instead.
+            self._log.exception("Giving failed messages back failed", extra={"count": len(receipt_handles)})
 
     def _record(self, report: LoopReport, result: ChunkResult) -> None:
         if result.counted:
@@ -415,6 +499,14 @@ class BatchKeeper:
             if failed:
                 # Deleted meanwhile, or already received again: nothing more to hold.
                 self._log.warning("Some messages' visibility could not be extended", extra={"count": failed})
+
+
+def last_attempt_error(error: BaseException) -> str:
+    """The error of every row of a message whose last attempt raised ``error``."""
+    return (
+        f"processing_failed: this row's message failed on every delivery and on its last attempt "
+        f"({type(error).__name__}); the row was not shortened (upload it again)"
+    )
 
 
 def to_lambda_records(messages: Sequence[dict[str, Any]], queue_url: str) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """URL validation and normalisation with a WHATWG URL Standard parser (ada, as in Node.js)."""
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 
 import ada_url
@@ -77,11 +78,33 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     hostname = parsed["hostname"]
     if scheme in _SPECIAL_SCHEMES and not hostname:
         raise InvalidUrlError("The URL has no host.")
-    if hostname and hostname.rstrip(".") in policy.own_hosts:
+    if hostname and _is_own_host(hostname.rstrip("."), policy.own_hosts):
         raise InvalidUrlError("Links to this shortener itself cannot be shortened.")
     if len(normalised) > policy.max_length:
         raise InvalidUrlError(f"The normalised URL is longer than {policy.max_length} characters.")
     return normalised
+
+
+def _is_own_host(host: str, own_hosts: frozenset[str]) -> bool:
+    """Whether ``host`` is one of ``own_hosts``; when the shortener itself is reached on a loopback
+    address (the local stack), every spelling of the loopback interface is its host too:
+    localhost, 127.0.0.0/8, [::1], [::ffff:127.0.0.1] (the port makes no difference)."""
+    if host in own_hosts:
+        return True
+    return any(is_loopback(own) for own in own_hosts) and is_loopback(host)
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` (and names under it, RFC 6761), or a loopback IPv4 or IPv6 address, also an
+    IPv4-mapped one; ``host`` as the URL parser serialises it (IPv6 in brackets)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def url_key(normalised_url: str, owner: str | None = None) -> str:

@@ -298,6 +298,10 @@ class ChunkMessage(BaseModel):
     own_hosts: list[str] = []
     # The uploader's owner id: every link of the job is theirs.
     owner: str | None = None
+    # Set by the restarter when it sends a dead-lettered message back for one last attempt
+    # (shortener.logic.dead_letters): if that attempt fails too, the loop fails the rows with
+    # that attempt's reason instead of letting SQS deliver the message again.
+    last_attempt: bool = False
 
     def bulk_rows(self) -> list[BulkRow]:
         return [

@@ -66,6 +66,8 @@ class DeadLetterReport(BaseModel):
     queue_name: str
     settled: int = 0
     rows_failed: int = 0
+    # Sent back to their queue for a last, isolated attempt (their rows are not failed yet).
+    retried: int = 0
     already_recorded: int = 0
     unreadable: int = 0
     errors: int = 0

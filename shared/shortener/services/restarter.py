@@ -34,6 +34,7 @@ def dead_letters() -> DeadLetterSettler:
         retention_days=settings.JOB_RETENTION_DAYS,
         # A settlement that completes a job asks the files function for its results file.
         results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+        last_attempt_delay_seconds=settings.LAST_ATTEMPT_DELAY_SECONDS,
     )
 
 

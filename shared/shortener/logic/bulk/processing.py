@@ -16,6 +16,7 @@ from shortener.logic.chunk_outcomes import (
     ChunkOutcomes,
     ResultsRequester,
     expiry,
+    fail_chunk,
     request_results_if_complete,
 )
 from shortener.logic.codes import CodeGenerator
@@ -105,6 +106,14 @@ class ChunkProcessor:
         completes the job asks for its results file."""
         with self._metering() as meter:
             return self._process(message, meter)
+
+    def fail(self, message: ChunkMessage, error: str) -> ChunkResult:
+        """Fail every row of ``message`` with ``error`` (its last attempt failed), unless a delivery
+        recorded the chunk first, and count it once, as a dead-letter settlement does."""
+        recorded = fail_chunk(
+            self._jobs, message, error, retention_days=self._retention_days, results=self._results
+        )
+        return ChunkResult(succeeded=recorded.succeeded, failed=recorded.failed, counted=recorded.dead_letter)
 
     def _process(self, message: ChunkMessage, meter: Meter) -> ChunkResult:
         now = clock.now()

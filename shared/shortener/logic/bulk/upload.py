@@ -28,6 +28,9 @@ MAX_CODE_CELL = 300
 MAX_ATTRIBUTE_CELL = 1000
 # A longer line is not a row of URLs; refusing it keeps a reader's memory bounded.
 MAX_LINE_BYTES = 1024 * 1024
+# Python's csv module refuses a field over 128 KiB by default ("field larger than field limit"):
+# a quoted field may be as long as a line may be. (A process-wide setting, only ever raised.)
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 _BOM = b"\xef\xbb\xbf"
 _SEPARATORS = (",", ";", "\t", "|")
 _SEPARATOR_NAMES = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}
