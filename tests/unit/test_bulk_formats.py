@@ -196,4 +196,4 @@ def test_a_field_over_128_kib_in_a_line_under_the_limit_is_read() -> None:
     # When the file is read
     rows = list(CsvRows([data]))
     # Then both rows are there, not a CSV error
-    assert [url for url, _ in rows] == ["https://a.example/", "https://b.example/"]
+    assert [url for url, _, _ in rows] == ["https://a.example/", "https://b.example/"]
