@@ -10,9 +10,11 @@ from shortener import web
 from shortener.logic import bulk
 from shortener.logic.labels import MAX_LABEL_ROWS, labels_key, labels_state
 from shortener.logic.qr import MEDIA_TYPES, qr_image
+from shortener.models.api import ErrorBody
 from shortener.models.exceptions import PayloadTooLargeError
 from shortener.models.files import LabelsRequest
-from shortener.models.qr import QrRequest
+from shortener.models.qr import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
+from shortener.openapi import Answer, operation
 from shortener.services.api import api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
 
@@ -21,7 +23,22 @@ router = APIGatewayRouter()
 LABELS_RETRY_SECONDS = 2
 
 
-@router.get("/links/<code>/qr")
+@router.get(
+    "/links/<code>/qr",
+    **operation(
+        "A link's QR code of its short URL, as PNG or SVG",
+        {
+            200: Answer(
+                "The QR code: image/png, or image/svg+xml with format=svg",
+                media_type="image/png",
+                schema={"type": "string", "format": "binary"},
+                also=("image/svg+xml",),
+            )
+        },
+        errors=(422,),
+        query=QrRequest,
+    ),
+)
 def link_qr(code: str) -> Response[bytes | str]:
     event = router.current_event
     fields = {
@@ -43,13 +60,26 @@ def link_qr(code: str) -> Response[bytes | str]:
     return Response(200, MEDIA_TYPES[request.format], body, headers=headers)
 
 
-@router.get("/jobs/<job_id>/qr")
+@router.get(
+    "/jobs/<job_id>/qr",
+    **operation(
+        "A done job's QR labels, one image a shortened row, as a ZIP",
+        {
+            202: Answer("The labels are being drawn", LabelsBuilding, headers={"Retry-After": "Seconds."}),
+            303: Answer("The labels ZIP", LabelsFileLink, headers={"Location": "The ZIP file."}),
+            409: Answer("The job is not done yet", ErrorBody, headers={"Retry-After": "Seconds."}),
+        },
+        errors=(413, 422),
+        query=QrLabelsQuery,
+        tag="jobs",
+    ),
+)
 def job_qr(job_id: str) -> Response[str]:
     """A done job's QR labels as one ZIP: 303 to the file once built; until then 202 with
     Retry-After (the first request asks the files function to build it)."""
     event = router.current_event
     image_format = web.parse_request(
-        QrRequest, {"format": event.get_query_string_value("format", None) or "png"}
+        QrLabelsQuery, {"format": event.get_query_string_value("format", None) or "png"}
     ).format
     caller = web.caller_from_event(event.raw_event)
     found = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None

@@ -1,5 +1,6 @@
 """QR code requests: which image of a short URL, and how large."""
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,3 +20,25 @@ class QrRequest(BaseModel):
 
     format: QrFormat = "png"
     size: int = Field(default=DEFAULT_QR_SIZE, ge=MIN_QR_SIZE, le=MAX_QR_SIZE)
+
+
+class QrLabelsQuery(BaseModel):
+    """``GET /jobs/{job_id}/qr?format=png|svg``: the image format of the labels in the ZIP."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    format: QrFormat = "png"
+
+
+class LabelsFileLink(BaseModel):
+    """``GET /jobs/{job_id}/qr`` once built: where the labels ZIP is, for how long."""
+
+    labels_url: str
+    expires_at: datetime
+
+
+class LabelsBuilding(BaseModel):
+    """``GET /jobs/{job_id}/qr`` meanwhile: the labels are being drawn (ask again after Retry-After)."""
+
+    status: Literal["building"]
+    message: str
