@@ -95,6 +95,13 @@ class ShortenerClient:
         body = json.dumps(changes).encode()
         return self._call("PATCH", f"links/{quote(code, safe='')}", body, "application/json").json()  # type: ignore[no-any-return]
 
+    def qr(self, code: str, image_format: str = "png", size: int | None = None) -> bytes:
+        """GET /links/{code}/qr: the link's QR code, PNG or SVG."""
+        query = {"format": image_format, **({"size": str(size)} if size else {})}
+        accept = "image/png" if image_format == "png" else "image/svg+xml"
+        path = f"links/{quote(code, safe='')}/qr?{urlencode(query)}"
+        return self._call("GET", path, accept=accept).body
+
     def delete_link(self, code: str) -> dict[str, Any]:
         """DELETE /links/{code}: the link, now a tombstone."""
         return self._call("DELETE", f"links/{quote(code, safe='')}").json()  # type: ignore[no-any-return]
@@ -211,15 +218,45 @@ class ShortenerClient:
             except (urllib.error.URLError, OSError) as exc:
                 raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
 
+    def save_labels(self, job_id: str, image_format: str, out: BinaryIO, *, deadline: float) -> int:
+        """Write a done job's QR labels ZIP to ``out``: asked for until the API redirects to the
+        built file (202 with Retry-After meanwhile), until ``deadline``. The bytes written."""
+        url = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/qr?{urlencode({'format': image_format})}")
+        while True:
+            request = urllib.request.Request(url, headers=self._key_header({"Accept": "application/zip"}))  # noqa: S310
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as answer:
+                    if answer.status == 202:
+                        if time.monotonic() >= deadline:
+                            raise ApiError(202, "labels_not_ready", "The labels were still being drawn.")
+                        time.sleep(float(answer.headers.get("Retry-After") or 2))
+                        continue
+                    written = 0
+                    while block := answer.read(_BLOCK_BYTES):
+                        out.write(block)
+                        written += len(block)
+                    return written
+            except urllib.error.HTTPError as exc:
+                raise _api_error(exc.code, exc.read()) from exc
+            except (urllib.error.URLError, OSError) as exc:
+                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+
     def _key_header(self, headers: dict[str, str]) -> dict[str, str]:
         return {**headers, "X-Api-Key": self.api_key} if self.api_key else headers
 
-    def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> Response:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "",
+        accept: str = "application/json",
+    ) -> Response:
         """One request to ``path`` (relative to the API URL, or absolute)."""
         request = urllib.request.Request(urljoin(self.api_url, path), data=body, method=method)  # noqa: S310
         if content_type:
             request.add_header("Content-Type", content_type)
-        request.add_header("Accept", "application/json")
+        request.add_header("Accept", accept)
         if self.api_key:
             request.add_header("X-Api-Key", self.api_key)
         try:

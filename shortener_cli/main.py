@@ -150,6 +150,16 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
     state.add_argument("--enable", action="store_const", const="active", dest="status")
 
+    qr = commands.add_parser(
+        "qr", help="write a link's QR code (PNG or SVG, from --output's extension), or a job's as a ZIP"
+    )
+    qr.add_argument("code", nargs="?")
+    qr.add_argument("--job", help="a done job: a ZIP with one QR code per shortened row")
+    qr.add_argument("--format", choices=("png", "svg"), default="png", help="the images in a job's ZIP")
+    qr.add_argument("--output", type=Path, required=True, help="code.png, code.svg, or labels.zip")
+    qr.add_argument("--size", type=int, help="width in pixels (64-4096; default 512)")
+    qr.add_argument("--timeout", type=float, default=600.0, help="give up waiting for a job's ZIP after this")
+
     delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
     delete.add_argument("code")
 
@@ -180,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "link": lambda: _show(client.link(args.code), args.json),
         "update": lambda: _update(client, args),
         "delete": lambda: _show(client.delete_link(args.code), args.json),
+        "qr": lambda: _qr(client, args),
         "block": lambda: _show(client.block(args.host, args.reason), args.json),
         "unblock": lambda: _unblock(client, args.host),
         "blocklist": lambda: _blocklist(client, args.json),
@@ -204,6 +215,33 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("shortener: interrupted", file=sys.stderr)
         return 130
+
+
+def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
+    if bool(args.job) == bool(args.code):
+        print("shortener: name a link's code or a --job, not both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.job:
+        partial = args.output.with_name(args.output.name + ".partial")
+        try:
+            with partial.open("wb") as out:
+                size = client.save_labels(
+                    args.job, args.format, out, deadline=time.monotonic() + args.timeout
+                )
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(args.output)
+        print(f"QR codes of job {args.job} ({size:,} bytes) written to {args.output}", file=sys.stderr)
+        return EXIT_OK
+    image_format = args.output.suffix.lower().lstrip(".")
+    if image_format not in ("png", "svg"):
+        print(f"shortener: {args.output} should end in .png or .svg", file=sys.stderr)
+        return EXIT_USAGE
+    image = client.qr(args.code, image_format, args.size)
+    args.output.write_bytes(image)
+    print(f"QR code of {args.code} written to {args.output}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:

@@ -11,9 +11,9 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import openapi, security_headers, web
+from shortener import clock, openapi, security_headers, web
 from shortener.models.api import ErrorBody
-from shortener.models.exceptions import LinkGoneError, LinkNotFoundError, ShortenerError
+from shortener.models.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.models.links import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
 from shortener.openapi import Answer, link_to, operation
@@ -26,12 +26,14 @@ try:  # Lambda (and the local stack) import the function's folder as the root; t
     from clicks import router as clicks_router
     from links import router as links_router
     from links import stage_cache
+    from qr import router as qr_router
 except ModuleNotFoundError:
     from functions.api.bulk import router as bulk_router
     from functions.api.bulk_links import router as bulk_links_router
     from functions.api.clicks import router as clicks_router
     from functions.api.links import router as links_router
     from functions.api.links import stage_cache
+    from functions.api.qr import router as qr_router
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
 # models) would add about 130 ms to every cold start for path parameters that are plain strings.
@@ -41,6 +43,7 @@ app.include_router(bulk_router)
 app.include_router(bulk_links_router)
 app.include_router(links_router)
 app.include_router(clicks_router)
+app.include_router(qr_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -52,7 +55,7 @@ def apple_app_site_association() -> str:
     return json.dumps(api_settings().APPLE_APP_SITE_ASSOCIATION, separators=(",", ":"))
 
 
-@lru_cache(maxsize=3)
+@lru_cache(maxsize=4)
 def page(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
@@ -187,14 +190,18 @@ _REDIRECTS = {
 )
 def follow(code: str) -> Response[str]:
     event = app.current_event
-    resolution = links().resolve(code, fresh=web.wants_fresh(event.headers))
+    # HEAD only looks: it never uses up one of a link's allowed clicks.
+    resolution = links().resolve(
+        code, fresh=web.wants_fresh(event.headers), count_click=event.http_method != "HEAD"
+    )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
+    cache_control = resolution.cache_control(settings.REDIRECT_CACHE_CONTROL, clock.now())
     return Response(
         settings.REDIRECT_STATUS,
         "text/plain; charset=utf-8",
         "",
-        headers={"Location": resolution.url, "Cache-Control": settings.REDIRECT_CACHE_CONTROL},
+        headers={"Location": resolution.url, "Cache-Control": cache_control},
     )
 
 
@@ -208,6 +215,12 @@ def link_not_found(error: LinkNotFoundError) -> Response[str]:
 def link_gone(error: LinkGoneError) -> Response[str]:
     metrics.add_metric(name="RedirectsGone", unit=MetricUnit.Count, value=1)
     return _missing(error, "gone.html")
+
+
+@app.exception_handler(LinkExpiredError)
+def link_expired(error: LinkExpiredError) -> Response[str]:
+    metrics.add_metric(name="RedirectsExpired", unit=MetricUnit.Count, value=1)
+    return _missing(error, "expired.html")
 
 
 def _missing(error: ShortenerError, html_page: str) -> Response[str]:

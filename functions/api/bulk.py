@@ -3,7 +3,9 @@ job results. Included into the API's resolver by app.py; errors raised here are 
 there."""
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -26,6 +28,7 @@ from shortener.models.jobs import (
     JobStatusView,
     UploadAccepted,
 )
+from shortener.models.links import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.observability import logger, metrics
 from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import (
@@ -76,6 +79,12 @@ def _options() -> bulk.BulkOptions:
     )
 
 
+def _defaults(fields: Mapping[str, Any]) -> dict[str, str]:
+    """The job's defaults for its rows' expires_at, max_clicks, title and tags (422 if invalid)."""
+    given = {name: fields[name] for name in ATTRIBUTE_COLUMNS if fields.get(name) is not None}
+    return web.parse_request(LinkAttributes, given).as_cells() if given else {}
+
+
 def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     event = router.current_event
     return bulk.JobOrigin(
@@ -104,6 +113,7 @@ def upload_csv() -> Response[str]:
     event = router.current_event
     settings = api_settings()
     origin = _origin(event.get_query_string_value("notify_topic", None))
+    defaults = _defaults({name: event.get_query_string_value(name, None) for name in ATTRIBUTE_COLUMNS})
     raw = web.body_bytes(event.body, event.is_base64_encoded)
     uploaded = bulk.read_upload(
         raw,
@@ -125,6 +135,7 @@ def upload_csv() -> Response[str]:
         encoding=uploaded.encoding,
         quota=daily_quota(),
         size=len(raw),
+        defaults=defaults,
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))
@@ -184,6 +195,7 @@ def direct_upload() -> Response[str]:
         web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
     )
     request = web.parse_request(DirectUploadRequest, fields)
+    defaults = _defaults(fields)
     job, upload = bulk.create_upload_job(
         request,
         jobs=jobs(),
@@ -194,6 +206,7 @@ def direct_upload() -> Response[str]:
         max_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
         quota=daily_quota(),
         anonymous_max_bytes=settings.ANONYMOUS_MAX_UPLOAD_BYTES or None,
+        defaults=defaults,
     )
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job.job_id)

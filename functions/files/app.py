@@ -1,6 +1,7 @@
 """The files function: an uploaded file's S3 event (or a split handed over by the invocation
-before) -> its rows read into the queue; a complete job -> its results file written once. The
-rules live in shortener.logic.bulk.split and shortener.logic.bulk.results."""
+before) -> its rows read into the queue; a complete job -> its results file written once; a done
+job's QR labels -> their ZIP. The rules live in shortener.logic.bulk.split, shortener.logic.bulk.results
+and shortener.logic.labels."""
 
 from typing import Any
 
@@ -9,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.models.files import FilesTask, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
-from shortener.services.files import click_report_writer, results_writer, splitter
+from shortener.services.files import click_report_writer, labels_writer, results_writer, splitter
 
 
 @logger.inject_lambda_context
@@ -31,6 +32,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if task.write_results is not None:
         written = results_writer().write(task.write_results, owner=context.aws_request_id)
         answer["results"] = written.model_dump(mode="json") if written else None
+    if task.write_labels is not None:
+        answer["labels"] = labels_writer().write(task.write_labels.job_id, task.write_labels.format)
     return answer
 
 

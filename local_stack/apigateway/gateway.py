@@ -10,7 +10,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,9 +124,15 @@ def proxy_event(
     }
 
 
-def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+def http_response(
+    result: Any, binary_types: Sequence[str] = ("*/*",), accept: str = "*/*"
+) -> tuple[int, list[tuple[str, str]], bytes]:
     """(status, headers, body) for a proxy integration's answer; a malformed answer is a 502,
-    as API Gateway gives."""
+    as API Gateway gives. A base64-encoded body is decoded only when the client's first Accept
+    value matches one of the API's binary media types; otherwise the client gets the base64 text
+    (API Gateway developer guide, "Binary media types for REST APIs": "API Gateway uses the first
+    Accept header from clients to determine if a response should return binary media"). A request
+    without Accept is read as accepting anything (*/*)."""
     if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int):
         return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
     headers: list[tuple[str, str]] = []
@@ -136,7 +142,9 @@ def http_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
     headers += [(k, str(v)) for k, v in (result.get("headers") or {}).items() if k.lower() not in listed]
     headers = [(k, v) for k, v in headers if k.lower() not in _HOP_BY_HOP]
     body = result.get("body") or ""
-    raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode()
+    first_accept = accept.split(",", 1)[0].strip() or "*/*"
+    binary = bool(result.get("isBase64Encoded")) and _is_binary(first_accept, list(binary_types))
+    raw = base64.b64decode(body) if binary else str(body).encode()
     if not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
     return result["statusCode"], headers, raw
@@ -230,7 +238,11 @@ class ApiGateway(ThreadingHTTPServer):
             error = invocation.error
             log.error("%s failed: %s: %s", route.function, error.get("errorType"), error.get("errorMessage"))
             return _gateway_error(HTTPStatus.BAD_GATEWAY, "Internal server error")
-        return http_response(invocation.result)
+        accept = next(
+            (str(value) for name, value in (event.get("headers") or {}).items() if name.lower() == "accept"),
+            "",
+        )
+        return http_response(invocation.result, self.binary_types, accept)
 
 
 class _Handler(BaseHTTPRequestHandler):

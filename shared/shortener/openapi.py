@@ -70,6 +70,8 @@ class Answer:
     schema: Mapping[str, Any] | None = None
     # OpenAPI links: the operations a client (or a stateful fuzzer) calls next with this answer.
     links: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Other media types of the same body (a QR code as image/svg+xml as well as image/png).
+    also: tuple[str, ...] = ()
 
     def spec(self) -> dict[str, Any]:
         answer: dict[str, Any] = {"description": self.description}
@@ -81,6 +83,8 @@ class Answer:
             answer["content"] = {self.media_type: {"schema": dict(self.schema)}}
         else:
             answer["content"] = {self.media_type: {"schema": {"type": "string"}}}
+        for media_type in self.also:
+            answer["content"][media_type] = dict(answer["content"][self.media_type])
         if self.html_too:
             answer["content"]["text/html"] = {"schema": {"type": "string"}}
         if self.links:

@@ -9,6 +9,7 @@ module). Without chromium and chromium-driver the module is skipped, saying how 
 import base64
 import contextlib
 import http.server
+import io
 import os
 import re
 import shutil
@@ -36,6 +37,8 @@ if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         allow_module_level=True,
     )
 
+import zxingcpp  # noqa: E402
+from PIL import Image  # noqa: E402
 from selenium import webdriver  # noqa: E402 (only with a browser to drive)
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -239,6 +242,46 @@ def test_the_copy_button_puts_the_short_link_on_the_clipboard(
         "navigator.clipboard.readText().then(arguments[0], (e) => arguments[0]('error: ' + e))"
     )
     assert clipboard == short_url
+
+
+def test_a_listed_link_shows_its_qr_code_with_downloads(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given a short link made on the page with a key
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    shorten(browser, f"http://localhost:{landing}/printed")
+    short_url = visible_text(browser, "short")
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: short_url in browser.find_element(By.ID, "links-list").text
+    )
+    # When its QR code button is pressed in the list
+    item = next(li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text)
+    button = item.find_element(By.CSS_SELECTOR, "button.show-qr")
+    button.click()
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: item.find_elements(By.CSS_SELECTOR, ".qr img"))
+    image = item.find_element(By.CSS_SELECTOR, ".qr img")
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image)
+    )
+    snap("qr-code")
+    # Then the image shown is the short URL's QR code, named for people using a screen reader
+    assert button.get_attribute("aria-expanded") == "true"
+    assert image.get_attribute("alt") == f"QR code of {short_url}"
+    png = base64.b64decode(
+        browser.execute_async_script(
+            "const done = arguments[1];"
+            "fetch(arguments[0].src).then((r) => r.blob()).then((b) => {"
+            " const reader = new FileReader(); reader.onload = () => done(reader.result.split(',')[1]);"
+            " reader.readAsDataURL(b); });",
+            image,
+        )
+    )
+    assert [found.text for found in zxingcpp.read_barcodes(Image.open(io.BytesIO(png)))] == [short_url]
+    # And it offers the PNG and the SVG to save
+    downloads = {a.get_attribute("download") for a in item.find_elements(By.CSS_SELECTOR, ".qr a[download]")}
+    code = short_url.rsplit("/", 1)[1]
+    assert downloads == {f"{code}.png", f"{code}.svg"}
 
 
 def test_the_browser_checks_a_custom_code_before_sending_it(browser: WebDriver, stack: RunningStack) -> None:

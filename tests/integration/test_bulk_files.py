@@ -251,7 +251,8 @@ def test_a_first_line_that_is_no_header_ends_the_job_with_the_reason(world: Worl
     request = world.upload(b"Name;Phone\nAda;123\n")
     report = world.splitter.split(request, "invocation-1", plenty)
     job = world.job(request.job_id)
-    assert report.outcome == "split" and job.status == "done"
+    # The job is not done until its (empty) results file can be fetched
+    assert report.outcome == "split" and job.phase == "writing_results" and job.status == "running"
     assert job.error is not None and job.error.error == "invalid_csv"
     assert "'Name', 'Phone'" in job.error.message and job.total == 0
     assert world.queued() == []
@@ -509,7 +510,10 @@ def test_a_file_that_passes_its_owners_daily_rows_mid_way_ends_with_its_read_row
     world.splitter.split(request, "invocation-1", plenty)
     process_all(world, tables, monkeypatch)
     # Then the rows within the quota were shortened, the rows read after it failed quota_exceeded,
-    # the rest not read, and the job is done but ended early, saying why
+    # the rest not read, and the job ended early, saying why: done once its results file is written
+    job = world.job(request.job_id)
+    assert job.complete and job.status == "running" and job.ended_early
+    assert ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1") is not None
     job = world.job(request.job_id)
     assert job.status == "done" and job.ended_early
     assert job.error is not None and job.error.error == "quota_exceeded"

@@ -65,6 +65,37 @@ def test_each_link_gets_the_outcome_post_slash_gives_it_in_input_order(owner: Ap
     assert owner.follow(found[8]["code"])["statusCode"] == 301
 
 
+def test_expiry_and_click_limits_are_kept_and_limited_links_are_their_own(owner: ApiCaller) -> None:
+    # Given a link the owner already has for a URL
+    before = owner.shorten("https://example.com/campaign")
+    # When a bulk call asks for that URL with a click limit, with an expiry, and plainly, and has
+    # a limit that is not valid
+    links = [
+        {"url": "https://example.com/campaign", "max_clicks": 1, "title": "Flyer", "tags": ["print"]},
+        {"url": "https://example.com/campaign", "expires_at": "2030-01-01T00:00:00Z"},
+        {"url": "https://example.com/campaign"},
+        {"url": "https://example.com/other", "max_clicks": 0},
+        {"url": "https://example.com/past", "expires_at": "2001-01-01T00:00:00Z"},
+    ]
+    found = outcomes(bulk(owner, links))
+    # Then the limited links are new links of their own; the plain one is the owner's link
+    assert [outcome["status"] for outcome in found] == [201, 201, 200, 422, 422]
+    assert len({found[0]["code"], found[1]["code"], before["code"]}) == 3
+    assert found[2]["code"] == before["code"]
+    assert "max_clicks" in found[3]["message"]
+    assert "expires_at" in found[4]["message"]
+    # And each link keeps its limits as POST / would
+    limited = json.loads(owner.link("GET", found[0]["code"])["body"])
+    assert (limited["max_clicks"], limited["title"], limited["tags"]) == (1, "Flyer", ["print"])
+    expiring = json.loads(owner.link("GET", found[1]["code"])["body"])
+    assert expiring["expires_at"].startswith("2030-01-01T00:00:00")
+    assert expiring["max_clicks"] is None
+    # And the click-limited link answers its one click, then 410
+    assert owner.follow(found[0]["code"])["statusCode"] == 301
+    assert owner.follow(found[0]["code"])["statusCode"] == 410
+    assert owner.follow(found[2]["code"])["statusCode"] == 301
+
+
 def test_a_blocked_host_is_refused_per_link(owner: ApiCaller, admin: ApiCaller) -> None:
     # Given a blocked host
     assert (

@@ -86,6 +86,16 @@ class BulkFiles:
             raise
         return response["Body"].iter_chunks(READ_BLOCK_BYTES)
 
+    def modified_at(self, bucket: str, key: str) -> datetime | None:
+        """When the object at ``key`` was last written; None when there is none (HeadObject)."""
+        try:
+            head = self.client.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return head["LastModified"]
+
     def write(
         self, bucket: str, key: str, blocks: Iterable[bytes], *, content_type: str, file_name: str
     ) -> int:

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from shortener.dal import aws
-from shortener.models.files import FilesTask, SplitRequest
+from shortener.models.files import FilesTask, LabelsRequest, SplitRequest
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -31,6 +31,9 @@ class FilesFunction:
 
     def request_click_report(self, job_id: str) -> None:
         self._send(FilesTask(write_click_report=job_id))
+
+    def request_labels(self, request: LabelsRequest) -> None:
+        self._send(FilesTask(write_labels=request))
 
     def _send(self, task: FilesTask) -> None:
         self.client.invoke(

@@ -53,6 +53,11 @@ class LinkChangesStore(aws.DynamoDBTable):
         else:
             unchanged = "attribute_exists(code) AND updated_at = :seen"
             values = {":seen": {"S": seen.updated_at.isoformat()}}
+        if seen.max_clicks is not None:
+            # Clicks are counted without touching updated_at: a click counted since the read makes
+            # the change a conflict rather than be lost by writing the count read.
+            unchanged += " AND clicks = :clicks"
+            values[":clicks"] = {"N": str(seen.clicks)}
         put: dict[str, Any] = {
             "TableName": self.table_name,
             "Item": link_to_item(changed),

@@ -73,11 +73,18 @@ def link_to_item(link: Link) -> dict[str, Any]:
         item["updated_at"] = {"S": link.updated_at.isoformat()}
     if link.job_id:
         item["job_id"] = {"S": link.job_id}
+    if link.expires_at is not None:
+        item["expires_at"] = {"S": link.expires_at.isoformat()}
+    if link.max_clicks is not None:
+        item["max_clicks"] = {"N": str(link.max_clicks)}
+        item["clicks"] = {"N": str(link.clicks)}
     return item
 
 
 def link_from_item(item: dict[str, Any]) -> Link:
     updated_at = item.get("updated_at", {}).get("S")
+    expires_at = item.get("expires_at", {}).get("S")
+    max_clicks = item.get("max_clicks", {}).get("N")
     return Link(
         code=item["code"]["S"],
         url=item["url"]["S"],
@@ -89,6 +96,9 @@ def link_from_item(item: dict[str, Any]) -> Link:
         status=item.get("status", {}).get("S", "active"),
         updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
         job_id=item.get("job_id", {}).get("S"),
+        expires_at=datetime.fromisoformat(expires_at) if expires_at else None,
+        max_clicks=int(max_clicks) if max_clicks else None,
+        clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
     )
 
 

@@ -84,6 +84,14 @@ class WritePacing(Protocol):
     def succeeded(self, units: float) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ClickOutcome:
+    """A click on a click-limited link: whether it was counted, and the link (None: no link)."""
+
+    link: Link | None
+    counted: bool
+
+
 class LinksStore(aws.DynamoDBTable):
     """Data access for the links table. ``pacer``: bulk writes go at its rate (a loop's)."""
 
@@ -128,6 +136,33 @@ class LinksStore(aws.DynamoDBTable):
         for item in self._batch_get([{"code": {"S": CLAIM_PREFIX + key}} for key in dict.fromkeys(keys)]):
             found[item["code"]["S"].removeprefix(CLAIM_PREFIX)] = claim_to_link(item)
         return found
+
+    @aws.throttling_is_busy
+    def take_click(self, code: str) -> ClickOutcome:
+        """Count one redirect of a click-limited link, unless its last allowed click was answered
+        already, it is taken down, or it has no limit any more: one conditional UpdateItem, so
+        concurrent clicks never get more redirects than the limit. The link as the write left it,
+        or (when nothing was counted) as it was."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key={"code": {"S": code}},
+                UpdateExpression="ADD clicks :one",
+                ConditionExpression="attribute_exists(max_clicks) AND attribute_not_exists(#status) "
+                "AND (attribute_not_exists(clicks) OR clicks < max_clicks)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":one": {"N": "1"}},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            old: Any = exc.response.get("Item")
+            if old is None or not is_link_item(old):
+                return ClickOutcome(link=None, counted=False)
+            return ClickOutcome(link=link_from_item(old), counted=False)
+        return ClickOutcome(link=link_from_item(response["Attributes"]), counted=True)
 
     def takedown_generation(self) -> int:
         """How many takedowns (deletions, disablings, changes of target) there have been: a

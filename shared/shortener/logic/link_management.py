@@ -153,8 +153,16 @@ class LinkManager:
             fields["tags"] = tuple(update.tags)
         if update.status is not None:
             fields["status"] = update.status
+        # Sent as null, a limit is removed; a click count is kept while the link has a limit.
+        if "expires_at" in update.model_fields_set:
+            fields["expires_at"] = update.expires_at
+        if "max_clicks" in update.model_fields_set:
+            fields["max_clicks"] = update.max_clicks
+            if update.max_clicks is None:
+                fields["clicks"] = 0
         changed = link.model_copy(update=fields)
         retargeted = changed.url != link.url
+        limits_changed = (changed.expires_at, changed.max_clicks) != (link.expires_at, link.max_clicks)
         # The old URL's find-if-exists claim must not hand out this code for it any more; nor
         # may a disabled link be handed out. A re-enabled link does not claim its URL again.
         leaves_claim = retargeted or (changed.status != "active" and link.status == "active")
@@ -162,7 +170,8 @@ class LinkManager:
             link,
             changed,
             drop_claim=url_key(link.url, link.owner) if leaves_claim else None,
-            takedown=retargeted or changed.status != link.status,
+            # New limits change what redirects answer: every cache must forget the old ones.
+            takedown=retargeted or changed.status != link.status or limits_changed,
             stage_cache=stage_cache,
         )
 
@@ -195,7 +204,7 @@ class LinkManager:
         if stage_cache is None:
             return Change(changed)
         # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.
-        expected = self._redirect_status if changed.active else 410
+        expected = self._redirect_status if changed.active and not changed.expired(clock.now()) else 410
         return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected)
 
     def _visible(self, caller: Caller, code: str) -> Link:

@@ -1,16 +1,18 @@
 """Shortening and resolving single links."""
 
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from cachetools import TTLCache
 
 from shortener import clock
-from shortener.dal.links import ClaimOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
+from shortener.dal.links import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.logic.blocklist import HostGuard
 from shortener.logic.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.logic.takedown import BlockedHostsSnapshot, check_host
@@ -19,11 +21,13 @@ from shortener.models.exceptions import (
     CodeKeyChangedError,
     CodesExhaustedError,
     CodeTakenError,
+    LinkExpiredError,
     LinkGoneError,
     LinkNotFoundError,
 )
 from shortener.models.links import Link, ShortenRequest, ShortenResult
 
+_MAX_AGE = re.compile(r"max-age=(\d+)")
 # A generated code is taken only where an old custom or hash code predates its reservation: rare.
 _MAX_CODE_ATTEMPTS = 20
 
@@ -39,14 +43,32 @@ class LinksStorage(Protocol):
     def insert_reserving_id(self, link: Link, link_id: int, key_fingerprint: str) -> Link | None: ...
     def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome: ...
     def takedown_generation(self) -> int: ...
+    def take_click(self, code: str) -> ClickOutcome: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """Where a code leads, and whether this container already knew it."""
+    """Where a code leads, whether this container already knew it, and the link's limits (a
+    redirect of a limited link must not be kept by browsers past them)."""
 
     url: str
     from_cache: bool
+    expires_at: datetime | None = None
+    click_limited: bool = False
+
+    def cache_control(self, configured: str, now: datetime) -> str:
+        """The redirect's Cache-Control: ``configured``, except that a click-limited link's
+        redirect is never stored (each follow must reach the function to be counted) and an
+        expiring link's is kept at most until its expiry."""
+        if self.click_limited:
+            return "private, no-store"
+        if self.expires_at is None:
+            return configured
+        left = max(int((self.expires_at - now).total_seconds()), 0)
+        found = _MAX_AGE.search(configured)
+        if found is None:
+            return f"{configured}, max-age={left}" if configured else f"private, max-age={left}"
+        return _MAX_AGE.sub(f"max-age={min(int(found[1]), left)}", configured)
 
 
 def key_changed_error(stored: str, current: str) -> CodeKeyChangedError:
@@ -209,6 +231,8 @@ class LinkService:
             owner=owner,
             title=request.title,
             tags=tuple(request.tags),
+            expires_at=request.expires_at,
+            max_clicks=request.max_clicks,
         )
         if request.code:
             link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)
@@ -218,22 +242,39 @@ class LinkService:
             link, created = self._shorten_generated(template)
         return ShortenResult(code=link.code, short_url=base_url + link.code, url=link.url, created=created)
 
-    def resolve(self, code: str, *, fresh: bool = False) -> Resolution:
+    def resolve(self, code: str, *, fresh: bool = False, count_click: bool = True) -> Resolution:
         """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
-        without any read), LinkGoneError for a deleted or disabled one. ``fresh`` skips the
-        container's memory (a client asked for it, or API Gateway is refilling its cache)."""
+        without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
+        past its time or its last allowed click. ``fresh`` skips the container's memory (a client
+        asked for it, or API Gateway is refilling its cache). A link without limits costs one
+        read (none when remembered); a click-limited one also one conditional write, which counts
+        the click unless ``count_click`` is False (HEAD: it only looks)."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
-        if not fresh and self._cache is not None and (cached := self._cache.get(code)) is not None:
-            return Resolution(url=self._followable(cached, fresh=False).url, from_cache=True)
-        # A strongly consistent read: right after a takedown, an eventually consistent one could
-        # still return the old link, and API Gateway would cache that answer for its TTL.
-        link = self._storage.get(code, consistent=True)
+        link = None if fresh or self._cache is None else self._cache.get(code)
+        from_cache = link is not None
         if link is None:
-            raise LinkNotFoundError(f"No link has the code '{code}'.")
-        if self._cache is not None:
-            self._cache.put(link)
-        return Resolution(url=self._followable(link, fresh=fresh).url, from_cache=False)
+            # A strongly consistent read: right after a takedown, an eventually consistent one
+            # could still return the old link, and API Gateway would cache that answer for its TTL.
+            link = self._storage.get(code, consistent=True)
+            if link is None:
+                raise LinkNotFoundError(f"No link has the code '{code}'.")
+            if self._cache is not None:
+                self._cache.put(link)
+        self._followable(link, fresh=fresh)
+        _unexpired(link)
+        if link.click_limited:
+            # The remembered link only said that it has a limit: the count is in the table.
+            link = self._take_click(code) if count_click else self._storage.get(code, consistent=True)
+            if link is None:
+                raise LinkNotFoundError(f"No link has the code '{code}'.")
+            self._followable(link, fresh=fresh)
+            _unexpired(link)
+        if not count_click and link.clicks_left == 0:
+            raise LinkExpiredError(f"The link '{code}' answered its last allowed click.")
+        return Resolution(
+            url=link.url, from_cache=from_cache, expires_at=link.expires_at, click_limited=link.click_limited
+        )
 
     def _followable(self, link: Link, *, fresh: bool) -> Link:
         link = _followable(link)
@@ -246,6 +287,16 @@ class LinkService:
                 f"The link '{link.code}' leads to {host}, which is blocked on this shortener."
             )
         return link
+
+    def _take_click(self, code: str) -> Link | None:
+        outcome = self._storage.take_click(code)
+        link = outcome.link
+        if outcome.counted or link is None or not link.active or not link.click_limited:
+            # Not counted because the link is gone, taken down or lost its limit meanwhile: the
+            # caller judges the link as it is.
+            return link
+        _unexpired(link)
+        raise LinkExpiredError(f"The link '{code}' answered its last allowed click ({link.max_clicks}).")
 
     def forget(self, code: str) -> None:
         """Drop ``code`` from this container's memory (it was just changed here)."""
@@ -277,7 +328,7 @@ class LinkService:
             return link, True
         if not existing.active:
             raise CodeTakenError(f"The code '{code}' was used before and is never given out again.")
-        if existing.url == link.url and existing.owner == link.owner:
+        if existing.url == link.url and existing.owner == link.owner and _same_limits(existing, link):
             return existing, False
         raise CodeTakenError(f"The code '{code}' is already in use for another URL.")
 
@@ -291,11 +342,14 @@ class LinkService:
 
     def _shorten_generated(self, template: Link) -> tuple[Link, bool]:
         key = url_key(template.url, template.owner)
-        if self._find_if_exists and (existing := self._storage.find_claim(key)) is not None:
+        # A link with limits is a link of its own: it is never the one find-if-exists returns for
+        # its URL, nor does it take the URL's plain link.
+        find_if_exists = self._find_if_exists and not _limited(template)
+        if find_if_exists and (existing := self._storage.find_claim(key)) is not None:
             return existing, False
         for _ in range(_MAX_CODE_ATTEMPTS):
             link = template.model_copy(update={"code": self._generator.encode(self._ids.next_id())})
-            if self._find_if_exists:
+            if find_if_exists:
                 outcome = self._storage.insert_with_claim(link, key)
                 if outcome.created:
                     return link, True
@@ -304,6 +358,19 @@ class LinkService:
             elif self._storage.insert(link) is None:
                 return link, True
         raise CodesExhaustedError(template.url)
+
+
+def _limited(link: Link) -> bool:
+    return link.expires_at is not None or link.max_clicks is not None
+
+
+def _same_limits(one: Link, other: Link) -> bool:
+    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks
+
+
+def _unexpired(link: Link) -> None:
+    if link.expires_at is not None and link.expires_at <= clock.now():
+        raise LinkExpiredError(f"The link '{link.code}' expired at {link.expires_at.isoformat()}.")
 
 
 def _followable(link: Link) -> Link:

@@ -46,6 +46,19 @@ class BulkUploadQuery(BaseModel):
         description="An SNS topic ARN of the stack's account and region that also gets the job-ended "
         "message (where the stack's AllowJobTopics parameter allows it).",
     )
+    # The job's defaults for its rows' link attributes (docs/campaign-links.md); a row's own cell
+    # wins. Read and validated by functions/api/bulk.py's _defaults (LinkAttributes).
+    expires_at: str | None = Field(
+        default=None,
+        description="Default expiry of every row's link (ISO 8601 with an offset, in the future).",
+    )
+    max_clicks: str | None = Field(
+        default=None, description="Default click limit of every row's link (1 or more)."
+    )
+    title: str | None = Field(default=None, description="Default title of every row's link.")
+    tags: str | None = Field(
+        default=None, description="Default tags of every row's link, separated by commas."
+    )
 
 
 class ListJobsQuery(BaseModel):

@@ -93,6 +93,13 @@ class LinkGoneError(ShortenerError):
     error = "gone"
 
 
+class LinkExpiredError(LinkGoneError):
+    """The link is past its ``expires_at`` or answered its last allowed click."""
+
+    status_code = 410
+    error = "expired"
+
+
 class BlockedHostError(ShortenerError):
     """The URL's host (or a domain above it) is on the blocklist."""
 

@@ -2,6 +2,7 @@
 continue, or a job whose results file is to be written."""
 
 import re
+from typing import Literal
 from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,13 @@ class SplitRequest(BaseModel):
     owner: str | None = None
 
 
+class LabelsRequest(BaseModel):
+    """A job whose QR labels archive is to be built, in which image format."""
+
+    job_id: str = Field(pattern=JOB_ID_TEXT)
+    format: Literal["png", "svg"] = "png"
+
+
 class FilesTask(BaseModel):
     """What the files function is invoked with besides S3 events: a split to continue, or a job
     whose results file is to be written."""
@@ -38,6 +46,7 @@ class FilesTask(BaseModel):
     write_results: str | None = Field(default=None, pattern=JOB_ID_TEXT)
     # A job whose click report file is to be built (docs/clicks.md).
     write_click_report: str | None = Field(default=None, pattern=JOB_ID_TEXT)
+    write_labels: LabelsRequest | None = None
 
 
 class S3Object(BaseModel):

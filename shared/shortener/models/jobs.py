@@ -30,6 +30,8 @@ class BulkRow(BaseModel):
     code: str = ""
     row: int = Field(default=0, ge=0)
     problem: str = ""
+    # The row's link attribute cells by column name (``ATTRIBUTE_COLUMNS``), only those not empty.
+    attributes: dict[str, str] | None = None
 
 
 class CsvFormat(BaseModel):
@@ -44,6 +46,8 @@ class CsvFormat(BaseModel):
     code_column: int | None = Field(default=None, ge=0)
     # The encoding of a line that is not UTF-8 (see ``shortener.logic.bulk.upload``).
     fallback: str = "cp1252"
+    # The columns of link attributes (expires_at, max_clicks, title, tags) the header names.
+    attribute_columns: dict[str, int] = {}
 
 
 class ReadPosition(BaseModel):
@@ -84,6 +88,8 @@ class UploadSource(BaseModel):
     file_name: str
     size: int = Field(ge=0)
     etag: str | None = None
+    # The job's defaults for its rows' link attributes (text, as validated with the request).
+    defaults: dict[str, str] = {}
 
 
 class SplitState(BaseModel):
@@ -209,7 +215,9 @@ class Job(BaseModel):
 
     @property
     def status(self) -> JobStatus:
-        if self.complete:
+        """``done`` once everything the job produces can be fetched: every row's outcome, and its
+        results file where it has one (a job with a bucket), not merely every row processed."""
+        if self.complete and (self.results is not None or not self.bucket):
             return "done"
         return "running" if self.processed or self.file_arrived else "queued"
 
@@ -337,6 +345,10 @@ class ChunkMessage(BaseModel):
     chunk: int = Field(ge=0)
     first_row: int = Field(ge=1)
     rows: list[tuple[str, str]] = Field(min_length=1)
+    # Link attribute cells of the rows that have any, by the row's index in ``rows``; and the
+    # job's defaults for every row (both as text, read by ``models.links.attributes_of``).
+    attributes: dict[int, dict[str, str]] = {}
+    defaults: dict[str, str] = {}
     # The host the upload arrived on (and the shortener's other hosts): links back to the
     # shortener itself are refused.
     own_host: str | None = None
@@ -360,7 +372,13 @@ class ChunkMessage(BaseModel):
 
     def bulk_rows(self) -> list[BulkRow]:
         return [
-            BulkRow(url=url, code=code, row=self.row_number(index), problem=self.problems.get(index, ""))
+            BulkRow(
+                url=url,
+                code=code,
+                row=self.row_number(index),
+                problem=self.problems.get(index, ""),
+                attributes=self.attributes.get(index),
+            )
             for index, (url, code) in enumerate(self.rows)
         ]
 

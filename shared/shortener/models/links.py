@@ -1,9 +1,20 @@
 """Links and the requests and answers about them."""
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from shortener import clock
 
 # A deleted link stays as a tombstone: its code answers 410 Gone and is never given out again.
 LinkStatus = Literal["active", "disabled", "deleted"]
@@ -21,8 +32,98 @@ Tags = Annotated[
 ]
 
 
-class ShortenRequest(BaseModel):
-    """``POST /``: a URL and, optionally, the custom code wanted for it, a title and tags."""
+def _iso_text(value: object) -> object:
+    # Only text: a bare number would be read as seconds since the epoch, which nobody means here.
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date and time with a zone, such as 2026-12-31T23:59:00Z")
+    return value
+
+
+def _whole_number(value: object) -> object:
+    # JSON true is not a number of clicks (pydantic would read it as 1).
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+def _in_future(moment: datetime) -> datetime:
+    if moment <= clock.now():
+        raise ValueError("must be in the future")
+    # Stored and shown in UTC, whatever zone it was written in.
+    return moment.astimezone(UTC)
+
+
+# When a link stops redirecting: ISO 8601 with a zone ("2026-12-31T23:59:00+01:00", "...Z").
+ExpiresAt = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_future)]
+# How many redirects a link answers before it expires.
+MaxClicks = Annotated[int, BeforeValidator(_whole_number), Field(ge=1, le=1_000_000_000)]
+
+
+class LinkLimits(BaseModel):
+    """When a link ends: at a time, after a number of clicks, or both (whichever comes first)."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    expires_at: ExpiresAt | None = None
+    max_clicks: MaxClicks | None = None
+
+
+# The optional columns of a bulk file that set a link's attributes (tags: comma-separated).
+ATTRIBUTE_COLUMNS = ("expires_at", "max_clicks", "title", "tags")
+
+
+class LinkAttributes(LinkLimits):
+    """A bulk row's title, tags and limits, from the text of its cells (an empty cell: not
+    given) over the job's defaults. ``tags`` is one text with the tags separated by commas."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    title: str = Field(default="", max_length=MAX_TITLE_LENGTH)
+    tags: Tags = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cells(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        cells = {
+            name: value for name, value in data.items() if not (isinstance(value, str) and not value.strip())
+        }
+        if isinstance(tags := cells.get("tags"), str):
+            cells["tags"] = [tag.strip() for tag in tags.split(",") if tag.strip()]
+        return cells
+
+    @property
+    def given(self) -> bool:
+        return bool(self.model_fields_set)
+
+    def as_cells(self) -> dict[str, str]:
+        """The attributes given, as the text of bulk cells (a job's defaults travel so)."""
+        cells = {
+            "expires_at": self.expires_at.isoformat() if self.expires_at else "",
+            "max_clicks": str(self.max_clicks) if self.max_clicks is not None else "",
+            "title": self.title,
+            "tags": ",".join(self.tags),
+        }
+        return {
+            name: cells[name] for name in ATTRIBUTE_COLUMNS if name in self.model_fields_set and cells[name]
+        }
+
+
+def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) -> LinkAttributes | None:
+    """A bulk row's attributes (None when neither the row nor the job sets any); ValidationError
+    for a cell (or default) that is not valid."""
+    if not defaults and not cells:
+        return None
+    merged = dict(defaults)
+    merged.update((name, value) for name, value in (cells or {}).items() if value.strip())
+    attributes = LinkAttributes.model_validate(merged)
+    return attributes if attributes.given else None
+
+
+class ShortenRequest(LinkLimits):
+    """``POST /``: a URL and, optionally, the custom code wanted for it, a title, tags and the
+    link's limits."""
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
@@ -46,10 +147,26 @@ class Link(BaseModel):
     status: LinkStatus = "active"
     updated_at: datetime | None = None
     job_id: str | None = None
+    expires_at: datetime | None = None
+    max_clicks: int | None = None
+    # Redirects answered while the link had a click limit (counted only then).
+    clicks: int = 0
 
     @property
     def active(self) -> bool:
         return self.status == "active"
+
+    @property
+    def click_limited(self) -> bool:
+        return self.max_clicks is not None
+
+    @property
+    def clicks_left(self) -> int | None:
+        return None if self.max_clicks is None else max(self.max_clicks - self.clicks, 0)
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the link is past its time or its last allowed click."""
+        return (self.expires_at is not None and self.expires_at <= now) or self.clicks_left == 0
 
 
 class ShortenResult(BaseModel):
@@ -75,6 +192,10 @@ class LinkView(BaseModel):
     owner: str | None
     is_custom: bool
     job_id: str | None
+    expires_at: datetime | None
+    max_clicks: int | None
+    clicks_left: int | None
+    expired: bool
 
     @classmethod
     def of(cls, link: Link, base_url: str) -> "LinkView":
@@ -90,6 +211,10 @@ class LinkView(BaseModel):
             owner=link.owner,
             is_custom=link.is_custom,
             job_id=link.job_id,
+            expires_at=link.expires_at,
+            max_clicks=link.max_clicks,
+            clicks_left=link.clicks_left,
+            expired=link.expired(clock.now()),
         )
 
 
@@ -102,7 +227,8 @@ class LinkList(BaseModel):
 
 class LinkUpdate(BaseModel):
     """``PATCH /links/{code}``: the fields to change (at least one). An unknown field is an error,
-    so a misspelt one is never silently ignored."""
+    so a misspelt one is never silently ignored. ``expires_at`` or ``max_clicks`` sent as null
+    removes that limit."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -112,9 +238,11 @@ class LinkUpdate(BaseModel):
     title: str | None = Field(default=None, max_length=MAX_TITLE_LENGTH)
     tags: Tags | None = None
     status: Literal["active", "disabled"] | None = None
+    expires_at: ExpiresAt | None = None
+    max_clicks: MaxClicks | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> "LinkUpdate":
         if not self.model_fields_set:
-            raise ValueError("send at least one of url, title, tags, status")
+            raise ValueError("send at least one of url, title, tags, status, expires_at, max_clicks")
         return self

@@ -13,6 +13,7 @@ from shortener.logic.bulk.events import JobEndAnnouncer
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.click_reports import ClickReportWriter
+from shortener.logic.labels import LabelsWriter
 from shortener.observability import logger
 from shortener.services.loops import work_loops
 from shortener.services.quotas import daily_quota
@@ -41,6 +42,12 @@ def splitter() -> Splitter:
         is_file_changed=lambda exc: isinstance(exc, FileChangedError),
         logger=logger,
     )
+
+
+@lru_cache(maxsize=1)
+def labels_writer() -> LabelsWriter:
+    """The writer of a job's QR labels archive."""
+    return LabelsWriter(JobsStore(files_settings().JOBS_TABLE), BulkFiles())
 
 
 @lru_cache(maxsize=1)

@@ -2,6 +2,7 @@
 counters and usage), read, listed by owner, and updated under a condition. The chunk records
 (``chunk_records``) and the leases (``leases``) build on this."""
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -140,6 +141,7 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
                 "key": {"S": job.upload.key},
                 "file_name": {"S": job.upload.file_name},
                 "size": {"N": str(job.upload.size)},
+                **({"defaults": {"S": json.dumps(job.upload.defaults)}} if job.upload.defaults else {}),
             }
         }
     if not job.split_done:
@@ -194,6 +196,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
             file_name=upload["file_name"]["S"],
             size=int(upload["size"]["N"]),
             etag=upload.get("etag", {}).get("S"),
+            defaults=json.loads(upload.get("defaults", {}).get("S", "{}")),
         )
         if upload
         else None,

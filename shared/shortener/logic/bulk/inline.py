@@ -129,6 +129,10 @@ class InlineBulk:
             owner=owner,
             title=request.title,
             tags=tuple(request.tags),
+            # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
+            # found by its URL (shortener.logic.bulk.writes).
+            expires_at=request.expires_at,
+            max_clicks=request.max_clicks,
         )
 
     def _write_conditional(

@@ -1,7 +1,7 @@
 """Packing bulk rows into SQS messages: many consecutive rows to a message, so that queueing,
 receiving and counting cost per message, not per row."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from shortener.models.jobs import BulkRow, ChunkMessage
 
@@ -24,8 +24,10 @@ class MessagePacker:
         first_row: int = 1,
         owner: str | None = None,
         own_hosts: Sequence[str] = (),
+        defaults: Mapping[str, str] | None = None,
     ) -> None:
         self._job_id = job_id
+        self._defaults = dict(defaults or {})
         self._own_host = own_host
         self._owner = owner
         self._own_hosts = list(own_hosts)
@@ -36,23 +38,37 @@ class MessagePacker:
         self._batch: list[tuple[str, str]] = []
         self._numbers: list[int] = []
         self._problems: dict[int, str] = {}
+        self._attributes: dict[int, dict[str, str]] = {}
         self._size = 0
 
-    def add(self, url: str, code: str, *, row: int = 0, problem: str = "") -> ChunkMessage | None:
+    def add(
+        self,
+        url: str,
+        code: str,
+        attributes: dict[str, str] | None = None,
+        *,
+        row: int = 0,
+        problem: str = "",
+    ) -> ChunkMessage | None:
         """Add a row (numbered ``row``, or the next number when 0; ``problem`` when its line could
-        not be read); the message that this row closed (it starts the next one), if any."""
+        not be read; ``attributes``, its link attribute cells); the message that this row closed
+        (it starts the next one), if any."""
         # The row's share of the JSON body: two quoted strings, brackets and commas (and its
-        # number and problem, when it has them).
+        # number, problem and attributes, when it has them).
         row_size = len(url.encode()) + len(code.encode()) + 8
         if row:
             row_size += 12
         if problem:
             row_size += len(problem.encode()) + 16
+        if attributes:
+            row_size += sum(len(name) + len(value.encode()) + 8 for name, value in attributes.items()) + 12
         closed = None
         if self._batch and (len(self._batch) == self._max_rows or self._size + row_size > self._max_bytes):
             closed = self.flush()
         if problem:
             self._problems[len(self._batch)] = problem
+        if attributes:
+            self._attributes[len(self._batch)] = attributes
         self._batch.append((url, code))
         self._numbers.append(row or self._next_row + len(self._batch) - 1)
         self._size += row_size
@@ -75,10 +91,12 @@ class MessagePacker:
             owner=self._owner,
             numbers=[] if consecutive else self._numbers,
             problems=self._problems,
+            attributes=self._attributes,
+            defaults=self._defaults,
         )
         self.next_chunk += 1
         self._next_row = self._numbers[-1] + 1
-        self._batch, self._numbers, self._problems, self._size = [], [], {}, 0
+        self._batch, self._numbers, self._problems, self._attributes, self._size = [], [], {}, {}, 0
         return message
 
 
@@ -91,15 +109,23 @@ def pack_rows(
     max_bytes: int,
     owner: str | None = None,
     own_hosts: Sequence[str] = (),
+    defaults: Mapping[str, str] | None = None,
 ) -> list[ChunkMessage]:
     """Consecutive rows packed into messages (see ``MessagePacker``)."""
     packer = MessagePacker(
-        job_id, own_host=own_host, max_rows=max_rows, max_bytes=max_bytes, owner=owner, own_hosts=own_hosts
+        job_id,
+        own_host=own_host,
+        max_rows=max_rows,
+        max_bytes=max_bytes,
+        owner=owner,
+        own_hosts=own_hosts,
+        defaults=defaults,
     )
     messages = [
         message
         for row in rows
-        if (message := packer.add(row.url, row.code, row=row.row, problem=row.problem)) is not None
+        if (message := packer.add(row.url, row.code, row.attributes, row=row.row, problem=row.problem))
+        is not None
     ]
     last = packer.flush()
     return [*messages, last] if last is not None else messages

@@ -24,7 +24,7 @@ from shortener.logic.links import IdPool, LinkService
 from shortener.logic.urls import UrlPolicy, normalise_url
 from shortener.models.exceptions import InvalidUrlError, ShortenerError, StorageThrottledError
 from shortener.models.jobs import ChunkIds, ChunkMessage, ChunkResult, JobUsage, RowOutcome
-from shortener.models.links import Link, ShortenRequest
+from shortener.models.links import Link, LinkAttributes, ShortenRequest, attributes_of
 
 # Eight chunks of the loop's 250 rows: a container that ends mid-block leaves at most this many
 # ids unused.
@@ -45,6 +45,7 @@ class ChunkRecords(ChunkOutcomes, Protocol):
 class _GeneratedRow:
     index: int
     url: str  # normalised
+    attributes: LinkAttributes | None = None
 
 
 class ChunkProcessor:
@@ -115,6 +116,7 @@ class ChunkProcessor:
         outcomes: list[RowOutcome | None] = [None] * len(message.rows)
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
+        attributes: dict[int, LinkAttributes] = {}
         for index, (url, code) in enumerate(message.rows):
             if message.refused:
                 outcomes[index] = RowOutcome(row=message.row_number(index), url=url, error=message.refused)
@@ -125,11 +127,17 @@ class ChunkProcessor:
                     row=message.row_number(index), url=url, error=f"invalid_row: {message.problems[index]}"
                 )
                 continue
+            try:
+                if found := _attributes(message, index):
+                    attributes[index] = found
+            except ValidationError as exc:
+                outcomes[index] = _invalid_row(message, index, url, exc)
+                continue
             if code or self._strategy == "hash":
                 conditional.append(index)
                 continue
             try:
-                generated.append(_GeneratedRow(index, normalise_url(url, policy)))
+                generated.append(_GeneratedRow(index, normalise_url(url, policy), attributes.get(index)))
             except InvalidUrlError as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
         for index, error in self._screen(message, generated, conditional, policy).items():
@@ -149,7 +157,7 @@ class ChunkProcessor:
             codes = self._write_generated(message, generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
                 outcomes[row.index] = RowOutcome(row=message.row_number(row.index), url=row.url, code=code)
-        for index, outcome in self._write_conditional(message, conditional, policy):
+        for index, outcome in self._write_conditional(message, conditional, policy, attributes):
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
@@ -205,19 +213,26 @@ class ChunkProcessor:
         self, message: ChunkMessage, rows: list[_GeneratedRow], chunk_ids: ChunkIds
     ) -> list[str]:
         links = [
-            Link(
-                code=self._generator.encode(link_id),
-                url=row.url,
-                created_at=chunk_ids.created_at,
-                owner=message.owner,
-                job_id=message.job_id,
+            _with_attributes(
+                Link(
+                    code=self._generator.encode(link_id),
+                    url=row.url,
+                    created_at=chunk_ids.created_at,
+                    owner=message.owner,
+                    job_id=message.job_id,
+                ),
+                row.attributes,
             )
             for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
         ]
         return [written.code for written in self._writer.write(links, find_if_exists=self._find_if_exists)]
 
     def _write_conditional(
-        self, message: ChunkMessage, indexes: list[int], policy: UrlPolicy
+        self,
+        message: ChunkMessage,
+        indexes: list[int],
+        policy: UrlPolicy,
+        attributes: dict[int, LinkAttributes],
     ) -> list[tuple[int, RowOutcome]]:
         """Rows with a custom code (and every row under the hash strategy): a conditional write
         each. Rows asking for the same code run in input order, so the first one wins."""
@@ -227,18 +242,25 @@ class ChunkProcessor:
             by_code[code or f"#row{index}"].append(index)
 
         def shorten_group(group: list[int]) -> list[tuple[int, RowOutcome]]:
-            return [(index, self._shorten_one(message, index, policy)) for index in group]
+            return [
+                (index, self._shorten_one(message, index, policy, attributes.get(index))) for index in group
+            ]
 
         return [
             pair for pairs in map_in_context(self._pool, shorten_group, by_code.values()) for pair in pairs
         ]
 
-    def _shorten_one(self, message: ChunkMessage, index: int, policy: UrlPolicy) -> RowOutcome:
+    def _shorten_one(
+        self, message: ChunkMessage, index: int, policy: UrlPolicy, attributes: LinkAttributes | None
+    ) -> RowOutcome:
         url, code = message.rows[index]
         try:
             if not url:
                 raise InvalidUrlError("The URL is empty.")
             request = ShortenRequest(url=url, code=code or None)
+            if attributes is not None:
+                # Validated already (the future of expires_at included): copied, not checked again.
+                request = request.model_copy(update=dict(attributes))
             # The chunk was screened against the blocklist already.
             result = self._link_service.shorten(
                 request, policy, base_url="", owner=message.owner, screen=False
@@ -252,6 +274,35 @@ class ChunkProcessor:
             problem = "; ".join(str(error["msg"]) for error in exc.errors())
             return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problem}")
         return RowOutcome(row=message.row_number(index), url=result.url, code=result.code)
+
+
+def _attributes(message: ChunkMessage, index: int) -> LinkAttributes | None:
+    if not message.defaults and not message.attributes:
+        return None
+    return attributes_of(message.defaults, message.attributes.get(index))
+
+
+def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationError) -> RowOutcome:
+    problems = []
+    for detail in error.errors():
+        location = ".".join(str(part) for part in detail["loc"])
+        problems.append(f"{location}: {detail['msg']}" if location else detail["msg"])
+    return RowOutcome(
+        row=message.row_number(index), url=url, error=f"invalid_request: {'; '.join(problems)}."
+    )
+
+
+def _with_attributes(link: Link, attributes: LinkAttributes | None) -> Link:
+    if attributes is None:
+        return link
+    return link.model_copy(
+        update={
+            "title": attributes.title,
+            "tags": tuple(attributes.tags),
+            "expires_at": attributes.expires_at,
+            "max_clicks": attributes.max_clicks,
+        }
+    )
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:

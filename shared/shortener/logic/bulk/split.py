@@ -202,6 +202,7 @@ class _Run:
             max_bytes=options.message_bytes,
             first_chunk=job.chunks,
             first_row=self.checkpoint.last_row_number + 1,
+            defaults=job.upload.defaults if job.upload else None,
         )
         self.outgoing: list[tuple[ChunkMessage, ReadPosition]] = []
         self.sent = self.checkpoint  # the end of the last message sent
@@ -238,7 +239,7 @@ class _Run:
             for row in reader:
                 if self.file_format is None:
                     self.file_format = reader.format
-                closed = self.packer.add(row.url, row.code, row=row.row, problem=row.problem)
+                closed = self.packer.add(row.url, row.code, row.attributes, row=row.row, problem=row.problem)
                 if closed is not None:
                     # The row just read starts the next message: the closed one ends before it.
                     if not self._queue(closed, end):

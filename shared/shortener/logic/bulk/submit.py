@@ -4,7 +4,7 @@ the split (``shortener.logic.bulk.split``). Either way the loops the work needs 
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -98,6 +98,7 @@ def submit_job(
     encoding: FileEncoding | None = None,
     quota: DailyQuota | None = None,
     size: int = 0,
+    defaults: Mapping[str, str] | None = None,
 ) -> Job:
     """Create a job for ``rows``: the job record first (so progress always has a total to count
     towards), then the rows packed into messages and sent in batches, then the loops they need.
@@ -116,6 +117,7 @@ def submit_job(
             max_bytes=options.message_bytes,
             owner=origin.owner,
             own_hosts=origin.own_hosts,
+            defaults=defaults,
         )
         job = _new_job(job_id, origin, total=len(rows), chunks=len(messages)).model_copy(
             update={"encoding": encoding}
@@ -148,6 +150,7 @@ def create_upload_job(
     max_bytes: int = MAX_SINGLE_PUT_BYTES,
     quota: DailyQuota | None = None,
     anonymous_max_bytes: int | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> tuple[Job, PresignedUpload]:
     """Create a job waiting for its file, and a presigned PUT of exactly the declared size into
     the bulk bucket (``uploads/<job id>.csv``); the object's arrival starts the split."""
@@ -171,7 +174,9 @@ def create_upload_job(
         quota.require(origin.owner, rows=0, size=request.size)
     job_id = uuid.uuid4().hex
     key = upload_key(job_id)
-    upload = UploadSource(key=key, file_name=safe_file_name(request.file_name), size=request.size)
+    upload = UploadSource(
+        key=key, file_name=safe_file_name(request.file_name), size=request.size, defaults=dict(defaults or {})
+    )
     job = _new_job(job_id, origin, total=0, chunks=0).model_copy(
         update={"kind": "upload", "split_done": False, "upload": upload}
     )

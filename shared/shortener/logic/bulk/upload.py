@@ -15,6 +15,7 @@ from email.policy import HTTP
 
 from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError, UnsupportedMediaTypeError
 from shortener.models.jobs import BulkRow, CsvFormat, FileEncoding, ReadPosition
+from shortener.models.links import ATTRIBUTE_COLUMNS
 
 # Media types a CSV file arrives with from browsers, spreadsheets and scripts.
 _CSV_MEDIA_TYPES = frozenset(
@@ -24,6 +25,8 @@ _CSV_MEDIA_TYPES = frozenset(
 # and chunk item far below the SQS and DynamoDB size limits.
 MAX_URL_CELL = 33_000
 MAX_CODE_CELL = 300
+# Longer than any valid title or list of tags: the row is an error, the cell is not carried whole.
+MAX_ATTRIBUTE_CELL = 1000
 # A longer line is not a row of URLs: it is a row error, skipped without being kept in memory.
 MAX_LINE_BYTES = 1024 * 1024
 # A quoted cell may hold line breaks (a note column); one still open after this many lines was
@@ -69,6 +72,25 @@ CODE_HEADERS = frozenset(
         "slashtag", "key", "short key",
     )
 )  # fmt: skip
+# Header names of the link attribute columns.
+ATTRIBUTE_HEADERS = {
+    "expires_at": frozenset(
+        _header_key(name)
+        for name in (
+            "expires at",
+            "expires",
+            "expiry",
+            "expiry date",
+            "expiration",
+            "expiration date",
+            "valid until",
+        )
+    ),
+    "max_clicks": frozenset(_header_key(name) for name in ("max clicks", "click limit", "max visits")),
+    "title": frozenset({"title"}),
+    "tags": frozenset({"tags", "tag"}),
+}
+assert set(ATTRIBUTE_HEADERS) == set(ATTRIBUTE_COLUMNS)
 _SHOWN_URL_HEADERS = "url (or link, long url, original_url, destination, target, href)"
 _LOOKS_LIKE_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|www\.)\S", re.IGNORECASE)
 
@@ -86,8 +108,18 @@ def detect_format(first_line: str) -> CsvFormat:
         url_column = next((index for index, key in enumerate(keys) if key in URL_HEADERS), None)
         if url_column is not None:
             code_column = next((index for index, key in enumerate(keys) if key in CODE_HEADERS), None)
+            attribute_columns = {
+                name: column
+                for name, headers in ATTRIBUTE_HEADERS.items()
+                if (column := next((index for index, key in enumerate(keys) if key in headers), None))
+                is not None
+            }
             return CsvFormat(
-                separator=separator, has_header=True, url_column=url_column, code_column=code_column
+                separator=separator,
+                has_header=True,
+                url_column=url_column,
+                code_column=code_column,
+                attribute_columns=attribute_columns,
             )
     # No header: a plain list of URLs, one per line; the URL ends at a tab (a tab-separated export
     # keeps its URL first). Commas and semicolons are kept: a URL may contain them.
@@ -126,7 +158,8 @@ def printable(text: str) -> str:
 
 
 class CsvRows:
-    """The data rows of a bulk file, read from a stream of byte blocks as ``BulkRow`` values.
+    """The data rows of a bulk file, read from a stream of byte blocks as ``BulkRow`` values. Their
+    ``attributes`` are the link attribute cells that are not empty (None: none).
 
     ``start`` continues a file from a row boundary read before (with the ``file_format`` found
     then); from offset 0 the format is detected from the first line and a header row is skipped.
@@ -218,6 +251,7 @@ class CsvRows:
 
     def _records(self, file_format: CsvFormat) -> Iterator[BulkRow]:
         url_column, code_column = file_format.url_column, file_format.code_column
+        attribute_columns = file_format.attribute_columns.items()
         source = self._source
         while True:
             source.new_record()
@@ -232,7 +266,14 @@ class CsvRows:
                     code = ""
                     if code_column is not None and code_column < len(record):
                         code = record[code_column].strip()[:MAX_CODE_CELL]
-                    yield self._row(url, code)
+                    attributes = None
+                    if attribute_columns:
+                        attributes = {
+                            name: cell
+                            for name, column in attribute_columns
+                            if column < len(record) and (cell := record[column].strip()[:MAX_ATTRIBUTE_CELL])
+                        } or None
+                    yield self._row(url, code, attributes)
                 return
             except _BadLine as bad:
                 # The line (and the record it was part of) is one row error; reading goes on after it.
@@ -256,10 +297,12 @@ class CsvRows:
             source.new_record()
             yield self._row(shown, "", problem=reason)
 
-    def _row(self, url: str, code: str, *, problem: str = "") -> BulkRow:
+    def _row(
+        self, url: str, code: str, attributes: dict[str, str] | None = None, *, problem: str = ""
+    ) -> BulkRow:
         self._rows += 1
         self._set_mark()
-        return BulkRow(url=url, code=code, row=self._number, problem=problem)
+        return BulkRow(url=url, code=code, row=self._number, problem=problem, attributes=attributes)
 
 
 class _BadLine(Exception):

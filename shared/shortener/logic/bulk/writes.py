@@ -46,10 +46,25 @@ class GeneratedLinkWriter:
 
     def write(self, links: list[Link], *, find_if_exists: bool) -> list[Written]:
         """Write ``links`` (codes made from their ids); the code each one ends with, in order."""
-        if find_if_exists:
+        limited = [position for position, link in enumerate(links) if _limited(link)]
+        if not find_if_exists or len(limited) == len(links):
+            self._put_batches(self.settle(links))
+            return [Written(link.code, created=True) for link in links]
+        if not limited:
             return self._write_claimed(links)
-        self._put_batches(self.settle(links))
-        return [Written(link.code, created=True) for link in links]
+        # A link with limits (expires_at, max_clicks) is a link of its own, as with POST /: never
+        # claimed for its URL, nor found by it.
+        unlimited = [position for position, link in enumerate(links) if not _limited(link)]
+        written: list[Written] = [Written("", created=False)] * len(links)
+        own = [links[position] for position in limited]
+        self._put_batches(self.settle(own))
+        for position, link in zip(limited, own, strict=True):
+            links[position] = link
+            written[position] = Written(link.code, created=True)
+        claimed = self._write_claimed([links[position] for position in unlimited])
+        for position, result in zip(unlimited, claimed, strict=True):
+            written[position] = result
+        return written
 
     def _write_claimed(self, links: list[Link]) -> list[Written]:
         """Find-if-exists: a URL that already has a link of the owner keeps its code. Each new URL
@@ -83,7 +98,7 @@ class GeneratedLinkWriter:
                 stored = existing.get(links[position].code)
                 if stored is None:
                     continue
-                if stored == links[position]:
+                if _same_link(stored, links[position]):
                     written_before.add(position)
                 else:
                     taken.append(position)
@@ -99,3 +114,12 @@ class GeneratedLinkWriter:
         ]
         for _ in map_in_context(self._pool, self._links.put_generated_batch, batches):
             pass
+
+
+def _limited(link: Link) -> bool:
+    return link.expires_at is not None or link.max_clicks is not None
+
+
+def _same_link(stored: Link, link: Link) -> bool:
+    """Whether ``stored`` is ``link`` written by an earlier delivery (clicks it got since aside)."""
+    return stored == link or (stored.click_limited and stored.model_copy(update={"clicks": 0}) == link)
