@@ -89,7 +89,7 @@ def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     event = router.current_event
     return bulk.JobOrigin(
         notify_topic=job_topic(notify_topic, api_settings().JOB_TOPIC_PREFIX),
-        own_host=web.request_host(event.headers),
+        own_host=web.request_authority(event.headers),
         base_url=_base_url(),
         bucket=api_settings().BULK_BUCKET,
         # The key's owner, as the authorizer vouched for it (anonymous without one).

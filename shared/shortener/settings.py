@@ -265,5 +265,6 @@ def authorizer_settings() -> AuthorizerSettings:
 def _host_of(base_url: str) -> str | None:
     if not base_url:
         return None
-    host = base_url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    # With its port (a loopback base URL's port tells the shortener apart from other local services).
+    host = base_url.split("://", 1)[-1].split("/", 1)[0]
     return host.lower() or None

@@ -162,6 +162,11 @@ def request_host(headers: Mapping[str, str] | None) -> str | None:
     return host.rsplit(":", 1)[0].lower() if host else None
 
 
+def request_authority(headers: Mapping[str, str] | None) -> str | None:
+    """The host and port the request was sent to, as its Host header says (lower case)."""
+    return header(headers, "host").lower() or None
+
+
 def wants_html(headers: Mapping[str, str] | None) -> bool:
     return "text/html" in header(headers, "accept")
 
@@ -201,7 +206,13 @@ def own_hosts(event: Mapping[str, Any], region: str) -> list[str]:
     """The hosts this request shows the API to have: the Host it was sent to, the domain API
     Gateway says it came in on, and the API's execute-api host (links to any are refused)."""
     context = event.get("requestContext") or {}
-    hosts = [request_host(event.get("headers")), context.get("domainName")]
+    # The Host with its port: on loopback (the local stack) the port tells the shortener apart from
+    # other local services. API Gateway's domainName is that host without its port: not added again.
+    headers = event.get("headers")
+    hosts = [request_authority(headers)]
+    domain = context.get("domainName")
+    if domain and str(domain).lower() != request_host(headers):
+        hosts.append(domain)
     if context.get("apiId"):
         hosts.append(execute_api_host(str(context["apiId"]), region))
     return [str(host) for host in hosts if host]

@@ -170,6 +170,17 @@ def test_loopback_urls_are_not_refused_when_the_shortener_is_not_on_loopback(raw
     assert normalise_url(raw, WEB)
 
 
+@pytest.mark.parametrize("raw", ["http://localhost:3000/x", "http://[::1]:3000/x", "http://127.0.0.2:3000/x"])
+def test_a_loopback_shortener_with_a_port_is_refused_at_that_port(raw: str) -> None:
+    with pytest.raises(InvalidUrlError, match="this shortener itself"):
+        normalise_url(raw, UrlPolicy(frozenset({"http"}), 100).with_own_host("127.0.0.1:3000"))
+
+
+@pytest.mark.parametrize("raw", ["http://localhost:4000/x", "http://127.0.0.1/x", "http://[::1]:8080/x"])
+def test_other_local_services_are_not_the_loopback_shortener(raw: str) -> None:
+    assert normalise_url(raw, UrlPolicy(frozenset({"http"}), 100).with_own_host("127.0.0.1:3000"))
+
+
 def test_a_loopback_shortener_still_takes_other_hosts() -> None:
     assert normalise_url("http://[::2]/x", LOCAL) == "http://[::2]/x"
     assert normalise_url("https://example.com/", LOCAL) == "https://example.com/"

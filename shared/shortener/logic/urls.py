@@ -13,7 +13,8 @@ _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 # What normalise_url reads of a parsed URL, in one call into the library (a bulk row's CPU counts,
 # make bench ARGS=cpu: an ada URL object's attributes are a call each).
 # The scheme is read off the href: a serialised URL starts with its scheme and a colon.
-_READ_ATTRIBUTES = ("href", "hostname", "username", "password")
+_READ_ATTRIBUTES = ("href", "hostname", "port", "username", "password")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 # Never shortened, even if an operator lists them in AllowedSchemes: a redirect to them runs script
@@ -30,12 +31,25 @@ class UrlPolicy:
     allowed_schemes: frozenset[str]
     max_length: int
     own_hosts: frozenset[str] = frozenset()
+    # Where the shortener itself listens on loopback (the local stack): the ports of those addresses,
+    # None for one given without a port (then every loopback port is the shortener's). Another
+    # service on the same machine, at another port, is not the shortener.
+    own_loopback_ports: frozenset[int | None] = frozenset()
 
     def __post_init__(self) -> None:
         # Compared in one canonical form: 'SHO.RT.', 'sho.rt' and an IDN's Unicode and punycode
-        # spellings are one host.
-        canonical = frozenset(filter(None, (canonical_host(host) for host in self.own_hosts)))
-        object.__setattr__(self, "own_hosts", canonical)
+        # spellings are one host; every spelling of the loopback interface is one host too.
+        hosts, loopback_ports = set(), set(self.own_loopback_ports)
+        for text in self.own_hosts:
+            host, port = _host_and_port(text)
+            if host is None:
+                continue
+            if is_loopback(host):
+                loopback_ports.add(port)
+            else:
+                hosts.add(host)
+        object.__setattr__(self, "own_hosts", frozenset(hosts))
+        object.__setattr__(self, "own_loopback_ports", frozenset(loopback_ports))
         object.__setattr__(self, "allowed_schemes", self.allowed_schemes - NEVER_ALLOWED_SCHEMES)
 
     def with_own_host(self, *hosts: str | None) -> "UrlPolicy":
@@ -44,7 +58,18 @@ class UrlPolicy:
         added = frozenset(host for host in hosts if host)
         if not added:
             return self
-        return UrlPolicy(self.allowed_schemes, self.max_length, self.own_hosts | added)
+        ports = self.own_loopback_ports
+        return UrlPolicy(self.allowed_schemes, self.max_length, self.own_hosts | added, ports)
+
+
+def _host_and_port(text: str) -> tuple[str | None, int | None]:
+    """A host as given (``sho.rt``, ``127.0.0.1:3000``, ``[::1]:3000``): its canonical name and its
+    port, None when it names none (or the default port)."""
+    host = canonical_host(text)
+    if host is None:
+        return None, None
+    port = ada_url.URL(f"http://{text.strip()}/").port
+    return host, int(port) if port else None
 
 
 def canonical_host(host: str) -> str | None:
@@ -90,7 +115,8 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     hostname = parsed["hostname"]
     if scheme in _SPECIAL_SCHEMES and not hostname:
         raise InvalidUrlError("The URL has no host.")
-    if hostname and _is_own_host(hostname.rstrip("."), policy.own_hosts):
+    port = int(parsed["port"]) if parsed["port"] else _DEFAULT_PORTS.get(scheme)
+    if hostname and _is_own_host(hostname.rstrip("."), port, policy):
         raise InvalidUrlError("Links to this shortener itself cannot be shortened.")
     if parsed["username"] or parsed["password"]:
         # 'https://user:pw@sho.rt@evil.example/' goes to evil.example while it reads as sho.rt:
@@ -104,13 +130,14 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
     return normalised
 
 
-def _is_own_host(host: str, own_hosts: frozenset[str]) -> bool:
-    """Whether ``host`` is one of ``own_hosts``; when the shortener itself is reached on a loopback
-    address (the local stack), every spelling of the loopback interface is its host too:
-    localhost, 127.0.0.0/8, [::1], [::ffff:127.0.0.1] (the port makes no difference)."""
-    if host in own_hosts:
+def _is_own_host(host: str, port: int | None, policy: UrlPolicy) -> bool:
+    """Whether ``host:port`` is the shortener: one of its hosts, or, when it listens on loopback
+    (the local stack), any spelling of the loopback interface (localhost, 127.0.0.0/8, [::1],
+    [::ffff:127.0.0.1]) at its port."""
+    if host in policy.own_hosts:
         return True
-    return any(is_loopback(own) for own in own_hosts) and is_loopback(host)
+    ports = policy.own_loopback_ports
+    return bool(ports) and is_loopback(host) and (None in ports or port in ports)
 
 
 def is_loopback(host: str) -> bool:
