@@ -38,8 +38,10 @@ def _policy(html: str, connect_origins: tuple[str, ...]) -> str:
         "default-src 'none'",
         "script-src " + (" ".join(hashes["script"]) or "'none'"),
         "style-src " + (" ".join(hashes["style"]) or "'none'"),
-        "img-src 'self' data:",
-        "connect-src " + " ".join(("'self'", *connect_origins)),
+        # blob: the QR codes the page fetches with the key and shows (URL.createObjectURL).
+        "img-src 'self' data: blob:",
+        # blob: reading back what the page made itself (a QR code's image, a results file).
+        "connect-src " + " ".join(("'self'", "blob:", *connect_origins)),
         "form-action 'self'",
         "base-uri 'none'",
         "frame-ancestors 'none'",
