@@ -179,7 +179,8 @@ def test_the_outputs_resolve_and_the_operations_pieces_exist(
     for key, value in outputs.items():
         assert value and "${" not in value and "None" not in value, (key, value)
     assert outputs["ApiUrl"].endswith(".execute-api.us-east-1.amazonaws.com/dev/")
-    # And the alarms exist, each telling the operations topic (the optional email subscribed to it)
+    # And the alarms exist, each telling the operations topic (the optional email subscribed to it,
+    # and the restarter, which revives a loop from its failure record at once)
     alarms = client("cloudwatch", aws).describe_alarms(AlarmNamePrefix=STACK)["MetricAlarms"]
     operations = [alarm for alarm in alarms if outputs["OperationsTopicArn"] in alarm["AlarmActions"]]
     assert len(operations) == 6
@@ -187,9 +188,9 @@ def test_the_outputs_resolve_and_the_operations_pieces_exist(
         alarm["AlarmDescription"] and alarm["TreatMissingData"] == "notBreaching" for alarm in operations
     )
     subscriptions = client("sns", aws).list_subscriptions_by_topic(TopicArn=outputs["OperationsTopicArn"])
-    assert [(s["Protocol"], s["Endpoint"]) for s in subscriptions["Subscriptions"]] == [
-        ("email", ALARM_EMAIL)
-    ]
+    subscribed = sorted((s["Protocol"], s["Endpoint"]) for s in subscriptions["Subscriptions"])
+    assert [protocol for protocol, _ in subscribed] == ["email", "lambda"]
+    assert subscribed[0][1] == ALARM_EMAIL and "-RestarterFunction-" in subscribed[1][1]
     # And the dashboard's body is JSON naming this stack's functions and queue
     dashboard_name = outputs["DashboardUrl"].rsplit("name=", 1)[1]
     body = json.loads(client("cloudwatch", aws).get_dashboard(DashboardName=dashboard_name)["DashboardBody"])
@@ -228,7 +229,7 @@ def test_a_deploy_whose_reserved_concurrency_exceeds_the_quota_stops_with_the_qu
 ) -> None:
     # Given an account whose Lambda quota is 130 (a new account's may be lower than 1,000)
     monkeypatch.setenv("MOTO_LAMBDA_CONCURRENCY_QUOTA", "130")
-    # When a stack reserving 2 x 20 loops is deployed
+    # When a stack reserving 2 x 20 loops (and 10 for the files function) is deployed
     result = make(
         "deploy",
         aws,
@@ -238,7 +239,7 @@ def test_a_deploy_whose_reserved_concurrency_exceeds_the_quota_stops_with_the_qu
     # Then `make deploy` stops before sam deploy, naming the quota to ask for, and no stack exists
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "reserves 40 concurrent executions" in output and "at least" in output
+    assert "reserves 50 concurrent executions" in output and "at least" in output
     assert "sam deploy" not in result.stdout.split("check-quota", 1)[-1]
     names = [stack["StackName"] for stack in client("cloudformation", aws).describe_stacks()["Stacks"]]
     assert "quota-stack" not in names
