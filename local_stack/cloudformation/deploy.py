@@ -696,8 +696,9 @@ def _is_not_found(exc: Exception) -> bool:
     """Whether moto refused because the thing (or its owner) does not exist."""
     if isinstance(exc, KeyError):
         return True
-    code = str(getattr(exc, "code", "") or getattr(exc, "error_type", "") or type(exc).__name__)
-    return any(word in code for word in ("NotFound", "NoSuch", "404"))
+    # moto's JSON errors carry the HTTP status in `code` (400) and the error's name in `error_type`.
+    names = " ".join(str(getattr(exc, attribute, "")) for attribute in ("code", "error_type"))
+    return any(word in f"{names} {type(exc).__name__}" for word in ("NotFound", "NoSuch", "404"))
 
 
 def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:

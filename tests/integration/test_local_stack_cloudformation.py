@@ -102,3 +102,28 @@ def test_a_parameter_set_the_rules_refuse_creates_nothing(cfn: Any) -> None:
     assert refused.value.response["Error"]["Code"] == "ValidationError"
     assert "Low and High must differ." in refused.value.response["Error"]["Message"]
     assert not cfn.describe_stacks()["Stacks"]
+
+
+def test_a_stack_whose_log_group_went_first_deletes_its_subscription_filter_too(cfn: Any) -> None:
+    # Given a stack with a log group and a subscription filter on it
+    template = json.loads(json.dumps(TEMPLATE))
+    template["Resources"] |= {
+        "Group": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/shortener/access"}},
+        "Filter": {
+            "Type": "AWS::Logs::SubscriptionFilter",
+            "Properties": {
+                "LogGroupName": {"Ref": "Group"},
+                "FilterPattern": "",
+                "DestinationArn": {"Fn::GetAtt": ["Handler", "Arn"]},
+            },
+        },
+    }
+    cfn.create_stack(StackName="filtered", TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"])
+    logs = boto3.client("logs")
+    assert logs.describe_subscription_filters(logGroupName="/shortener/access")["subscriptionFilters"]
+    # When its log group is gone before the filter (moto deletes resources in a set's order, which
+    # varies from run to run) and the stack is deleted
+    logs.delete_log_group(logGroupName="/shortener/access")
+    cfn.delete_stack(StackName="filtered")
+    # Then the filter counts as gone with its group, as on AWS, and the deletion completes
+    assert not [stack for stack in cfn.describe_stacks()["Stacks"] if stack["StackName"] == "filtered"]
