@@ -8,11 +8,10 @@ evaluated, its resources named and created on the embedded AWS.
 - ``resources``: each resource's physical name and its creation (name_resources, create_resources).
 - ``stack_id``: the stack's AWS::StackId UUID, kept in the data dir.
 
-Two ways of deploying remain, each with its SAM transform and parameter evaluation: the local
-stack's (``template.expand_sam``, ``intrinsics.parameter_values``: code from the working tree, a
-missing or unknown parameter refused at start) and `sam deploy` against moto (``deploy``'s: code
-from S3, parameters as CloudFormation takes them). They differ in what they refuse, so they were
-not merged in the reorganisation; both call aws-sam-translator."""
+Two ways of deploying share one SAM transform (``template.sam_transform``) and one parameter
+evaluation (``intrinsics.parameter_values``): the local stack's, strict (code from the working
+tree; a missing or unknown parameter refused at start), and `sam deploy` against moto, not strict
+(code from S3; parameters as CloudFormation takes them, judged by ``deploy``'s checks)."""
 
 from local_stack.cloudformation.deploy import check_template_rules
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID, IntrinsicError, Resolver, parameter_values
