@@ -103,7 +103,7 @@ def _origin(notify_topic: str | None = None) -> bulk.JobOrigin:
     **operation(
         "Start a job from a CSV file in the body",
         {202: Answer("The job was accepted", JobAccepted, links=_JOB_OPERATIONS)},
-        errors=(400, 413, 415),
+        errors=(400, 413, 415, 422),
         file_body=_CSV_BODY,
         query=BulkUploadQuery,
         tag="jobs",
