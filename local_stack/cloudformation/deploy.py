@@ -665,9 +665,10 @@ def _register_missing_models() -> None:
 
 def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
     """A resource whose owner is gone already (a permission or an invoke config of a deleted
-    function, a stage of a deleted API) is gone with it. CloudFormation deletes dependents first;
-    moto's delete loop tries resources in any order (a set's) and, when one keeps failing, answers
-    DeleteStack with that service's error, which `sam delete` cannot parse: a flaky `make delete`."""
+    function, a stage of a deleted API, a subscription filter of a deleted log group) is gone with
+    it. CloudFormation deletes dependents first; moto's delete loop tries resources in any order (a
+    set's, so it changes with PYTHONHASHSEED) and, when one keeps failing, answers DeleteStack with
+    that service's error, which `sam delete` cannot parse: a flaky `make delete`."""
 
     def delete_resource(self: Any, parsed_resource: Any, resource_json: dict[str, Any]) -> None:
         try:
@@ -680,11 +681,13 @@ def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
 
 
 def _is_not_found(exc: Exception) -> bool:
-    """Whether moto refused because the thing (or its owner) does not exist."""
+    """Whether moto refused because the thing (or its owner) does not exist. The status alone does
+    not say so: CloudWatch Logs answers a missing log group with 400 ResourceNotFoundException (a
+    subscription filter whose log group was deleted first), so the error's type is read too."""
     if isinstance(exc, KeyError):
         return True
-    code = str(getattr(exc, "code", "") or getattr(exc, "error_type", "") or type(exc).__name__)
-    return any(word in code for word in ("NotFound", "NoSuch", "404"))
+    names = (str(getattr(exc, "code", "")), str(getattr(exc, "error_type", "")), type(exc).__name__)
+    return any(word in name for name in names for word in ("NotFound", "NoSuch", "404"))
 
 
 def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:

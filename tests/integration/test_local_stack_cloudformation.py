@@ -102,3 +102,42 @@ def test_a_parameter_set_the_rules_refuse_creates_nothing(cfn: Any) -> None:
     assert refused.value.response["Error"]["Code"] == "ValidationError"
     assert "Low and High must differ." in refused.value.response["Error"]["Message"]
     assert not cfn.describe_stacks()["Stacks"]
+
+
+def test_a_subscription_filter_whose_log_group_went_first_is_deleted_with_it(cfn: Any) -> None:
+    # Given a stack with a log group and a function subscribed to it (SAM's CloudWatchLogs event
+    # adds the AWS::Logs::SubscriptionFilter), as template.yaml's collector is
+    template = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Transform": "AWS::Serverless-2016-10-31",
+        "Resources": {
+            "AccessLogs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/test/access"}},
+            "Collector": {
+                "Type": "AWS::Serverless::Function",
+                "Properties": {
+                    "CodeUri": "s3://code/handler.zip",
+                    "Handler": "app.handler",
+                    "Runtime": "python3.13",
+                    "Events": {
+                        "Access": {
+                            "Type": "CloudWatchLogs",
+                            "Properties": {"LogGroupName": {"Ref": "AccessLogs"}, "FilterPattern": ""},
+                        }
+                    },
+                },
+            },
+        },
+    }
+    cfn.create_stack(StackName="logs", TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"])
+    logs = boto3.client("logs")
+    [subscription] = logs.describe_subscription_filters(logGroupName="/test/access")["subscriptionFilters"]
+    # And its log group deleted before the filter, as moto's delete loop may do (it tries the
+    # resources in a set's order, not CloudFormation's dependency order); deleting a log group
+    # deletes its subscription filters (CloudWatch Logs API Reference, DeleteLogGroup)
+    logs.delete_log_group(logGroupName="/test/access")
+    # When the stack is deleted
+    cfn.delete_stack(StackName="logs")
+    # Then it completes: the filter went with its log group, and the function is gone too
+    assert "logs" not in [stack["StackName"] for stack in cfn.describe_stacks()["Stacks"]]
+    assert subscription["filterName"]
+    assert not boto3.client("lambda").list_functions()["Functions"]
