@@ -1,7 +1,7 @@
 """CloudFormation, locally: the SAM template read and expanded, its intrinsic functions and Rules
 evaluated, its resources named and created on the embedded AWS.
 
-- ``template``: loading the template and the SAM transform (expand_sam).
+- ``template``: loading the template and the SAM transform (expand_sam, sam_transform).
 - ``intrinsics``: Ref, Fn::* and parameter values (Resolver, parameter_values, ACCOUNT_ID).
 - ``deploy``: Rules and parameter constraints checked before anything is created, and moto's
   CloudFormation completed for `sam deploy` against the embedded AWS (install()).
