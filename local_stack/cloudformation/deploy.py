@@ -20,7 +20,6 @@ CloudFormation would. The SAM transform is aws-sam-translator, the library Cloud
 transform is built from. What still differs from a real deployment is listed in local_stack/README.md
 ("Deploying to the embedded AWS")."""
 
-import copy
 import json
 import re
 import uuid
@@ -28,10 +27,10 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-import boto3
-from samtranslator.parser.parser import Parser
 from samtranslator.public.exceptions import InvalidDocumentException
-from samtranslator.translator.translator import Translator
+
+from local_stack.cloudformation import intrinsics
+from local_stack.cloudformation.template import sam_transform
 
 SAM_TRANSFORM = "AWS::Serverless-2016-10-31"
 
@@ -44,16 +43,9 @@ class RuleViolationError(Exception):
 
 
 def parameter_values(template: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
-    """Every declared parameter's value: the given one, else its default. Lists stay lists."""
-    values: dict[str, Any] = {}
-    for name, spec in (template.get("Parameters") or {}).items():
-        value = given.get(name, spec.get("Default"))
-        if value is None:
-            continue
-        if str(spec.get("Type", "")).endswith("List") and isinstance(value, str):
-            value = [item.strip() for item in value.split(",")]
-        values[name] = value if isinstance(value, list) else str(value)
-    return values
+    """Every declared parameter's value as CloudFormation takes it: the given one, else its
+    default (the local stack's own evaluation, not strict)."""
+    return dict(intrinsics.parameter_values(template.get("Parameters") or {}, given, strict=False))
 
 
 def check_rules(
@@ -195,7 +187,6 @@ def apply_sam_transform(
 ) -> dict[str, Any]:
     """The template as CloudFormation's AWS::Serverless-2016-10-31 transform leaves it. Code
     locations stay as they are (a packaged template points at S3)."""
-    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=region))
     values = {
         **parameters,
         "AWS::StackName": stack_name,
@@ -204,11 +195,7 @@ def apply_sam_transform(
         "AWS::Partition": "aws",
     }
     try:
-        # The managed policies named in a function's Policies would come from IAM; this project
-        # names none (SAM adds AWSLambdaBasicExecutionRole and friends by ARN itself).
-        return translator.translate(
-            copy.deepcopy(template), parameter_values=values, get_managed_policy_map=dict
-        )
+        return sam_transform(template, values, region)
     except InvalidDocumentException as exc:
         causes = "; ".join(str(cause) for cause in exc.causes)
         raise RuleViolationError(f"Transform {SAM_TRANSFORM} failed with: {causes}") from exc
@@ -678,9 +665,10 @@ def _register_missing_models() -> None:
 
 def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
     """A resource whose owner is gone already (a permission or an invoke config of a deleted
-    function, a stage of a deleted API) is gone with it. CloudFormation deletes dependents first;
-    moto's delete loop tries resources in any order (a set's) and, when one keeps failing, answers
-    DeleteStack with that service's error, which `sam delete` cannot parse: a flaky `make delete`."""
+    function, a stage of a deleted API, a subscription filter of a deleted log group) is gone with
+    it. CloudFormation deletes dependents first; moto's delete loop tries resources in any order (a
+    set's, so it changes with PYTHONHASHSEED) and, when one keeps failing, answers DeleteStack with
+    that service's error, which `sam delete` cannot parse: a flaky `make delete`."""
 
     def delete_resource(self: Any, parsed_resource: Any, resource_json: dict[str, Any]) -> None:
         try:
@@ -693,12 +681,13 @@ def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
 
 
 def _is_not_found(exc: Exception) -> bool:
-    """Whether moto refused because the thing (or its owner) does not exist."""
+    """Whether moto refused because the thing (or its owner) does not exist. The status alone does
+    not say so: CloudWatch Logs answers a missing log group with 400 ResourceNotFoundException (a
+    subscription filter whose log group was deleted first), so the error's type is read too."""
     if isinstance(exc, KeyError):
         return True
-    # moto's JSON errors carry the HTTP status in `code` (400) and the error's name in `error_type`.
-    names = " ".join(str(getattr(exc, attribute, "")) for attribute in ("code", "error_type"))
-    return any(word in f"{names} {type(exc).__name__}" for word in ("NotFound", "NoSuch", "404"))
+    names = (str(getattr(exc, "code", "")), str(getattr(exc, "error_type", "")), type(exc).__name__)
+    return any(word in name for name in names for word in ("NotFound", "NoSuch", "404"))
 
 
 def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:

@@ -28,23 +28,29 @@ NO_VALUE = _NoValue()
 _SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
-def parameter_values(declared: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[str, str | list[str]]:
-    """Each parameter's value: the override, else the template default. Lists stay lists."""
+def parameter_values(
+    declared: Mapping[str, Any], overrides: Mapping[str, Any], *, strict: bool = True
+) -> dict[str, str | list[str]]:
+    """Each parameter's value: the override, else the template default. Lists stay lists.
+
+    ``strict`` (the local stack, started from the working tree): an unknown override, a parameter
+    with neither, or a value outside its AllowedValues is refused here. Not strict (a `sam deploy`
+    to the embedded AWS, as CloudFormation takes parameters): a parameter with no value is left
+    out, and the deploy's own checks (deploy.check_parameters, the Rules) judge the values."""
     unknown = sorted(set(overrides) - set(declared))
-    if unknown:
+    if strict and unknown:
         raise IntrinsicError(f"Unknown template parameter(s): {', '.join(unknown)}")
     values: dict[str, str | list[str]] = {}
     for name, spec in declared.items():
-        if name in overrides:
-            raw: Any = overrides[name]
-        elif "Default" in spec:
-            raw = spec["Default"]
-        else:
-            raise IntrinsicError(f"Parameter {name} has no default; pass --param {name}=<value>")
+        raw: Any = overrides[name] if name in overrides else spec.get("Default")
+        if raw is None:
+            if strict:
+                raise IntrinsicError(f"Parameter {name} has no default; pass --param {name}=<value>")
+            continue
         allowed = [str(value) for value in spec.get("AllowedValues", [])]
-        if allowed and str(raw) not in allowed:
+        if strict and allowed and str(raw) not in allowed:
             raise IntrinsicError(f"Parameter {name}={raw} is not one of {', '.join(allowed)}")
-        if str(spec.get("Type", "String")).endswith("List") or spec.get("Type") == "CommaDelimitedList":
+        if str(spec.get("Type", "String")).endswith("List"):
             values[name] = raw if isinstance(raw, list) else [item.strip() for item in str(raw).split(",")]
         else:
             values[name] = str(raw)

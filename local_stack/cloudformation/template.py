@@ -91,16 +91,28 @@ def expand_sam(
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
                 properties[key] = f"s3://{LOCAL_CODE_BUCKET}/{properties[key]}"
-    # Without SAM's hosted feature-toggle configuration, the translator warns about each feature
-    # it looks up ("Feature ... not available in Feature Toggle Config"): nothing about this stack.
-    logging.getLogger("samtranslator.feature_toggle").setLevel(logging.ERROR)
-    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=region))
     try:
-        return translator.translate(
-            sam,
-            parameter_values={**(parameters or {}), "AWS::StackName": stack_name, "AWS::Region": region},
-            get_managed_policy_map=dict,
+        return sam_transform(
+            sam, {**(parameters or {}), "AWS::StackName": stack_name, "AWS::Region": region}, region
         )
     except InvalidDocumentException as exc:
         causes = "; ".join(str(cause) for cause in exc.causes)
         raise TemplateError(f"The SAM transform rejected the template: {causes}") from exc
+
+
+def sam_transform(
+    template: dict[str, Any], parameter_values: Mapping[str, Any], region: str
+) -> dict[str, Any]:
+    """``template`` as the AWS::Serverless-2016-10-31 transform leaves it, by aws-sam-translator
+    (the library SAM and CloudFormation's transform use), with ``parameter_values`` (pseudo
+    parameters such as AWS::StackName included); InvalidDocumentException when SAM refuses it. The
+    one transform of both the local stack (expand_sam) and `sam deploy` to the embedded AWS."""
+    # Without SAM's hosted feature-toggle configuration, the translator warns about each feature
+    # it looks up ("Feature ... not available in Feature Toggle Config"): nothing about this stack.
+    logging.getLogger("samtranslator.feature_toggle").setLevel(logging.ERROR)
+    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name=region))
+    # The managed policies named in a function's Policies would come from IAM; this project names
+    # none (SAM adds AWSLambdaBasicExecutionRole and friends by ARN itself).
+    return translator.translate(
+        copy.deepcopy(template), parameter_values=dict(parameter_values), get_managed_policy_map=dict
+    )

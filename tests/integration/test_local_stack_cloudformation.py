@@ -104,26 +104,40 @@ def test_a_parameter_set_the_rules_refuse_creates_nothing(cfn: Any) -> None:
     assert not cfn.describe_stacks()["Stacks"]
 
 
-def test_a_stack_whose_log_group_went_first_deletes_its_subscription_filter_too(cfn: Any) -> None:
-    # Given a stack with a log group and a subscription filter on it
-    template = json.loads(json.dumps(TEMPLATE))
-    template["Resources"] |= {
-        "Group": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/shortener/access"}},
-        "Filter": {
-            "Type": "AWS::Logs::SubscriptionFilter",
-            "Properties": {
-                "LogGroupName": {"Ref": "Group"},
-                "FilterPattern": "",
-                "DestinationArn": {"Fn::GetAtt": ["Handler", "Arn"]},
+def test_a_subscription_filter_whose_log_group_went_first_is_deleted_with_it(cfn: Any) -> None:
+    # Given a stack with a log group and a function subscribed to it (SAM's CloudWatchLogs event
+    # adds the AWS::Logs::SubscriptionFilter), as template.yaml's collector is
+    template = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Transform": "AWS::Serverless-2016-10-31",
+        "Resources": {
+            "AccessLogs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/test/access"}},
+            "Collector": {
+                "Type": "AWS::Serverless::Function",
+                "Properties": {
+                    "CodeUri": "s3://code/handler.zip",
+                    "Handler": "app.handler",
+                    "Runtime": "python3.13",
+                    "Events": {
+                        "Access": {
+                            "Type": "CloudWatchLogs",
+                            "Properties": {"LogGroupName": {"Ref": "AccessLogs"}, "FilterPattern": ""},
+                        }
+                    },
+                },
             },
         },
     }
-    cfn.create_stack(StackName="filtered", TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"])
+    cfn.create_stack(StackName="logs", TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"])
     logs = boto3.client("logs")
-    assert logs.describe_subscription_filters(logGroupName="/shortener/access")["subscriptionFilters"]
-    # When its log group is gone before the filter (moto deletes resources in a set's order, which
-    # varies from run to run) and the stack is deleted
-    logs.delete_log_group(logGroupName="/shortener/access")
-    cfn.delete_stack(StackName="filtered")
-    # Then the filter counts as gone with its group, as on AWS, and the deletion completes
-    assert not [stack for stack in cfn.describe_stacks()["Stacks"] if stack["StackName"] == "filtered"]
+    [subscription] = logs.describe_subscription_filters(logGroupName="/test/access")["subscriptionFilters"]
+    # And its log group deleted before the filter, as moto's delete loop may do (it tries the
+    # resources in a set's order, not CloudFormation's dependency order); deleting a log group
+    # deletes its subscription filters (CloudWatch Logs API Reference, DeleteLogGroup)
+    logs.delete_log_group(logGroupName="/test/access")
+    # When the stack is deleted
+    cfn.delete_stack(StackName="logs")
+    # Then it completes: the filter went with its log group, and the function is gone too
+    assert "logs" not in [stack["StackName"] for stack in cfn.describe_stacks()["Stacks"]]
+    assert subscription["filterName"]
+    assert not boto3.client("lambda").list_functions()["Functions"]
