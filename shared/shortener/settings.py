@@ -243,7 +243,7 @@ class ExpirerSettings(StageCacheMixin):
     EXPIRER_RUN_SECONDS: float = Field(default=50, gt=0)
 
 
-class CollectorSettings(_FromEnvironment):
+class CollectorSettings(StageCacheMixin):
     """The click collector."""
 
     CLICKS_TABLE: str

@@ -17,6 +17,8 @@ TIME_SCALE = 10
 SWEEP_SECONDS = 60 / TIME_SCALE
 # A refresh goes through the API to its function, which may have to start a container first.
 REFRESH_SECONDS = 6
+# Access log delivery (a second, scaled), the collector's run (a cold start first), the refresh.
+COUNT_DELAY_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +94,36 @@ def test_an_expiry_is_enforced_on_the_cached_stage_within_a_sweep_of_its_time(
         RequestItems={stack.resources["LinksTable"]: {"Keys": [{"code": {"S": code}} for code in codes]}}
     )["Responses"][stack.resources["LinksTable"]]
     assert [item for item in items if "expiry_pk" in item] == []
+
+
+@pytest.mark.e2e_timeout(120)
+def test_a_click_limit_is_enforced_on_the_cached_stage_from_the_click_counts(
+    prod_stack: RunningStack,
+) -> None:
+    stack = prod_stack
+    # Given a link limited to 3 clicks, whose first redirect the stage caches
+    made = stack.post_json("/", {"url": "https://example.com/e2e/three", "max_clicks": 3})
+    assert made.status == 201, made.text
+    code = made.json()["code"]
+    assert _follow(stack, code).status == 301
+    # And the cache really answers from then on: a change behind the API's back is not seen
+    _change_behind_the_api(stack, code, "https://example.com/e2e/not-yet-seen")
+    # When it is followed twice more (from the cache: the function counts none of these)
+    assert [_follow(stack, code).headers["Location"] for _ in range(2)] == [
+        "https://example.com/e2e/three"
+    ] * 2
+    # And then once a second, as a busy link is
+    started = time.monotonic()
+    over_limit = 0
+    while (status := _follow(stack, code).status) == 301 and time.monotonic() - started < COUNT_DELAY_SECONDS:
+        over_limit += 1
+        time.sleep(1)
+    # Then it answers 410 once the collector counted its third click, within the count delay: the
+    # redirects past the limit are those the cache answered meanwhile (one a second here)
+    elapsed = time.monotonic() - started
+    assert status == 410, f"still redirecting after {elapsed:.0f} s"
+    assert over_limit <= elapsed + 1
+    assert _follow(stack, code).json()["error"] == "expired"
+    # And the link says it is used up
+    view = stack.request("GET", f"links/{code}").json()
+    assert (view["clicks_left"], view["expired"]) == (0, True)

@@ -47,3 +47,27 @@ def test_the_expirer_may_touch_only_the_expiry_keys_and_its_own_apis_cache() -> 
     other_api = method.replace(f":{api}/", ":otherapi/")
     assert decide("ExpirerFunction", "execute-api:InvalidateCache", other_api) != Decision.ALLOW
     assert decide("ExpirerFunction", "execute-api:Invoke", method) != Decision.ALLOW
+
+
+def test_the_collector_may_count_click_limits_and_refresh_its_own_apis_cache() -> None:
+    found = resources()
+    links = found.resolver.get_att("LinksTable", "Arn")
+    policies = principal("CollectorFunction").policies
+
+    def update(*attributes: str) -> Decision:
+        context = {"dynamodb:Attributes": list(attributes)}
+        return evaluate(policies, Request("dynamodb:UpdateItem", links, context=context))
+
+    # It adds to a link's served count and uses up its clicks, and touches nothing else of a link
+    assert update("code", "served", "max_clicks", "status") == Decision.ALLOW
+    assert update("code", "clicks", "max_clicks", "status") == Decision.ALLOW
+    assert update("code", "url") != Decision.ALLOW
+    assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW
+    # And refreshes cache entries of its own API only
+    api, stage = found.resolver.ref("ShortenerApi"), found.resolver.ref("Stage")
+    method = f"arn:aws:execute-api:us-east-1:{ACCOUNT_ID}:{api}/{stage}/GET/abc"
+    assert decide("CollectorFunction", "execute-api:InvalidateCache", method) == Decision.ALLOW
+    assert (
+        decide("CollectorFunction", "execute-api:InvalidateCache", method.replace(f":{api}/", ":x/"))
+        != Decision.ALLOW
+    )

@@ -98,6 +98,8 @@ def link_to_item(link: Link) -> dict[str, Any]:
     if link.max_clicks is not None:
         item["max_clicks"] = {"N": str(link.max_clicks)}
         item["clicks"] = {"N": str(link.clicks)}
+        if link.served:
+            item["served"] = {"N": str(link.served)}
     return item
 
 
@@ -119,6 +121,7 @@ def link_from_item(item: dict[str, Any]) -> Link:
         expires_at=datetime.fromisoformat(expires_at) if expires_at else None,
         max_clicks=int(max_clicks) if max_clicks else None,
         clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
+        served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
     )
 
 
