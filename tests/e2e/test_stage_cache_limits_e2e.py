@@ -127,3 +127,23 @@ def test_a_click_limit_is_enforced_on_the_cached_stage_from_the_click_counts(
     # And the link says it is used up
     view = stack.request("GET", f"links/{code}").json()
     assert (view["clicks_left"], view["expired"]) == (0, True)
+
+
+def test_custom_codes_made_through_links_bulk_replace_a_cached_404(prod_stack: RunningStack) -> None:
+    stack = prod_stack
+    # Given custom codes that were followed before they existed (the stage cache now holds 404s)
+    codes = ["e2e-bulk-early-1", "e2e-bulk-early-2"]
+    assert [_follow(stack, code).status for code in codes] == [404, 404]
+    # When they are made through POST /links/bulk
+    made = stack.request(
+        "POST",
+        "links/bulk",
+        json.dumps({"links": [{"url": f"https://example.com/e2e/{code}", "code": code} for code in codes]}),
+        {"Content-Type": "application/json"},
+    )
+    assert [outcome["status"] for outcome in made.json()["links"]] == [201, 201], made.text
+    # Then they redirect at once, as POST / makes them do
+    followed = [_follow(stack, code) for code in codes]
+    assert [(answer.status, answer.headers["Location"]) for answer in followed] == [
+        (301, f"https://example.com/e2e/{code}") for code in codes
+    ]

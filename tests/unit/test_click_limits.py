@@ -113,3 +113,20 @@ def test_the_collector_counts_limits_of_click_limited_links_once_per_batch() -> 
     # Then only the active click-limited link is counted, with its 2 redirects, and only once
     assert spy.calls == [({"lim": 2, "free": 1, "off": 1}, ["lim"])]
     assert first.limits == LimitOutcome(counted=1) and again.limits is None
+
+
+def test_many_entries_are_refreshed_once_each_and_answered_by_code() -> None:
+    from shortener.logic.stage_cache import refresh_codes
+
+    # Given codes, one named twice
+    asked: list[str] = []
+
+    def refresh(code: str) -> int | None:
+        asked.append(code)
+        return None if code == "down" else 301
+
+    # When their entries are refreshed
+    statuses = refresh_codes(["a", "b", "a", "down"], refresh, workers=4)
+    # Then each is asked once, and each answer is under its code
+    assert sorted(asked) == ["a", "b", "down"]
+    assert statuses == {"a": 301, "b": 301, "down": None}
