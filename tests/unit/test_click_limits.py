@@ -32,12 +32,12 @@ class FakeLimits:
         self.links = {link.code: link for link in links}
         self.exhausted: list[str] = []
 
-    def add_served(self, code: str, count: int) -> Link | None:
+    def add_served(self, code: str, count: int, max_clicks: int) -> int | None:
         link = self.links.get(code)
-        if link is None or link.max_clicks is None or link.status != "active":
+        if link is None or link.max_clicks != max_clicks or link.status != "active":
             return None
         self.links[code] = link.model_copy(update={"served": link.served + count})
-        return self.links[code]
+        return self.links[code].served
 
     def exhaust(self, code: str, max_clicks: int) -> bool:
         link = self.links[code]
@@ -78,7 +78,7 @@ def test_a_failed_refresh_is_reported_and_made_again_at_the_next_batch() -> None
     assert (outcome.ended, outcome.refresh_failed) == (["stuck"], [])
 
 
-def test_a_link_whose_limit_was_removed_meanwhile_is_not_counted() -> None:
+def test_a_link_whose_limit_changed_meanwhile_is_not_counted() -> None:
     # Given a batch read while the link had a limit, which a PATCH removed since
     store = FakeLimits(_link("free", None))
     # When its redirects are counted

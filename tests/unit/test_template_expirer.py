@@ -60,6 +60,8 @@ def test_the_collector_may_count_click_limits_and_refresh_its_own_apis_cache() -
 
     # It adds to a link's served count and uses up its clicks, and touches nothing else of a link
     assert update("code", "served", "max_clicks", "status") == Decision.ALLOW
+    all_new = {"dynamodb:Attributes": ["code", "served"], "dynamodb:ReturnValues": ["ALL_NEW"]}
+    assert evaluate(policies, Request("dynamodb:UpdateItem", links, context=all_new)) != Decision.ALLOW
     assert update("code", "clicks", "max_clicks", "status") == Decision.ALLOW
     assert update("code", "url") != Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW

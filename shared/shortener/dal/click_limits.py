@@ -5,32 +5,31 @@ limit (shortener.logic.click_limits)."""
 from botocore.exceptions import ClientError
 
 from shortener.dal import aws
-from shortener.dal.link_items import is_link_item, link_from_item
-from shortener.models.links import Link
 
 
 class ClickLimitStore(aws.DynamoDBTable):
     """The click-limit counts on the links table."""
 
-    def add_served(self, code: str, count: int) -> Link | None:
-        """Add ``count`` redirects to an active click-limited link's ``served``: the link as the
-        write left it, or None when it has no limit (any more) or is taken down."""
+    def add_served(self, code: str, count: int, max_clicks: int) -> int | None:
+        """Add ``count`` redirects to an active link's ``served`` while its limit is ``max_clicks``
+        (as read with the batch): its new count, or None when it has no such limit (any more) or
+        is taken down. Only the updated count comes back (ReturnValues UPDATED_NEW): the role may
+        read no other attribute (dynamodb:Attributes in the template)."""
         try:
             response = self.client.update_item(
                 TableName=self.table_name,
                 Key={"code": {"S": code}},
                 UpdateExpression="ADD served :count",
-                ConditionExpression="attribute_exists(max_clicks) AND attribute_not_exists(#status)",
+                ConditionExpression="max_clicks = :max AND attribute_not_exists(#status)",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":count": {"N": str(count)}},
-                ReturnValues="ALL_NEW",
+                ExpressionAttributeValues={":count": {"N": str(count)}, ":max": {"N": str(max_clicks)}},
+                ReturnValues="UPDATED_NEW",
             )
         except ClientError as exc:
             if aws.error_code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
-        item = response["Attributes"]
-        return link_from_item(item) if is_link_item(item) else None
+        return int(response["Attributes"]["served"]["N"])
 
     def exhaust(self, code: str, max_clicks: int) -> bool:
         """Use up the link's remaining clicks (``clicks`` = ``max_clicks``), so the function answers

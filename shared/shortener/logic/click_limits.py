@@ -18,7 +18,7 @@ Refresh = Callable[[str], int | None]
 
 
 class ClickLimitPort(Protocol):
-    def add_served(self, code: str, count: int) -> Link | None: ...
+    def add_served(self, code: str, count: int, max_clicks: int) -> int | None: ...
 
     def exhaust(self, code: str, max_clicks: int) -> bool: ...
 
@@ -31,17 +31,17 @@ def count_limited_clicks(
     outcome = LimitOutcome()
     for code, link in sorted(limited.items()):
         count = clicks.get(code, 0)
-        if count <= 0 or not link.click_limited:
+        if count <= 0 or link.max_clicks is None:
             continue
-        counted = store.add_served(code, count)
-        if counted is None or counted.max_clicks is None:
+        served = store.add_served(code, count, link.max_clicks)
+        if served is None:
             continue
         outcome.counted += 1
-        if counted.served < counted.max_clicks:
+        if served < link.max_clicks:
             continue
         # Also when it was used up before: a refresh that failed then is made again while the
         # cache goes on answering (and the access log on showing) its redirects.
-        store.exhaust(code, counted.max_clicks)
+        store.exhaust(code, link.max_clicks)
         outcome.ended.append(code)
         if refresh(code) != HTTPStatus.GONE:
             outcome.refresh_failed.append(code)
