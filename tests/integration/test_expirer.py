@@ -78,3 +78,18 @@ def test_an_expiry_changed_since_it_was_read_stays_to_enforce(tables: dict[str, 
     # Then the new expiry is not taken out of the index
     assert index.settle(code, seen) is False
     assert [code for code, _ in index.due(NOW + timedelta(hours=2))] == ["moved"]
+
+
+def test_a_run_stops_at_its_time_and_leaves_the_rest_to_the_next(tables: dict[str, str]) -> None:
+    # Given more expired links than one round of refreshes, and a clock that passes the run's
+    # time during the first round
+    table = tables["LINKS_TABLE"]
+    LinksStore(table).put_generated_batch([_link(f"c{number:02d}", -5) for number in range(20)])
+    index = ExpiryIndex(table)
+    ticks = iter([0.0, 100.0])
+
+    # When the expirer runs
+    report = enforce_expiries(index, lambda code: 410, NOW, seconds=30, monotonic=lambda: next(ticks, 100.0))
+    # Then it stopped after its first round, and the rest is still due for the next run
+    assert report.stopped_early and report.enforced == report.due < 20
+    assert len(list(index.due(NOW))) == 20 - report.enforced

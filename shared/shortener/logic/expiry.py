@@ -70,7 +70,9 @@ def enforce_expiries(
         return code, True
 
     with ThreadPoolExecutor(REFRESH_WORKERS) as pool:
-        while batch := list(islice(due, REFRESH_WORKERS * 4)):
+        # One refresh per worker a round, so a run ends at most one round (a refresh's timeout)
+        # after its time.
+        while batch := list(islice(due, REFRESH_WORKERS)):
             report.due += len(batch)
             for code, enforced in pool.map(enforce, batch):
                 if enforced:
