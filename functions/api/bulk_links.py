@@ -7,11 +7,17 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from shortener import web
 from shortener.logic.bulk.inline import read_bulk_request
+from shortener.logic.stage_cache import refresh_codes
 from shortener.models.bulk_links import BulkLinksRequest, BulkLinksResult
-from shortener.observability import metrics
+from shortener.observability import logger, metrics
 from shortener.openapi import Answer, operation
 from shortener.services.api import api_bulk_links
 from shortener.settings import api_settings
+
+try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
+    from links import stage_cache
+except ModuleNotFoundError:
+    from functions.api.links import stage_cache
 
 router = APIGatewayRouter()
 
@@ -44,5 +50,21 @@ def shorten_links() -> Response[str]:
     created = sum(1 for outcome in outcomes if outcome.status == 201)
     metrics.add_metric(name="LinksCreated", unit=MetricUnit.Count, value=created)
     metrics.add_metric(name="LinksFound", unit=MetricUnit.Count, value=sum(o.status == 200 for o in outcomes))
+    # As POST / does: a new custom code may have been followed before it existed, and the stage
+    # cache would keep answering 404 for its TTL.
+    custom = [
+        outcome.code
+        for item, outcome in zip(items, outcomes, strict=False)
+        if outcome.status == 201 and outcome.code and isinstance(item, dict) and item.get("code")
+    ]
+    refresh = stage_cache() if custom else None
+    if refresh is not None:
+        statuses = refresh_codes(custom, refresh)
+        stale = [code for code, status in statuses.items() if status != settings.REDIRECT_STATUS]
+        if stale:
+            logger.warning(
+                "The stage cache entries of new codes were not refreshed", extra={"codes": stale[:20]}
+            )
+            metrics.add_metric(name="StageCacheInvalidationFailed", unit=MetricUnit.Count, value=len(stale))
     body = BulkLinksResult(links=outcomes).model_dump_json(exclude_none=True)
     return Response(200, content_types.APPLICATION_JSON, body)

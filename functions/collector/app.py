@@ -33,6 +33,19 @@ def lambda_handler(event: CloudWatchLogsEvent, context: LambdaContext) -> dict:
         metrics.add_metric(name=_SKIP_METRICS[reason], unit=MetricUnit.Count, value=count)
     if outcome.already_counted:
         metrics.add_metric(name="ClickBatchesRedelivered", unit=MetricUnit.Count, value=1)
+    if outcome.limits is not None:
+        # Click-limited links on the cached stage that reached their limit: ended and refreshed.
+        metrics.add_metric(name="ClickLimitsReached", unit=MetricUnit.Count, value=len(outcome.limits.ended))
+        if outcome.limits.refresh_failed:
+            metrics.add_metric(
+                name="StageCacheInvalidationFailed",
+                unit=MetricUnit.Count,
+                value=len(outcome.limits.refresh_failed),
+            )
+            logger.error(
+                "Click-limited links were ended but their cache entries not refreshed",
+                extra={"codes": outcome.limits.refresh_failed[:20]},
+            )
     if outcome.skipped.get("malformed"):
         logger.warning("Malformed access log lines skipped", extra={"count": outcome.skipped["malformed"]})
     summary = {

@@ -217,7 +217,33 @@ class AuthorizerSettings(_FromEnvironment):
     ANONYMOUS_USAGE_KEY: str = ""
 
 
-class CollectorSettings(_FromEnvironment):
+class StageCacheMixin(_FromEnvironment):
+    """Where the prod stage's cache is, for a function that refreshes its entries but is not the
+    API's own (which learns its stage from each request)."""
+
+    # https://{api id}.execute-api.{region}.amazonaws.com/{stage}/; empty: the stage has no cache.
+    STAGE_URL: str = ""
+    # The local stack points it at itself (see ApiSettings).
+    AWS_ENDPOINT_URL_EXECUTE_API: str = ""
+    AWS_REGION: str = "us-east-1"
+
+    def stage_base_url(self) -> str:
+        """The stage's URL ending with "/" ("" when the stage has no cache)."""
+        if not self.STAGE_URL:
+            return ""
+        return (self.AWS_ENDPOINT_URL_EXECUTE_API or self.STAGE_URL).rstrip("/") + "/"
+
+
+class ExpirerSettings(StageCacheMixin):
+    """The expirer: refreshes the stage cache entries of links whose expiry has come."""
+
+    LINKS_TABLE: str
+    # How long one run may refresh entries before it leaves the rest to the next run (the
+    # function's timeout is longer).
+    EXPIRER_RUN_SECONDS: float = Field(default=50, gt=0)
+
+
+class CollectorSettings(StageCacheMixin):
     """The click collector."""
 
     CLICKS_TABLE: str
@@ -230,6 +256,11 @@ class CollectorSettings(_FromEnvironment):
 @lru_cache(maxsize=1)
 def collector_settings() -> CollectorSettings:
     return CollectorSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def expirer_settings() -> ExpirerSettings:
+    return ExpirerSettings.model_validate(os.environ)
 
 
 @lru_cache(maxsize=1)

@@ -43,3 +43,46 @@ def test_the_same_moment_in_another_zone_is_written_as_that_zone_writes_it() -> 
         "2026-01-02T04:04:05+01:00",
     ]
     assert items[1]["list_sk"]["S"] == "2026-01-02T04:04:05+01:00#b7Kx3"
+
+
+def test_an_expiry_is_indexed_in_utc_at_a_fixed_width_so_text_order_is_time_order() -> None:
+    # Given links expiring at moments written in other zones, one on a whole second
+    paris = timezone(timedelta(hours=2))
+    early = Link(
+        code="e1",
+        url="https://example.com/e",
+        created_at=CREATED,
+        expires_at=datetime(2026, 6, 1, 12, 0, 0, 500, tzinfo=paris),
+    )
+    late = Link(
+        code="e2",
+        url="https://example.com/e",
+        created_at=CREATED,
+        expires_at=datetime(2026, 6, 1, 10, 0, 1, tzinfo=UTC),
+    )
+    # When they are stored
+    early_key, late_key = link_to_item(early)["expiry_sk"]["S"], link_to_item(late)["expiry_sk"]["S"]
+    # Then the index keys are UTC with microseconds always written, and sort as the moments do
+    assert early_key == "2026-06-01T10:00:00.000500Z" and late_key == "2026-06-01T10:00:01.000000Z"
+    assert early_key < late_key
+
+
+def test_only_an_active_link_with_an_expiry_is_in_the_expiry_index() -> None:
+    # Given a link without an expiry, and links with one that are active, disabled or deleted
+    expires_at = CREATED + timedelta(days=30)
+    plain = Link(code="p1", url="https://example.com/p", created_at=CREATED)
+    states = {
+        status: Link(
+            code="x1", url="https://example.com/x", created_at=CREATED, expires_at=expires_at, status=status
+        )
+        for status in ("active", "disabled", "deleted")
+    }
+    # When they are stored
+    # Then only the active one with an expiry carries the index's keys (the others answer 410
+    # already: a takedown refreshes the cache itself)
+    assert "expiry_pk" not in link_to_item(plain)
+    assert {status: "expiry_pk" in link_to_item(link) for status, link in states.items()} == {
+        "active": True,
+        "disabled": False,
+        "deleted": False,
+    }

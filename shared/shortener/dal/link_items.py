@@ -5,10 +5,16 @@ code, so internal keys cannot clash with links.
 Links with an owner carry the keys of the ByOwner index (``list_pk`` = owner and a shard number,
 ``list_sk`` = creation time and code); no internal item does, so the index holds links only. The
 partition is split in LIST_SHARDS because a bulk upload writes one owner's links faster than one
-index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice)."""
+index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice).
+
+An active link with an ``expires_at`` also carries the keys of the sparse ByExpiry index
+(``expiry_pk`` = a shard number, ``expiry_sk`` = the expiry in UTC, fixed width so that text order
+is time order) until the expirer has refreshed its stage cache entry (shortener.logic.expiry): the
+index holds only the expiries still to enforce, so the expirer's idle run reads nothing. Sharded
+for the same reason as ByOwner: one bulk job may write a million links with the same expiry."""
 
 import zlib
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +26,8 @@ RESERVED_PREFIX = "#reserved#"
 TAKEDOWNS_KEY = "#takedowns"
 LIST_INDEX = "ByOwner"
 LIST_SHARDS = 4
+EXPIRY_INDEX = "ByExpiry"
+EXPIRY_SHARDS = 16
 
 
 def list_partition(owner: str, shard: int) -> str:
@@ -45,6 +53,15 @@ def _timestamp(moment: datetime, _zone: tzinfo | None) -> str:
 
 def shard_of(code: str) -> int:
     return zlib.crc32(code.encode()) % LIST_SHARDS
+
+
+def expiry_shard_of(code: str) -> int:
+    return zlib.crc32(code.encode()) % EXPIRY_SHARDS
+
+
+def expiry_position(moment: datetime) -> str:
+    """``moment`` in UTC as fixed-width text (microseconds always written): ByExpiry's sort key."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def link_to_item(link: Link) -> dict[str, Any]:
@@ -75,9 +92,14 @@ def link_to_item(link: Link) -> dict[str, Any]:
         item["job_id"] = {"S": link.job_id}
     if link.expires_at is not None:
         item["expires_at"] = {"S": link.expires_at.isoformat()}
+        if link.status == "active":
+            item["expiry_pk"] = {"S": str(expiry_shard_of(link.code))}
+            item["expiry_sk"] = {"S": expiry_position(link.expires_at)}
     if link.max_clicks is not None:
         item["max_clicks"] = {"N": str(link.max_clicks)}
         item["clicks"] = {"N": str(link.clicks)}
+        if link.served:
+            item["served"] = {"N": str(link.served)}
     return item
 
 
@@ -99,6 +121,7 @@ def link_from_item(item: dict[str, Any]) -> Link:
         expires_at=datetime.fromisoformat(expires_at) if expires_at else None,
         max_clicks=int(max_clicks) if max_clicks else None,
         clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
+        served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
     )
 
 

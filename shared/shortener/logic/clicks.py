@@ -7,7 +7,7 @@ per hour before anything is written: one counter update per link hour, not one w
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Protocol, cast
@@ -18,6 +18,7 @@ import iptocc
 import ua_parser
 from pydantic import ValidationError
 
+from shortener.models.access import ANONYMOUS_OWNER
 from shortener.models.clicks import (
     DIMENSIONS,
     MAX_RANGE_DAYS,
@@ -34,6 +35,7 @@ from shortener.models.clicks import (
     DeviceClass,
     HourCounts,
     Interval,
+    LimitOutcome,
     LinkClicks,
     LinkTotals,
     OwnerDay,
@@ -45,6 +47,7 @@ from shortener.models.clicks import (
     ValueCount,
 )
 from shortener.models.exceptions import InvalidRequestError
+from shortener.models.links import Link
 
 REDIRECT_ROUTE = "/{code}"
 # A code is one path segment; "#" never appears in one (the links table's own items use it).
@@ -67,8 +70,10 @@ class ClickCounter(Protocol):
         ...
 
 
-# codes -> the owner of each (None: a link without an owner, or no such link).
-OwnerLookup = Callable[[Sequence[str]], dict[str, str | None]]
+# codes -> the link of each that exists.
+LinkLookup = Callable[[Sequence[str]], Mapping[str, Link]]
+# A batch's redirects by code, and its links -> what became of the click-limited ones.
+ClickLimits = Callable[[Mapping[str, int], Mapping[str, Link]], LimitOutcome]
 
 
 def batch_key(log_group: str, log_stream: str, event_ids: Iterable[str]) -> str:
@@ -172,9 +177,13 @@ def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:
 class ClickCollector:
     """Counts the clicks of delivered access log batches, once per batch."""
 
-    def __init__(self, counter: ClickCounter, owners: OwnerLookup | None = None) -> None:
+    def __init__(
+        self, counter: ClickCounter, links: LinkLookup | None = None, limits: ClickLimits | None = None
+    ) -> None:
         self.counter = counter
-        self.owners = owners
+        self.links = links
+        # On a cached stage: the click limits counted from the batch (shortener.logic.click_limits).
+        self.limits = limits
 
     def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
         outcome = BatchOutcome()
@@ -194,25 +203,33 @@ class ClickCollector:
             outcome.humans += not click.bot
         hours = aggregate(clicks)
         if hours:
-            written = self.counter.add(key, hours, self._owner_days(hours))
+            # One BatchGetItem of the batch's distinct links: their owners, their click limits.
+            links = self.links(sorted({counts.code for counts in hours})) if self.links else {}
+            written = self.counter.add(key, hours, _owner_days(hours, links))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
+            limited = {code: link for code, link in links.items() if link.click_limited and link.active}
+            # Counted once: a batch delivered again adds nothing to the limits either.
+            if self.limits is not None and limited and written is not None:
+                per_code: dict[str, int] = {}
+                for counts in hours:
+                    per_code[counts.code] = per_code.get(counts.code, 0) + counts.clicks
+                outcome.limits = self.limits(per_code, limited)
         return outcome
 
-    def _owner_days(self, hours: Sequence[HourCounts]) -> list[OwnerDay]:
-        """The hours added up per link per day, under each link's owner (one BatchGetItem of the
-        batch's distinct links)."""
-        if self.owners is None:
-            return []
-        owners = self.owners(sorted({counts.code for counts in hours}))
-        days: dict[tuple[str, date, str], list[int]] = {}
-        for counts in hours:
-            owner = owners.get(counts.code)
-            if owner:
-                day = days.setdefault((owner, counts.hour.date(), counts.code), [0, 0])
-                day[0] += counts.clicks
-                day[1] += counts.humans
-        return [OwnerDay(o, d, c, clicks, humans) for (o, d, c), (clicks, humans) in sorted(days.items())]
+
+def _owner_days(hours: Sequence[HourCounts], links: Mapping[str, Link]) -> list[OwnerDay]:
+    """The hours added up per link per day, under each link's owner (links made without a key,
+    Access=open, have no top list of their own)."""
+    days: dict[tuple[str, date, str], list[int]] = {}
+    for counts in hours:
+        link = links.get(counts.code)
+        owner = link.owner if link is not None and link.owner != ANONYMOUS_OWNER else None
+        if owner:
+            day = days.setdefault((owner, counts.hour.date(), counts.code), [0, 0])
+            day[0] += counts.clicks
+            day[1] += counts.humans
+    return [OwnerDay(o, d, c, clicks, humans) for (o, d, c), (clicks, humans) in sorted(days.items())]
 
 
 def parse_range(

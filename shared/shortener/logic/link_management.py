@@ -160,6 +160,7 @@ class LinkManager:
             fields["max_clicks"] = update.max_clicks
             if update.max_clicks is None:
                 fields["clicks"] = 0
+                fields["served"] = 0
         changed = link.model_copy(update=fields)
         retargeted = changed.url != link.url
         limits_changed = (changed.expires_at, changed.max_clicks) != (link.expires_at, link.max_clicks)

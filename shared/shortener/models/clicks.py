@@ -95,6 +95,16 @@ class HourCounts:
 
 
 @dataclass
+class LimitOutcome:
+    """A batch's click-limited links on a cached stage: how many were counted, which reached their
+    limit (and were ended), and which of those the stage cache refresh did not reach."""
+
+    counted: int = 0
+    ended: list[str] = field(default_factory=list)
+    refresh_failed: list[str] = field(default_factory=list)
+
+
+@dataclass
 class BatchOutcome:
     """What the collector made of one delivered batch."""
 
@@ -105,6 +115,8 @@ class BatchOutcome:
     # Counter items written (link hours and link totals); 0 when the batch was counted before.
     items_written: int = 0
     already_counted: bool = False
+    # On a cached stage, what became of the batch's click-limited links.
+    limits: LimitOutcome | None = None
 
     def skip(self, reason: SkipReason) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1

@@ -151,6 +151,9 @@ class Link(BaseModel):
     max_clicks: int | None = None
     # Redirects answered while the link had a click limit (counted only then).
     clicks: int = 0
+    # On a cached stage: every redirect the access log showed while the link had a click limit,
+    # answers from the stage cache included (added by the click collector; 0 elsewhere).
+    served: int = 0
 
     @property
     def active(self) -> bool:

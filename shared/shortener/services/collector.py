@@ -1,13 +1,17 @@
 """The click collector's services: counting over the clicks table, with the links table to learn
-whose link each clicked code is."""
+whose link each clicked code is and, on a cached stage, to count click limits."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from functools import lru_cache
 
+from shortener.dal.api_cache import StageCache
+from shortener.dal.click_limits import ClickLimitStore
 from shortener.dal.clicks import ClicksStore
 from shortener.dal.links import LinksStore
-from shortener.logic.clicks import ClickCollector
-from shortener.models.access import ANONYMOUS_OWNER
+from shortener.logic.click_limits import count_limited_clicks
+from shortener.logic.clicks import ClickCollector, ClickLimits
+from shortener.models.clicks import LimitOutcome
+from shortener.models.links import Link
 from shortener.settings import collector_settings
 
 
@@ -16,10 +20,24 @@ def click_collector() -> ClickCollector:
     """The collector container's click counting, over the clicks table."""
     settings = collector_settings()
     links = LinksStore(settings.LINKS_TABLE) if settings.LINKS_TABLE else None
+    return ClickCollector(
+        ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS),
+        links.get_many if links else None,
+        _click_limits(),
+    )
 
-    def owners(codes: Sequence[str]) -> dict[str, str | None]:
-        # Links made without a key (Access=open) have no top list of their own.
-        found = links.get_many(codes) if links else {}
-        return {code: link.owner for code, link in found.items() if link.owner != ANONYMOUS_OWNER}
 
-    return ClickCollector(ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS), owners)
+def _click_limits() -> ClickLimits | None:
+    """Where the stage caches redirects: the batch's redirects counted on click-limited links."""
+    settings = collector_settings()
+    base_url = settings.stage_base_url()
+    if not base_url or not settings.LINKS_TABLE:
+        # No stage cache: the function counts every redirect of a click-limited link itself.
+        return None
+    store = ClickLimitStore(settings.LINKS_TABLE)
+    cache = StageCache(base_url, settings.AWS_REGION)
+
+    def limits(clicks: Mapping[str, int], limited: Mapping[str, Link]) -> LimitOutcome:
+        return count_limited_clicks(store, cache.invalidate, clicks, limited)
+
+    return limits
