@@ -1,4 +1,4 @@
-"""BulkWriteThroughput pre-warms the links table and its index (WarmThroughput), and the local
+"""BulkWriteThroughput pre-warms the links table and its indexes (WarmThroughput), and the local
 DynamoDB's capacity model starts from it."""
 
 from local_stack.embedded.dynamodb_capacity import CapacitySettings, ResourceCapacity, ThroughputSpec
@@ -20,8 +20,11 @@ def test_bulk_write_throughput_pre_warms_the_table_and_its_index() -> None:
     table = links_table(BulkWriteThroughput="20000")
     warm = {"WriteUnitsPerSecond": 20000, "ReadUnitsPerSecond": 12000}
     assert {key: int(value) for key, value in table["WarmThroughput"].items()} == warm
-    (index,) = table["GlobalSecondaryIndexes"]
-    assert {key: int(value) for key, value in index["WarmThroughput"].items()} == warm
+    indexes = table["GlobalSecondaryIndexes"]
+    assert [index["IndexName"] for index in indexes] == ["ByOwner", "ByExpiry"]
+    for index in indexes:
+        assert {key: int(value) for key, value in index["WarmThroughput"].items()} == warm
+    (index, _) = indexes
     # And the local DynamoDB serves it at once (divided by its scale)
     capacity = ResourceCapacity.of(
         "Table", "arn", ThroughputSpec.from_properties(table), CapacitySettings(scale=10)
