@@ -381,31 +381,35 @@ def test_a_job_followed_before_a_reload_resumes_its_progress(
 def test_the_page_fits_a_phone_and_labels_every_field(
     browser: WebDriver, stack: RunningStack, snap: Snap
 ) -> None:
-    # Given a phone-sized window
+    # Given a phone-sized window, and a link with a long URL, a title and tags
     assert stack.api_key
+    long_url = "https://example.com/phone/" + "a-rather-long-path-segment/" * 6
+    created = stack.post_json("/", {"url": long_url, "title": "Phone check", "tags": ["phone", "layout"]})
+    assert created.status in (200, 201), created.text
     size = browser.get_window_size()
     browser.set_window_size(390, 844)
     try:
-        # When the page is shown with a key and its lists
+        # When the page is shown with a key and its lists, and the link's edit form is open
         open_page(browser, stack, stack.api_key)
-        WebDriverWait(browser, STEP_SECONDS).until(
-            lambda _: (
-                browser.find_element(By.ID, "links-list").text
-                or browser.find_element(By.ID, "links-empty").is_displayed()
-            )
-        )
+        item = link_item(browser, created.json()["short_url"])
+        item.find_element(By.CSS_SELECTOR, "button.edit").click()
         snap("phone")
-        # Then nothing is wider than the screen, and every field has a label
+        # Then nothing is wider than the screen, and every field has a label, every button a name
         widths = browser.execute_script(
             "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
         )
         unlabelled = browser.execute_script(
-            "return [...document.querySelectorAll('input')].filter((i) => !i.labels.length).map((i) => i.id)"
+            "return [...document.querySelectorAll('input, select')].filter((i) => !i.labels.length)"
+            ".map((i) => i.id || i.name)"
+        )
+        unnamed = browser.execute_script(
+            "return [...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).length"
         )
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert widths[0] <= widths[1], widths
     assert unlabelled == []
+    assert unnamed == 0
 
 
 @pytest.mark.e2e_timeout(300)
