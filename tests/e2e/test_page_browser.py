@@ -42,7 +42,7 @@ if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
 import zxingcpp  # noqa: E402
 from PIL import Image  # noqa: E402
 from selenium import webdriver  # noqa: E402 (only with a browser to drive)
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -689,7 +689,9 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     assert stack.request("GET", code, api_key=None).status == 301
     # When it is deleted (a confirmation first)
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.delete").click()
-    confirmation = WebDriverWait(browser, STEP_SECONDS).until(lambda _: browser.switch_to.alert)
+    confirmation = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+        lambda _: browser.switch_to.alert
+    )
     assert short_url in confirmation.text
     confirmation.accept()
     # Then it leaves the list and answers 410 Gone for good
@@ -779,8 +781,13 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
     # Then every one answers 410 Gone
     assert [stack.request("GET", code, api_key=None).status for code in codes] == [410] * 4
     # When they are deleted (a confirmation first)
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: job_item().find_element(By.CSS_SELECTOR, "button.job-delete").is_enabled()
+    )
     job_item().find_element(By.CSS_SELECTOR, "button.job-delete").click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: browser.switch_to.alert).accept()
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+        lambda _: browser.switch_to.alert
+    ).accept()
     WebDriverWait(browser, JOB_SECONDS).until(
         lambda _: job_item().find_element(By.CSS_SELECTOR, ".batch-status").text == "Deleted 4 of 4 links."
     )
