@@ -45,6 +45,7 @@ from selenium import webdriver  # noqa: E402 (only with a browser to drive)
 from selenium.common.exceptions import NoAlertPresentException, TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
@@ -666,6 +667,10 @@ def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
     )
     assert "tags" in problem.text, problem.text
     assert stack.request("GET", f"links/{created['code']}").json()["tags"] == ["labels", "summer"]
+    # And Escape closes the form, back on its Edit button
+    tags.send_keys(Keys.ESCAPE)
+    assert not item.find_elements(By.CSS_SELECTOR, ".editor form")
+    assert browser.switch_to.active_element.get_attribute("aria-label") == f"Edit {created['short_url']}"
 
 
 def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
@@ -687,7 +692,9 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.enable").click()
     WebDriverWait(browser, STEP_SECONDS).until(lambda _: "Active" in link_item(browser, short_url).text)
     assert stack.request("GET", code, api_key=None).status == 301
-    # When it is deleted (a confirmation first)
+    # When its clicks are shown, and then it is deleted (a confirmation first)
+    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.clicks").click()
+    assert visible_text(browser, "clicks-heading") == f"Clicks of {code}"
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.delete").click()
     confirmation = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
         lambda _: browser.switch_to.alert
@@ -699,6 +706,8 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     snap("deleted")
     assert stack.request("GET", f"links/{code}").status == 410
     assert browser.find_element(By.ID, "announce").text == f"Deleted {short_url}."
+    # And its clicks report, no longer about a link of the list, is gone with it
+    assert not browser.find_element(By.ID, "clicks-panel").is_displayed()
 
 
 def test_an_upload_that_ended_early_is_listed_by_file_name_with_its_error(
