@@ -136,6 +136,7 @@ def upload_csv() -> Response[str]:
         quota=daily_quota(),
         size=len(raw),
         defaults=defaults,
+        file_name=uploaded.file_name,
     )
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(job_id=job.job_id, total=job.total, status_url=_status_url(job.job_id))

@@ -44,6 +44,7 @@ def list_links() -> Response[str]:
         limit=web.whole_number(event.get_query_string_value("limit", None) or str(LINKS_PAGE_SIZE), "limit"),
         tag=event.get_query_string_value("tag", None),
         contains=event.get_query_string_value("q", None),
+        job_id=event.get_query_string_value("job_id", None),
     )
     base = _base_url()
     page = LinkList(links=[LinkView.of(link, base) for link in found], next_cursor=cursor)

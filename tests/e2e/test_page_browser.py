@@ -14,12 +14,14 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -40,9 +42,10 @@ if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
 import zxingcpp  # noqa: E402
 from PIL import Image  # noqa: E402
 from selenium import webdriver  # noqa: E402 (only with a browser to drive)
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
@@ -379,31 +382,35 @@ def test_a_job_followed_before_a_reload_resumes_its_progress(
 def test_the_page_fits_a_phone_and_labels_every_field(
     browser: WebDriver, stack: RunningStack, snap: Snap
 ) -> None:
-    # Given a phone-sized window
+    # Given a phone-sized window, and a link with a long URL, a title and tags
     assert stack.api_key
+    long_url = "https://example.com/phone/" + "a-rather-long-path-segment/" * 6
+    created = stack.post_json("/", {"url": long_url, "title": "Phone check", "tags": ["phone", "layout"]})
+    assert created.status in (200, 201), created.text
     size = browser.get_window_size()
     browser.set_window_size(390, 844)
     try:
-        # When the page is shown with a key and its lists
+        # When the page is shown with a key and its lists, and the link's edit form is open
         open_page(browser, stack, stack.api_key)
-        WebDriverWait(browser, STEP_SECONDS).until(
-            lambda _: (
-                browser.find_element(By.ID, "links-list").text
-                or browser.find_element(By.ID, "links-empty").is_displayed()
-            )
-        )
+        item = link_item(browser, created.json()["short_url"])
+        item.find_element(By.CSS_SELECTOR, "button.edit").click()
         snap("phone")
-        # Then nothing is wider than the screen, and every field has a label
+        # Then nothing is wider than the screen, and every field has a label, every button a name
         widths = browser.execute_script(
             "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
         )
         unlabelled = browser.execute_script(
-            "return [...document.querySelectorAll('input')].filter((i) => !i.labels.length).map((i) => i.id)"
+            "return [...document.querySelectorAll('input, select')].filter((i) => !i.labels.length)"
+            ".map((i) => i.id || i.name)"
+        )
+        unnamed = browser.execute_script(
+            "return [...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).length"
         )
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert widths[0] <= widths[1], widths
     assert unlabelled == []
+    assert unnamed == 0
 
 
 @pytest.mark.e2e_timeout(300)
@@ -506,3 +513,292 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     assert browser.find_element(By.ID, "clicks-countries").text == "unknown: 2"
     assert browser.find_element(By.ID, "clicks-referrers").text == "Not recorded"
     snap("clicks")
+
+
+# --- Managing links and uploads ---
+
+
+def wait_job_done(stack: RunningStack, job_id: str) -> dict[str, Any]:
+    """The job's status once it is done (polled until JOB_SECONDS)."""
+    deadline = time.monotonic() + JOB_SECONDS
+    while (job := stack.request("GET", f"jobs/{job_id}").json())["status"] != "done":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+    return dict(job)
+
+
+def upload_rows(stack: RunningStack, urls: list[str]) -> str:
+    """A job of ``urls`` through POST /bulk, done; its id."""
+    accepted = stack.request(
+        "POST", "bulk", "url\n" + "".join(f"{url}\n" for url in urls), {"Content-Type": "text/csv"}
+    )
+    assert accepted.status == 202, accepted.text
+    job_id = str(accepted.json()["job_id"])
+    wait_job_done(stack, job_id)
+    return job_id
+
+
+def listed(browser: WebDriver) -> list[str]:
+    """The short URLs the list shows, in order (once the list is not being replaced)."""
+    return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#links-list li .head a")]
+
+
+def link_item(browser: WebDriver, short_url: str) -> Any:
+    """The list item of ``short_url`` (waited for)."""
+    return WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: next(
+            (li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text),
+            None,
+        )
+    )
+
+
+def search(browser: WebDriver, q: str = "", tag: str = "", job_id: str = "") -> None:
+    for field, value in (("links-q", q), ("links-tag", tag)):
+        element = browser.find_element(By.ID, field)
+        element.clear()
+        element.send_keys(value)
+    browser.execute_script("document.getElementById('links-job').value = arguments[0]", job_id)
+    browser.execute_script("window.listed = document.getElementById('links-list').firstChild")
+    browser.find_element(By.CSS_SELECTOR, "#links-filter button[type=submit]").click()
+    # The answer replaced the list (or emptied it).
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.execute_script(
+            "const first = document.getElementById('links-list').firstChild;"
+            "return first === null ? !document.getElementById('links-empty').hidden : first !== window.listed"
+        )
+    )
+
+
+def test_links_are_searched_by_title_and_filtered_by_tag_and_by_upload(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given links with titles and tags, and an upload of three rows, made through the API
+    def made(url: str, **fields: Any) -> str:
+        answer = stack.post_json("/", {"url": url, **fields})
+        assert answer.status in (200, 201), answer.text
+        return str(answer.json()["short_url"])
+
+    flyer = made(f"http://localhost:{landing}/search/1", title="Zebra flyer", tags=["zebra", "print"])
+    poster = made(f"http://localhost:{landing}/search/2", title="Zebra poster", tags=["print"])
+    other = made(f"http://localhost:{landing}/search/3", title="Lion", tags=["zebra"])
+    rows = [f"http://localhost:{landing}/search-job/{number}" for number in range(3)]
+    job_id = upload_rows(stack, rows)
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    link_item(browser, other)
+    # When the person searches for a word of two titles
+    search(browser, q="Zebra")
+    snap("searched")
+    # Then exactly those two are listed, with their titles, tags, status and creation date
+    assert sorted(listed(browser)) == sorted([flyer, poster])
+    text = link_item(browser, flyer).text
+    assert "Zebra flyer" in text and "Tags: print, zebra" in text and "Active" in text and "Created " in text
+    assert "2 links" in browser.find_element(By.ID, "links-summary").text
+    # And a tag, and then an upload (chosen by its name in the list of uploads), narrow it so
+    search(browser, tag="zebra")
+    assert sorted(listed(browser)) == sorted([flyer, other])
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.find_elements(By.CSS_SELECTOR, f'#links-job option[value="{job_id}"]')
+    )
+    search(browser, job_id=job_id)
+    snap("by-upload")
+    shown = [link_item(browser, short).text for short in listed(browser)]
+    assert len(shown) == 3 and sorted(line.split("\u2192 ")[1].split("\n")[0] for line in shown) == rows
+    # And "Show all" brings every link back
+    browser.find_element(By.ID, "links-clear").click()
+    link_item(browser, other)
+    assert browser.find_element(By.ID, "links-summary").text == ""
+
+
+def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given a link on the page
+    created = stack.post_json("/", {"url": f"http://localhost:{landing}/before-edit"}).json()
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    item = link_item(browser, created["short_url"])
+    # When its Edit form is filled in with a new target, title, tags and expiry and saved
+    item.find_element(By.CSS_SELECTOR, "button.edit").click()
+    form = item.find_element(By.CSS_SELECTOR, ".editor form")
+    assert browser.switch_to.active_element == form.find_element(By.NAME, "url")
+    for name, value in (
+        ("url", f"http://localhost:{landing}/after-edit"),
+        ("title", "Summer labels"),
+        ("tags", "summer, labels"),
+    ):
+        field = form.find_element(By.NAME, name)
+        field.clear()
+        field.send_keys(value)
+    # (a datetime-local field is typed in the browser's own locale: its value is set as a picker would)
+    browser.execute_script(
+        "arguments[0].value = '2031-05-01T09:30'", form.find_element(By.NAME, "expires_at")
+    )
+    snap("editing")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    # Then the item shows what the API kept, and the link has it
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: "Summer labels" in link_item(browser, created["short_url"]).text
+    )
+    snap("edited")
+    text = link_item(browser, created["short_url"]).text
+    assert f"\u2192 http://localhost:{landing}/after-edit" in text and "Tags: labels, summer" in text
+    assert "Expires " in text and "2031" in text
+    shown = stack.request("GET", f"links/{created['code']}").json()
+    expected = browser.execute_script("return new Date('2031-05-01T09:30').toISOString()")
+    assert (shown["url"], shown["title"], shown["tags"]) == (
+        f"http://localhost:{landing}/after-edit",
+        "Summer labels",
+        ["labels", "summer"],
+    )
+    assert shown["expires_at"].replace("+00:00", "Z").startswith(expected[:19]), (shown, expected)
+    # And an invalid tag is refused in the form, saying why, with the link unchanged
+    item = link_item(browser, created["short_url"])
+    item.find_element(By.CSS_SELECTOR, "button.edit").click()
+    tags = item.find_element(By.CSS_SELECTOR, ".editor form").find_element(By.NAME, "tags")
+    tags.clear()
+    tags.send_keys("no spaces allowed")
+    item.find_element(By.CSS_SELECTOR, ".editor button[type=submit]").click()
+    problem = WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: next(
+            (p for p in item.find_elements(By.CSS_SELECTOR, ".editor .error") if p.is_displayed()), None
+        )
+    )
+    assert "tags" in problem.text, problem.text
+    assert stack.request("GET", f"links/{created['code']}").json()["tags"] == ["labels", "summer"]
+    # And Escape closes the form, back on its Edit button
+    tags.send_keys(Keys.ESCAPE)
+    assert not item.find_elements(By.CSS_SELECTOR, ".editor form")
+    assert browser.switch_to.active_element.get_attribute("aria-label") == f"Edit {created['short_url']}"
+
+
+def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given a link on the page
+    created = stack.post_json("/", {"url": f"http://localhost:{landing}/toggled"}).json()
+    code, short_url = created["code"], created["short_url"]
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    # When it is disabled
+    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.disable").click()
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: "Disabled" in link_item(browser, short_url).text)
+    snap("disabled")
+    # Then it answers 410 Gone, and the focus stays on its (now Enable) button
+    assert stack.request("GET", code, api_key=None).status == 410
+    assert browser.switch_to.active_element.get_attribute("aria-label") == f"Enable {short_url}"
+    # When it is enabled again, it redirects again
+    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.enable").click()
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: "Active" in link_item(browser, short_url).text)
+    assert stack.request("GET", code, api_key=None).status == 301
+    # When its clicks are shown, and then it is deleted (a confirmation first)
+    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.clicks").click()
+    assert visible_text(browser, "clicks-heading") == f"Clicks of {code}"
+    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.delete").click()
+    confirmation = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+        lambda _: browser.switch_to.alert
+    )
+    assert short_url in confirmation.text
+    confirmation.accept()
+    # Then it leaves the list and answers 410 Gone for good
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: short_url not in listed(browser))
+    snap("deleted")
+    assert stack.request("GET", f"links/{code}").status == 410
+    assert browser.find_element(By.ID, "announce").text == f"Deleted {short_url}."
+    # And its clicks report, no longer about a link of the list, is gone with it
+    assert not browser.find_element(By.ID, "clicks-panel").is_displayed()
+
+
+def test_an_upload_that_ended_early_is_listed_by_file_name_with_its_error(
+    browser: WebDriver, stack: RunningStack, snap: Snap, tmp_path: Path
+) -> None:
+    # Given a file uploaded straight to storage whose first line is neither a header nor a URL
+    source = tmp_path / "contacts-page.csv"
+    source.write_text("Name;Phone\nAda;123\n")
+    client = ShortenerClient(stack.api_url, api_key=stack.api_key)
+    job = client.start_upload(source.name, source.stat().st_size)
+    client.put_file(job["upload"], source, lambda _: None)
+    done = wait_job_done(stack, job["job_id"])
+    assert done["ended_early"] is True
+    # When the person opens the page
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    item = WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: next(
+            (
+                li
+                for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li")
+                if job["job_id"] in li.text
+            ),
+            None,
+        )
+    )
+    snap("ended-early")
+    # Then the upload is named by its file, and says why it ended early
+    assert item.find_element(By.CSS_SELECTOR, ".file").text == "contacts-page.csv"
+    assert item.find_element(By.CSS_SELECTOR, ".job-error").text == f"Ended early: {done['error']['message']}"
+
+
+def test_a_message_that_no_longer_applies_is_cleared(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given a person told that shortening needs a key
+    open_page(browser, stack)
+    shorten(browser, f"http://localhost:{landing}/stale")
+    assert "needs an API key" in visible_text(browser, "error")
+    # When they enter their key
+    assert stack.api_key
+    enter_key(browser, stack.api_key)
+    visible_text(browser, "key-saved")
+    snap("key-entered")
+    # Then that message is gone
+    assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # The batch routes come from another branch: a route that is there refuses this body (4xx),
+    # one that is not answers 404 (no such route).
+    probe = stack.post_json("links/batch", {"action": "no-such-action"})
+    if probe.status == 404:
+        pytest.skip(f"POST /links/batch is not on this stack yet: {probe.text[:100]}")
+    assert probe.status in (400, 422), probe.text
+    # Given an upload of four rows
+    rows = [f"http://localhost:{landing}/batch/{number}" for number in range(4)]
+    job_id = upload_rows(stack, rows)
+    codes = [link["code"] for link in stack.request("GET", f"links?job_id={job_id}").json()["links"]]
+    assert len(codes) == 4
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+
+    def job_item() -> Any:
+        return WebDriverWait(browser, STEP_SECONDS).until(
+            lambda _: next(
+                (li for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li") if job_id in li.text),
+                None,
+            )
+        )
+
+    # When its links are disabled from the upload's item
+    job_item().find_element(By.CSS_SELECTOR, "button.job-disable").click()
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: job_item().find_element(By.CSS_SELECTOR, ".batch-status").text == "Disabled 4 of 4 links."
+    )
+    snap("disabled")
+    # Then every one answers 410 Gone
+    assert [stack.request("GET", code, api_key=None).status for code in codes] == [410] * 4
+    # When they are deleted (a confirmation first)
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: job_item().find_element(By.CSS_SELECTOR, "button.job-delete").is_enabled()
+    )
+    job_item().find_element(By.CSS_SELECTOR, "button.job-delete").click()
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+        lambda _: browser.switch_to.alert
+    ).accept()
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: job_item().find_element(By.CSS_SELECTOR, ".batch-status").text == "Deleted 4 of 4 links."
+    )
+    # Then they are gone from the owner's links
+    assert [stack.request("GET", f"links/{code}").status for code in codes] == [410] * 4

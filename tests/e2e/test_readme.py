@@ -214,6 +214,8 @@ DOCS_EXPECTED = {
         r"^200 image/png$",
         r"^<svg",
         r"^\['1-\w+\.png', '2-\w+\.png'\]$",
+        r"^page\.csv$",
+        r"^\['Spring flyer'\]$",
     ],
 }
 DOCS_RUN = [

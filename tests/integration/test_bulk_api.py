@@ -117,6 +117,25 @@ def test_multipart_upload_from_the_page_is_read(api: ModuleType, queue_url: str)
     assert message.rows == [("https://example.com/x", ""), ("https://example.com/y", "")]
 
 
+def test_a_multipart_uploads_file_name_is_shown_with_its_job(api: ModuleType, queue_url: str) -> None:
+    # Given a file uploaded from the page's form
+    body = multipart_body(b"url\nhttps://example.com/n\n", filename="spring flyers.csv")
+    accepted = json.loads(upload(api, body, f"multipart/form-data; boundary={BOUNDARY}")["body"])
+    # When its status is read
+    path = {"job_id": accepted["job_id"]}
+    status = call(
+        api, api_event("GET", f"/jobs/{accepted['job_id']}", resource="/jobs/{job_id}", path_parameters=path)
+    )
+    # Then it names the file; a CSV sent as the body has no name
+    assert json.loads(status["body"])["file_name"] == "spring flyers.csv"
+    plain = json.loads(upload(api, b"url\nhttps://example.com/p\n")["body"])
+    path = {"job_id": plain["job_id"]}
+    shown = call(
+        api, api_event("GET", f"/jobs/{plain['job_id']}", resource="/jobs/{job_id}", path_parameters=path)
+    )
+    assert json.loads(shown["body"])["file_name"] is None
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "error"),
     [

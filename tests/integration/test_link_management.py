@@ -64,6 +64,17 @@ def test_links_are_filtered_by_tag_and_by_part_of_the_url(alice: ApiCaller) -> N
     assert by_url == ["https://blog.example/autumn"]
 
 
+def test_a_search_finds_links_by_part_of_their_title_too(alice: ApiCaller) -> None:
+    # Given links with and without titles
+    alice.shorten("https://shop.example/a", title="Spring flyer")
+    alice.shorten("https://shop.example/b", title="Autumn poster")
+    alice.shorten("https://shop.example/flyer-c")
+    # When she searches for a word
+    found = [link["url"] for link in body(alice.list_links(q="flyer"))["links"]]
+    # Then the links with it in their title or in their URL are found, and no other
+    assert sorted(found) == ["https://shop.example/a", "https://shop.example/flyer-c"]
+
+
 def test_one_link_is_shown_with_its_details(alice: ApiCaller) -> None:
     code = alice.shorten("https://example.com/shown", title="Shown", tags=["x"])["code"]
     shown = body(alice.link("GET", code))

@@ -62,6 +62,13 @@ def test_a_multipart_file_keeps_its_bytes() -> None:
     assert uploaded.encoding.fallback_lines == 0
 
 
+def test_a_multipart_file_keeps_its_name_and_a_body_has_none() -> None:
+    body = multipart_body(b"url\nhttps://a.example/\n", filename="spring flyers.csv")
+    named = read_upload(body, f"multipart/form-data; boundary={BOUNDARY}", max_bytes=10_000, max_rows=10)
+    plain = read_upload(b"url\nhttps://a.example/\n", "text/csv", max_bytes=10_000, max_rows=10)
+    assert (named.file_name, plain.file_name) == ("spring flyers.csv", None)
+
+
 def test_rows_are_packed_by_count_and_by_size() -> None:
     rows = [BulkRow(url=f"https://example.com/{n}") for n in range(7)] + [
         BulkRow(url="https://x.example/" + "a" * 500)

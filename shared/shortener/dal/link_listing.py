@@ -40,15 +40,18 @@ class LinkIndex(aws.DynamoDBTable):
         limit: int,
         tag: str | None = None,
         contains: str | None = None,
+        job_id: str | None = None,
     ) -> LinkPage:
         """Up to ``limit`` of ``owner``'s links (deleted ones are not in the index) created before
-        the position ``before`` (None: from the newest), with the tag ``tag`` and ``contains`` in
-        their URL when given."""
+        the position ``before`` (None: from the newest), with the tag ``tag``, ``contains`` in
+        their URL or title, and made by the bulk job ``job_id``, when given."""
         found: list[tuple[str, Link]] = []
         frontier: str | None = None
         for shard in range(LIST_SHARDS):
             partition = list_partition(owner, shard)
-            items, stopped_at = self._query(partition, before or _NEWEST, limit, tag, contains)
+            items, stopped_at = self._query(
+                partition, before or _NEWEST, limit, tag=tag, contains=contains, job_id=job_id
+            )
             found += [(item["list_sk"]["S"], link_from_item(item)) for item in items]
             if stopped_at is not None and (frontier is None or stopped_at > frontier):
                 frontier = stopped_at
@@ -63,7 +66,14 @@ class LinkIndex(aws.DynamoDBTable):
         return LinkPage([link for _, link in complete], frontier)
 
     def _query(
-        self, partition: str, before: str, limit: int, tag: str | None, contains: str | None
+        self,
+        partition: str,
+        before: str,
+        limit: int,
+        *,
+        tag: str | None,
+        contains: str | None,
+        job_id: str | None,
     ) -> tuple[list[dict[str, Any]], str | None]:
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
@@ -78,9 +88,13 @@ class LinkIndex(aws.DynamoDBTable):
             filters.append("contains(tags, :tag)")
             arguments["ExpressionAttributeValues"][":tag"] = {"S": tag}
         if contains:
-            filters.append("contains(#url, :contains)")
+            # contains() is false for a missing attribute: a link without a title matches by URL.
+            filters.append("(contains(#url, :contains) OR contains(title, :contains))")
             arguments["ExpressionAttributeValues"][":contains"] = {"S": contains}
             arguments["ExpressionAttributeNames"] = {"#url": "url"}
+        if job_id:
+            filters.append("job_id = :job_id")
+            arguments["ExpressionAttributeValues"][":job_id"] = {"S": job_id}
         if filters:
             arguments["FilterExpression"] = " AND ".join(filters)
         response = self.client.query(**arguments)

@@ -54,6 +54,7 @@ class OwnerIndex(Protocol):
         limit: int,
         tag: str | None = None,
         contains: str | None = None,
+        job_id: str | None = None,
     ) -> LinkPage: ...
 
     def position(self, link: Link) -> str:
@@ -112,16 +113,23 @@ class LinkManager:
         limit: int = LINKS_PAGE_SIZE,
         tag: str | None = None,
         contains: str | None = None,
+        job_id: str | None = None,
     ) -> tuple[list[Link], str | None]:
         """A page of the caller's links (an admin may name another ``owner``), newest first, and
-        the cursor of the next page."""
+        the cursor of the next page; only those with ``tag``, with ``contains`` in their URL or
+        title, and of the bulk job ``job_id``, when given."""
         require_key(caller)
         wanted = owner or caller.owner_id
         if wanted != caller.owner_id and not caller.is_admin:
             raise ForbiddenError("Only an admin can list another owner's links.")
         before, size = decode_cursor(cursor), page_size(limit, MAX_LINKS_PAGE_SIZE)
         page = self._index.list_links(
-            wanted, before=before, limit=size, tag=tag or None, contains=contains or None
+            wanted,
+            before=before,
+            limit=size,
+            tag=tag or None,
+            contains=contains or None,
+            job_id=job_id or None,
         )
         links, next_position = page.links, page.next_position
         # A page of long URLs ends early, its answer under Lambda's 6 MB; the cursor goes on from there.

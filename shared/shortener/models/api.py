@@ -34,7 +34,10 @@ class ListLinksQuery(BaseModel):
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.")
     owner: str | None = Field(default=None, description="An admin: another owner's links.")
     tag: str | None = Field(default=None, description="Only links with this tag.")
-    q: str | None = Field(default=None, description="Only links whose URL or title contains this.")
+    q: str | None = Field(
+        default=None, description="Only links whose URL or title contains this (case-sensitive)."
+    )
+    job_id: str | None = Field(default=None, description="Only the links made by this bulk job.")
 
 
 class BulkUploadQuery(BaseModel):

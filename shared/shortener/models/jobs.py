@@ -179,6 +179,8 @@ class Job(BaseModel):
     # The uploader's owner id (the API key's owner); None for jobs from before owners existed
     # (admins only).
     owner: str | None = None
+    # The name of a file sent in the body (a multipart upload's); a direct upload's is upload's.
+    file_name: str | None = None
     upload: UploadSource | None = None
     split: SplitState | None = None
     results: ResultsFile | None = None
@@ -271,6 +273,8 @@ class JobStatusView(BaseModel):
     results_file_url: str | None = None
     results_file_expires_at: datetime | None = None
     upload: UploadProgress | None = None
+    # The uploaded file's name, when the upload gave one (a direct upload, a multipart form).
+    file_name: str | None = None
     error: JobError | None = None
     # True when the file was not read to its end: ``error`` says why (the status stays "done").
     ended_early: bool = False

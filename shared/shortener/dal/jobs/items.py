@@ -130,7 +130,7 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
         "kind": {"S": job.kind},
         "split_done": {"BOOL": job.split_done},
     }
-    for name in ("bucket", "base_url", "own_host", "owner", "notify_topic"):
+    for name in ("bucket", "base_url", "own_host", "owner", "notify_topic", "file_name"):
         if value := getattr(job, name):
             item[name] = {"S": value}
     if job.own_hosts:
@@ -191,6 +191,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         own_hosts=[host["S"] for host in item.get("own_hosts", {}).get("L", [])],
         owner=text("owner"),
         notify_topic=text("notify_topic"),
+        file_name=text("file_name"),
         upload=UploadSource(
             key=upload["key"]["S"],
             file_name=upload["file_name"]["S"],

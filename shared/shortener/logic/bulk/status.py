@@ -42,6 +42,7 @@ def status_view(
         results_file_url=results_file[0] if results_file else None,
         results_file_expires_at=results_file[1] if results_file else None,
         upload=upload,
+        file_name=job.upload.file_name if job.upload is not None else job.file_name,
         error=job.error,
         ended_early=job.ended_early,
         encoding=job.encoding.encoding if job.encoding else None,

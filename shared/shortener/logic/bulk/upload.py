@@ -9,7 +9,7 @@ boundary and continue from there in another invocation."""
 import csv
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.parser import BytesParser
 from email.policy import HTTP
 
@@ -456,10 +456,12 @@ def _lines(blocks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | int
 
 @dataclass(frozen=True, slots=True)
 class UploadedFile:
-    """The rows of a small file, and how its text was decoded."""
+    """The rows of a small file, how its text was decoded, and its name when the upload gave one
+    (a multipart file field's ``filename``)."""
 
     rows: list[BulkRow]
     encoding: FileEncoding
+    file_name: str | None = None
 
 
 def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int) -> UploadedFile:
@@ -472,13 +474,15 @@ def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int)
             f"The upload is larger than {max_bytes:,} bytes; upload it directly with POST /bulk/uploads."
         )
     media_type = content_type.split(";", 1)[0].strip().lower()
+    file_name = None
     if media_type == "multipart/form-data":
-        raw = _file_from_multipart(raw, content_type)
+        raw, file_name = _file_from_multipart(raw, content_type)
     elif media_type not in _CSV_MEDIA_TYPES:
         raise UnsupportedMediaTypeError(
             f"Content type '{media_type}' is not accepted; send text/csv or a multipart/form-data upload."
         )
-    return read_file([raw], max_rows=max_rows)
+    uploaded = read_file([raw], max_rows=max_rows)
+    return replace(uploaded, file_name=file_name) if file_name else uploaded
 
 
 def parse_csv(text: str, *, max_rows: int) -> list[BulkRow]:
@@ -503,7 +507,8 @@ def read_file(blocks: Iterable[bytes], *, max_rows: int) -> UploadedFile:
     return UploadedFile(rows=rows, encoding=encoding)
 
 
-def _file_from_multipart(raw: bytes, content_type: str) -> bytes:
+def _file_from_multipart(raw: bytes, content_type: str) -> tuple[bytes, str | None]:
+    """The file field's bytes, and its file name (None when the form gave none)."""
     boundary = _MULTIPART_BOUNDARY.search(content_type)
     if boundary is None:
         raise InvalidCsvError("The multipart upload has no boundary in its Content-Type.")
@@ -527,4 +532,4 @@ def _file_from_multipart(raw: bytes, content_type: str) -> bytes:
     if chosen is None:
         raise InvalidCsvError("The upload has no file field.")
     payload = chosen.get_payload(decode=True)
-    return payload if isinstance(payload, bytes) else b""
+    return (payload if isinstance(payload, bytes) else b""), chosen.get_filename() or None
