@@ -31,7 +31,7 @@ class LabelsLease(JobItems):
                 "attribute_exists(job_id) AND "
                 "(attribute_not_exists(#lease) OR #lease < :now OR #owner = :owner)"
             ),
-            ExpressionAttributeNames=_names(image_format),
+            ExpressionAttributeNames=_names(image_format, build=False),
             ExpressionAttributeValues={
                 ":owner": {"S": owner},
                 ":lease": {"N": str(lease_until)},
@@ -41,7 +41,7 @@ class LabelsLease(JobItems):
         )
         if answer is None:
             return None
-        saved = answer.get("Attributes", {}).get(_names(image_format)["#build"], {}).get("S")
+        saved = answer.get("Attributes", {}).get(_build_attribute(image_format), {}).get("S")
         return LabelsClaim(LabelsBuild.model_validate_json(saved) if saved else None)
 
     def save_labels(
@@ -66,21 +66,22 @@ class LabelsLease(JobItems):
     def release_labels(self, job_id: str, image_format: QrFormat, owner: str, *, finished: bool) -> None:
         """Give up ``owner``'s lease: its build failed (a retry may take it over at once, from the
         saved state), or it is finished (the saved state goes too)."""
-        names = _names(image_format)
-        if not finished:
-            names.pop("#build")
         self._update_if(
             job_id,
             UpdateExpression="REMOVE #owner, #lease" + (", #build" if finished else ""),
             ConditionExpression="#owner = :owner",
-            ExpressionAttributeNames=names,
+            ExpressionAttributeNames=_names(image_format, build=finished),
             ExpressionAttributeValues={":owner": {"S": owner}},
         )
 
 
-def _names(image_format: QrFormat) -> dict[str, Any]:
-    return {
-        "#owner": f"labels_{image_format}_owner",
-        "#lease": f"labels_{image_format}_lease",
-        "#build": f"labels_{image_format}_build",
-    }
+def _names(image_format: QrFormat, *, build: bool = True) -> dict[str, Any]:
+    """The attributes' names (DynamoDB refuses a name an expression does not use)."""
+    names = {"#owner": f"labels_{image_format}_owner", "#lease": f"labels_{image_format}_lease"}
+    if build:
+        names["#build"] = _build_attribute(image_format)
+    return names
+
+
+def _build_attribute(image_format: QrFormat) -> str:
+    return f"labels_{image_format}_build"
