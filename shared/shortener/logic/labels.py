@@ -132,6 +132,8 @@ class LabelsOptions:
     lease_grace_seconds: int = 60
     image_size: int = DEFAULT_QR_SIZE
     zip_limits: ZipLimits = field(default_factory=ZipLimits)
+    # Draws one label: (short URL, format, size) -> image bytes.
+    draw: Callable[[str, QrFormat, int], bytes] = qr_image
 
 
 @dataclass(slots=True)
@@ -249,7 +251,7 @@ class _Build:
                 self.state.chunk, self.state.skip = chunk, index + 1
                 if not outcome.code:
                     continue
-                image = qr_image(job.base_url + outcome.code, self.format, options.image_size)
+                image = options.draw(job.base_url + outcome.code, self.format, options.image_size)
                 entry = self.zip.add(
                     label_name(outcome.row, width, outcome.code, self.format),
                     image,
