@@ -16,6 +16,7 @@ in minutes; the CPU and time figures are then not a build's."""
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -212,8 +213,11 @@ def main() -> None:
                 str(count),
                 "--format",
                 options.format,
+                *(("--drawn", str(options.drawn)) if options.drawn else ()),
             ],
             cwd=ROOT,
+            # As the files function runs (template.yaml: MALLOC_MMAP_THRESHOLD_).
+            env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"},
             capture_output=True,
             text=True,
             check=True,
