@@ -7,7 +7,7 @@ import io
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,10 +16,13 @@ from PIL import Image
 
 from shortener import clock
 from shortener.logic.labels import (
+    BUILD_LEASE,
     LabelsOptions,
     LabelsWriter,
+    building_key,
     carry_key,
     labels_key,
+    labels_state,
     row_width,
     segment_key,
 )
@@ -301,3 +304,44 @@ def test_an_unknown_or_unfinished_job_builds_nothing() -> None:
 
 def test_the_width_is_the_digits_of_the_last_row() -> None:
     assert [row_width(n) for n in (0, 9, 10, 999, 1000, 100_000)] == [1, 1, 2, 3, 4, 6]
+
+
+@dataclass
+class MarkedFiles:
+    """A bucket that knows when its objects were written."""
+
+    written: dict[str, datetime] = field(default_factory=dict)
+
+    def modified_at(self, bucket: str, key: str) -> datetime | None:
+        return self.written.get(key)
+
+
+def test_a_build_is_building_while_its_marker_is_fresh_and_asked_for_again_once_stale() -> None:
+    # Given a job whose build's last invocation started its marker at noon
+    noon = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    files = MarkedFiles({building_key(JOB_ID, "png"): noon})
+    done = job(10)
+    # Then the API says building within the lease, and absent after it (a builder that died is
+    # asked for again, so no 202 lasts forever)
+    assert (
+        labels_state(files, done, "png", now=lambda: noon + BUILD_LEASE - timedelta(seconds=1)) == "building"
+    )  # type: ignore[arg-type]
+    assert labels_state(files, done, "png", now=lambda: noon + BUILD_LEASE) == "absent"  # type: ignore[arg-type]
+    assert labels_state(files, done, "svg", now=lambda: noon) == "absent"  # type: ignore[arg-type]
+    files.written[labels_key(JOB_ID, "png")] = noon
+    assert labels_state(files, done, "png", now=lambda: noon + timedelta(days=1)) == "ready"  # type: ignore[arg-type]
+
+
+def test_every_invocation_of_a_build_writes_its_marker_again() -> None:
+    # Given a build that hands over after each label
+    writer, _, files, successor = world(3)
+    markers = []
+    writer.write(LabelsRequest(job_id=JOB_ID), "invocation-1", lambda: 100.0)
+    markers.append(files.objects.pop(building_key(JOB_ID, "png")))
+    while successor.asked:
+        writer.write(successor.asked.pop(), "next", lambda: 100.0)
+        if successor.asked:
+            markers.append(files.objects.pop(building_key(JOB_ID, "png")))
+    # Then each continuing invocation wrote the marker again (the build's heartbeat)
+    assert len(markers) == 3
+    assert building_key(JOB_ID, "png") not in files.objects  # the finished build removed it
