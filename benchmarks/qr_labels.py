@@ -80,7 +80,7 @@ class GeneratedJob:
             first = chunk * CHUNK_ROWS + 1
             yield chunk, rows(first, min(first + CHUNK_ROWS - 1, self.job.total))
 
-    def claim_labels(self, job_id: str, image_format: QrFormat, owner: str, **_: int) -> Claim:
+    def claim_labels(self, job_id: str, image_format: QrFormat, owner: str, **_: int | str | None) -> Claim:
         return Claim(None)
 
     def save_labels(

@@ -105,10 +105,14 @@ def test_a_build_with_a_tiny_budget_spans_invocations_and_makes_a_whole_zip(
     invocations = [report]
     while successor.asked:
         request = successor.asked.pop()
-        assert request.owner == "invocation-1"
+        assert request.owner == f"invocation-{len(invocations)}"  # the holder that handed over
         invocations.append(
             writer.write(request, f"invocation-{len(invocations) + 1}", labels_per_invocation(3))
         )
+        if len(invocations) == 2:
+            # A duplicate of that event, once the successor took the lease, finds it held
+            twin = writer.write(request, "invocation-twin", labels_per_invocation(3))
+            assert twin.outcome == "busy"
     # Then the 18 labels took several invocations, each drawing its share once, the last wrote the ZIP
     outcomes = [answer.outcome for answer in invocations]
     assert len(outcomes) >= 6 and outcomes == ["continued"] * (len(outcomes) - 1) + ["written"]

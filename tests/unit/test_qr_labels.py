@@ -72,9 +72,16 @@ class FakeJobs:
                 yield number, list(chunk)
 
     def claim_labels(
-        self, job_id: str, image_format: QrFormat, owner: str, *, now: int, lease_until: int
+        self,
+        job_id: str,
+        image_format: QrFormat,
+        owner: str,
+        *,
+        handed: str | None,
+        now: int,
+        lease_until: int,
     ) -> Claim | None:
-        if self.owner not in (None, owner) and self.lease >= now:
+        if self.owner not in (None, owner, handed) and self.lease >= now:
             return None
         self.owner, self.lease = owner, lease_until
         return Claim(self.saved.model_copy() if self.saved else None)

@@ -82,7 +82,14 @@ class LabelRecords(Protocol):
         self, job_id: str, from_chunk: int = 0
     ) -> Iterator[tuple[int, list[RowOutcome]]]: ...
     def claim_labels(
-        self, job_id: str, image_format: QrFormat, owner: str, *, now: int, lease_until: int
+        self,
+        job_id: str,
+        image_format: QrFormat,
+        owner: str,
+        *,
+        handed: str | None,
+        now: int,
+        lease_until: int,
     ) -> "LabelsClaimed | None": ...
     def save_labels(
         self, job_id: str, image_format: QrFormat, owner: str, build: LabelsBuild, *, lease_until: int
@@ -163,11 +170,10 @@ class LabelsWriter:
 
     def write(self, request: LabelsRequest, owner: str, seconds_left: Callable[[], float]) -> LabelsReport:
         """Build (or go on building) ``request``'s archive as ``owner`` (the invocation; a
-        continuation passes the owner it was handed)."""
+        continuation's request names the holder that handed the lease over)."""
         job = self._jobs.get_job(request.job_id)
         if job is None or not job.complete or not job.bucket:
             return LabelsReport("unknown_job")
-        owner = request.owner or owner
         image_format = request.format
         key = labels_key(job.job_id, image_format)
         now = clock.epoch_seconds()
@@ -175,6 +181,7 @@ class LabelsWriter:
             job.job_id,
             image_format,
             owner,
+            handed=request.owner,
             now=now,
             lease_until=now + int(seconds_left()) + self._options.lease_grace_seconds,
         )

@@ -20,20 +20,30 @@ class LabelsLease(JobItems):
     """The labels lease of a job item, one per image format."""
 
     def claim_labels(
-        self, job_id: str, image_format: QrFormat, owner: str, *, now: int, lease_until: int
+        self,
+        job_id: str,
+        image_format: QrFormat,
+        owner: str,
+        *,
+        handed: str | None,
+        now: int,
+        lease_until: int,
     ) -> LabelsClaim | None:
-        """Take (or keep) the right to build the job's labels: None when another builder holds a
-        lease that has not run out (or the job is gone)."""
+        """Take the right to build the job's labels as ``owner``: when nobody holds it, its lease
+        ran out, ``owner`` holds it (a retry), or its holder ``handed`` it over. The lease then
+        names ``owner``, so a duplicate of the handing-over event finds it held. None when another
+        builder holds a lease that has not run out (or the job is gone)."""
         answer = self._update_if(
             job_id,
             UpdateExpression="SET #owner = :owner, #lease = :lease",
             ConditionExpression=(
                 "attribute_exists(job_id) AND "
-                "(attribute_not_exists(#lease) OR #lease < :now OR #owner = :owner)"
+                "(attribute_not_exists(#lease) OR #lease < :now OR #owner IN (:owner, :handed))"
             ),
             ExpressionAttributeNames=_names(image_format, build=False),
             ExpressionAttributeValues={
                 ":owner": {"S": owner},
+                ":handed": {"S": handed or owner},
                 ":lease": {"N": str(lease_until)},
                 ":now": {"N": str(now)},
             },
