@@ -100,6 +100,7 @@ def job_qr(job_id: str) -> Response[str]:
             labels_key(job.job_id, image_format),
             f"{job.job_id}-qr-{image_format}.zip",
             api_settings().RESULTS_URL_SECONDS,
+            content_type="application/zip",
         )
         body = json.dumps({"labels_url": url, "expires_at": expires_at.isoformat()})
         return Response(303, "application/json", body, headers={"Location": url})

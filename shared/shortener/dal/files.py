@@ -45,15 +45,24 @@ class BulkFiles:
         )
         return PresignedUpload(url=url, headers={"Content-Length": str(size)}, expires_at=_after(expires_in))
 
-    def download_url(self, bucket: str, key: str, file_name: str, expires_in: int) -> tuple[str, datetime]:
-        """A presigned GET of a results file that a browser saves as ``file_name``, and when it expires."""
+    def download_url(
+        self,
+        bucket: str,
+        key: str,
+        file_name: str,
+        expires_in: int,
+        *,
+        content_type: str = "text/csv; charset=utf-8",
+    ) -> tuple[str, datetime]:
+        """A presigned GET of a file (a results CSV unless ``content_type`` says otherwise) that a
+        browser saves as ``file_name``, and when it expires."""
         url = self.client.generate_presigned_url(
             "get_object",
             Params={
                 "Bucket": bucket,
                 "Key": key,
                 "ResponseContentDisposition": f'attachment; filename="{file_name}"',
-                "ResponseContentType": "text/csv; charset=utf-8",
+                "ResponseContentType": content_type,
             },
             ExpiresIn=expires_in,
         )
