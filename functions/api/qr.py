@@ -8,10 +8,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from shortener import web
 from shortener.logic import bulk
-from shortener.logic.labels import MAX_LABEL_ROWS, labels_key, labels_state
+from shortener.logic.labels import labels_key, labels_state
 from shortener.logic.qr import MEDIA_TYPES, qr_image
 from shortener.models.api import ErrorBody
-from shortener.models.exceptions import PayloadTooLargeError
 from shortener.models.files import LabelsRequest
 from shortener.models.qr import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
 from shortener.openapi import Answer, operation
@@ -69,14 +68,15 @@ def link_qr(code: str) -> Response[bytes | str]:
             303: Answer("The labels ZIP", LabelsFileLink, headers={"Location": "The ZIP file."}),
             409: Answer("The job is not done yet", ErrorBody, headers={"Retry-After": "Seconds."}),
         },
-        errors=(413, 422),
+        errors=(422,),
         query=QrLabelsQuery,
         tag="jobs",
     ),
 )
 def job_qr(job_id: str) -> Response[str]:
-    """A done job's QR labels as one ZIP: 303 to the file once built; until then 202 with
-    Retry-After (the first request asks the files function to build it)."""
+    """A done job's QR labels as one ZIP, whatever its size: 303 to the file once built; until
+    then 202 with Retry-After (the first request, or one after a builder died, asks the files
+    function to build it)."""
     event = router.current_event
     image_format = web.parse_request(
         QrLabelsQuery, {"format": event.get_query_string_value("format", None) or "png"}
@@ -93,11 +93,6 @@ def job_qr(job_id: str) -> Response[str]:
             }
         )
         return Response(409, "application/json", body, headers=retry)
-    if job.succeeded > MAX_LABEL_ROWS:
-        raise PayloadTooLargeError(
-            f"QR labels are made for jobs of up to {MAX_LABEL_ROWS:,} shortened rows (this one has "
-            f"{job.succeeded:,}); fetch them per link with GET /links/{{code}}/qr."
-        )
     state = labels_state(files(), job, image_format)
     if state == "ready":
         url, expires_at = files().download_url(
@@ -105,6 +100,7 @@ def job_qr(job_id: str) -> Response[str]:
             labels_key(job.job_id, image_format),
             f"{job.job_id}-qr-{image_format}.zip",
             api_settings().RESULTS_URL_SECONDS,
+            content_type="application/zip",
         )
         body = json.dumps({"labels_url": url, "expires_at": expires_at.isoformat()})
         return Response(303, "application/json", body, headers={"Location": url})

@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.models.files import FilesTask, S3Event, SplitRequest
+from shortener.models.files import FilesTask, LabelsRequest, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
 from shortener.services.files import click_report_writer, labels_writer, results_writer, splitter
 
@@ -33,7 +33,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         written = results_writer().write(task.write_results, owner=context.aws_request_id)
         answer["results"] = written.model_dump(mode="json") if written else None
     if task.write_labels is not None:
-        answer["labels"] = labels_writer().write(task.write_labels.job_id, task.write_labels.format)
+        answer["labels"] = labels(task.write_labels, context, seconds_left)
     return answer
 
 
@@ -50,3 +50,17 @@ def split(request: SplitRequest, context: LambdaContext, seconds_left: Any) -> d
     )
     metrics.add_metric(name="RowsSplit", unit=MetricUnit.Count, value=report.rows)
     return {"job_id": request.job_id, "outcome": report.outcome, "rows": report.rows}
+
+
+def labels(request: LabelsRequest, context: LambdaContext, seconds_left: Any) -> dict[str, Any]:
+    report = labels_writer().write(request, context.aws_request_id, seconds_left)
+    logger.info(
+        "Labels",
+        extra={
+            "job_id": request.job_id,
+            "outcome": report.outcome,
+            "labels": report.labels,
+            "parts": report.parts,
+        },
+    )
+    return {"job_id": request.job_id, "outcome": report.outcome, "key": report.key, "labels": report.labels}

@@ -181,6 +181,8 @@ class FilesSettings(TablesMixin, BulkMixin, WorkLoopsMixin):
     SPLIT_HANDOVER_SECONDS: float = Field(default=60, ge=1)
     # How long one writer of a results file holds it before another may take over.
     RESULTS_LEASE_SECONDS: int = Field(default=900, ge=30)
+    # A job's QR labels build hands over to a new invocation when less than this is left.
+    LABELS_HANDOVER_SECONDS: float = Field(default=120, ge=1)
     # The click counters that jobs' click reports read.
     CLICKS_TABLE: str = ""
 

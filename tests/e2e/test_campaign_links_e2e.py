@@ -165,6 +165,7 @@ def test_a_jobs_qr_labels_are_a_zip_of_one_decodable_image_per_shortened_row(
         time.sleep(0.2)
     assert answer.status == 303, answer.text
     with urllib.request.urlopen(answer.headers["Location"], timeout=30) as download:
+        assert download.headers["Content-Type"] == "application/zip"
         archive = zipfile.ZipFile(io.BytesIO(download.read()))
     # Then it holds one image per shortened row, named by row (zero-padded) and code, each decoding
     # to that row's short URL

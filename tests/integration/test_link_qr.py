@@ -70,28 +70,33 @@ def job_qr(api: ModuleType, job_id: str) -> dict[str, Any]:
     )
 
 
-def test_a_jobs_labels_wait_for_the_job_and_refuse_jobs_too_large_to_draw_at_once(
+def test_a_jobs_labels_wait_for_the_job_and_any_size_of_done_job_is_built(
     api: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from functions.api import qr
 
-    # Given a running job and a done one of alice's (as the jobs table gives them)
+    # Given a running job and a done one of two million rows, alice's (as the jobs table gives them)
     running = Job(
         job_id="a" * 32, total=10, chunks=1, succeeded=4, created_at=clock.now(), owner="alice", bucket="b"
     )
     written = ResultsFile(key="results/x.csv", size=1, rows=10, written_at=clock.now())
-    done = running.model_copy(update={"job_id": "b" * 32, "succeeded": 10, "results": written})
+    done = running.model_copy(
+        update={"job_id": "b" * 32, "total": 2_000_000, "succeeded": 2_000_000, "results": written}
+    )
     known = {job.job_id: job for job in (running, done)}
     monkeypatch.setattr(qr, "jobs", lambda: SimpleNamespace(get_job=known.get))
+    asked: list[Any] = []
+    monkeypatch.setattr(qr, "files", lambda: SimpleNamespace(modified_at=lambda bucket, key: None))
+    monkeypatch.setattr(qr, "files_function", lambda: SimpleNamespace(request_labels=asked.append))
     # A job still running: 409, ask again later
     waiting = job_qr(api, running.job_id)
     assert (waiting["statusCode"], json.loads(waiting["body"])["error"]) == (409, "job_not_done")
     assert response_header(waiting, "Retry-After")
-    # A done job above the limit: 413, saying the limit and what to do instead
-    monkeypatch.setattr(qr, "MAX_LABEL_ROWS", 5)
-    refused = job_qr(api, done.job_id)
-    assert refused["statusCode"] == 413, refused["body"]
-    assert "up to 5 shortened rows" in json.loads(refused["body"])["message"]
+    # A done job of two million rows: no size limit, its build is asked for, 202 meanwhile
+    building = job_qr(api, done.job_id)
+    assert building["statusCode"] == 202, building["body"]
+    assert response_header(building, "Retry-After")
+    assert [(request.job_id, request.format) for request in asked] == [(done.job_id, "png")]
     # Another owner's job does not exist for them
     other = ApiCaller(api, "bob").request(
         "GET",

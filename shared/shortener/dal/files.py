@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from shortener import clock
 from shortener.dal import aws
+from shortener.models.exceptions import MultipartUploadGoneError
 from shortener.models.jobs import PresignedUpload
 
 if TYPE_CHECKING:
@@ -44,15 +45,24 @@ class BulkFiles:
         )
         return PresignedUpload(url=url, headers={"Content-Length": str(size)}, expires_at=_after(expires_in))
 
-    def download_url(self, bucket: str, key: str, file_name: str, expires_in: int) -> tuple[str, datetime]:
-        """A presigned GET of a results file that a browser saves as ``file_name``, and when it expires."""
+    def download_url(
+        self,
+        bucket: str,
+        key: str,
+        file_name: str,
+        expires_in: int,
+        *,
+        content_type: str = "text/csv; charset=utf-8",
+    ) -> tuple[str, datetime]:
+        """A presigned GET of a file (a results CSV unless ``content_type`` says otherwise) that a
+        browser saves as ``file_name``, and when it expires."""
         url = self.client.generate_presigned_url(
             "get_object",
             Params={
                 "Bucket": bucket,
                 "Key": key,
                 "ResponseContentDisposition": f'attachment; filename="{file_name}"',
-                "ResponseContentType": "text/csv; charset=utf-8",
+                "ResponseContentType": content_type,
             },
             ExpiresIn=expires_in,
         )
@@ -87,11 +97,13 @@ class BulkFiles:
         return response["Body"].iter_chunks(READ_BLOCK_BYTES)
 
     def modified_at(self, bucket: str, key: str) -> datetime | None:
-        """When the object at ``key`` was last written; None when there is none (HeadObject)."""
+        """When the object at ``key`` was last written; None when there is none (HeadObject: 404,
+        or 403 without s3:ListBucket, which S3 answers for a missing key: see
+        https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html, Permissions)."""
         try:
             head = self.client.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound", "403"):
                 return None
             raise
         return head["LastModified"]
@@ -137,6 +149,65 @@ class BulkFiles:
             raise
         return size
 
+    # ---- a multipart upload written across invocations (a job's labels ZIP) -------------------
+
+    def start_upload(self, bucket: str, key: str, *, content_type: str, file_name: str) -> str:
+        """A new multipart upload of ``key``: its upload id."""
+        return self.client.create_multipart_upload(
+            Bucket=bucket,
+            Key=key,
+            ContentType=content_type,
+            ContentDisposition=f'attachment; filename="{file_name}"',
+        )["UploadId"]
+
+    def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> None:
+        """Part ``number`` of the upload (a part sent again replaces the one sent before)."""
+        try:
+            self.client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body)
+        except ClientError as exc:
+            raise _gone_or(exc, upload_id) from exc
+
+    def complete_upload(self, bucket: str, key: str, upload_id: str, parts: int) -> None:
+        """Make the object of parts 1..``parts`` (their ETags as S3 lists them: ListParts, so a
+        build need not keep them; parts past ``parts`` left by a builder that died are not used)."""
+        listed: list[Any] = []
+        try:
+            for page in self.client.get_paginator("list_parts").paginate(
+                Bucket=bucket, Key=key, UploadId=upload_id
+            ):
+                listed += [
+                    {"PartNumber": part["PartNumber"], "ETag": part["ETag"]}
+                    for part in page.get("Parts", [])
+                    if part["PartNumber"] <= parts
+                ]
+            self.client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": listed}
+            )
+        except ClientError as exc:
+            raise _gone_or(exc, upload_id) from exc
+
+    def abort_upload(self, bucket: str, key: str, upload_id: str) -> None:
+        """Abort the upload and free its parts (one already gone is fine)."""
+        try:
+            self.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        except ClientError as exc:
+            if aws.error_code(exc) not in ("NoSuchUpload", "404"):
+                raise
+
+    def read_all(self, bucket: str, key: str) -> Iterator[bytes]:
+        """A whole object's bytes, in blocks as they arrive."""
+        return self.client.get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(READ_BLOCK_BYTES)
+
+    def put(self, bucket: str, key: str, body: bytes) -> None:
+        """A small object (a build's saved bytes)."""
+        self.client.put_object(Bucket=bucket, Key=key, Body=body)
+
+    def delete(self, bucket: str, keys: list[str]) -> None:
+        """Delete objects (missing ones are fine); one DeleteObject each, as the function's policy
+        grants s3:DeleteObject on its prefix."""
+        for key in keys:
+            self.client.delete_object(Bucket=bucket, Key=key)
+
 
 def _parts(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     """Parts of at least MIN_PART_BYTES (the last may be smaller)."""
@@ -148,6 +219,12 @@ def _parts(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
             pending = b""
     if pending:
         yield pending
+
+
+def _gone_or(exc: ClientError, upload_id: str) -> Exception:
+    if aws.error_code(exc) in ("NoSuchUpload", "404"):
+        return MultipartUploadGoneError(f"multipart upload {upload_id} is gone")
+    return exc
 
 
 def _after(seconds: int) -> datetime:

@@ -160,3 +160,8 @@ class QuotaExceededError(ShortenerError):
 
     status_code = 429
     error = "quota_exceeded"
+
+
+class MultipartUploadGoneError(Exception):
+    """A multipart upload is no longer there (completed, aborted, or expired by the bucket's
+    lifecycle rule): a build resuming it starts again (an operational case, not a caller's)."""

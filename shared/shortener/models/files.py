@@ -30,10 +30,12 @@ class SplitRequest(BaseModel):
 
 
 class LabelsRequest(BaseModel):
-    """A job whose QR labels archive is to be built, in which image format."""
+    """A job whose QR labels archive is to be built, in which image format (``owner``: the
+    build's lease holder, handed to the invocation that continues it)."""
 
     job_id: str = Field(pattern=JOB_ID_TEXT)
     format: Literal["png", "svg"] = "png"
+    owner: str | None = None
 
 
 class FilesTask(BaseModel):

@@ -42,3 +42,21 @@ class LabelsBuilding(BaseModel):
 
     status: Literal["building"]
     message: str
+
+
+class LabelsBuild(BaseModel):
+    """Where a job's labels ZIP build stands, saved between invocations (shortener.logic.labels):
+    its multipart upload, the parts uploaded, the next outcome to draw (``skip`` outcomes into
+    chunk ``chunk``), the archive's bytes and entries so far, its central directory spilled as
+    ``segments`` objects (``directory_bytes`` in all), and the ``carry`` bytes written after the
+    last part, kept in an object until the next part."""
+
+    upload_id: str = Field(min_length=1)
+    parts: int = Field(default=0, ge=0)
+    chunk: int = Field(default=0, ge=0)
+    skip: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0)
+    entries: int = Field(default=0, ge=0)
+    directory_bytes: int = Field(default=0, ge=0)
+    segments: int = Field(default=0, ge=0)
+    carry: int = Field(default=0, ge=0)

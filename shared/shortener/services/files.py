@@ -13,7 +13,7 @@ from shortener.logic.bulk.events import JobEndAnnouncer
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.click_reports import ClickReportWriter
-from shortener.logic.labels import LabelsWriter
+from shortener.logic.labels import LabelsOptions, LabelsWriter
 from shortener.observability import logger
 from shortener.services.loops import work_loops
 from shortener.services.quotas import daily_quota
@@ -46,8 +46,14 @@ def splitter() -> Splitter:
 
 @lru_cache(maxsize=1)
 def labels_writer() -> LabelsWriter:
-    """The writer of a job's QR labels archive."""
-    return LabelsWriter(JobsStore(files_settings().JOBS_TABLE), BulkFiles())
+    """The builder of a job's QR labels archive, continued by a new invocation of this function."""
+    settings = files_settings()
+    return LabelsWriter(
+        JobsStore(settings.JOBS_TABLE),
+        BulkFiles(),
+        FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
+        LabelsOptions(handover_seconds=settings.LABELS_HANDOVER_SECONDS),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -1,12 +1,13 @@
 """The jobs table, by concern: job items (``items``), chunk records and their counting
-(``chunk_records``), and the split and results leases (``leases``). ``JobsStore`` is all of them
-over one table."""
+(``chunk_records``), the split and results leases (``leases``) and the labels lease
+(``labels_lease``). ``JobsStore`` is all of them over one table."""
 
 from shortener.dal.jobs.chunk_records import ChunkRecords
+from shortener.dal.jobs.labels_lease import LabelsLease
 from shortener.dal.jobs.leases import JobLeases
 
 
-class JobsStore(JobLeases, ChunkRecords):
+class JobsStore(JobLeases, LabelsLease, ChunkRecords):
     """Data access for the jobs table."""
 
 
