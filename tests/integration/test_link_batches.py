@@ -4,7 +4,9 @@ GET /links/batch/{batch_id} reports counts and outcomes; a page is counted once 
 runs; a batch whose worker crashed is started again and cannot stay "running" forever."""
 
 import json
+import threading
 import uuid
+from http.server import ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
 
@@ -273,3 +275,37 @@ def test_outcomes_come_in_pages(
         if cursor is None:
             break
     assert seen == codes
+
+
+def test_a_batch_disable_refreshes_each_changed_codes_stage_cache_entry(
+    alice: ApiCaller, started: StartedBatches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the prod stage's cache (a recording server standing for the stage) and three links,
+    # one of them disabled already
+    from tests.integration.test_stage_cache import RecordingStage
+
+    RecordingStage.requests = []
+    RecordingStage.status = 410
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordingStage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/prod/"
+    monkeypatch.setenv("API_CACHE_ENABLED", "true")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_EXECUTE_API", url)
+    api_services.api_settings.cache_clear()
+    try:
+        codes = [alice.shorten(f"https://example.com/cached/{n}")["code"] for n in range(3)]
+        alice.link("PATCH", codes[2], {"status": "disabled"})
+        RecordingStage.requests = []
+        # When a batch disables all three
+        run_files(body(start(alice, {"action": "disable", "codes": codes}))["batch_id"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Then the stage got one signed GET asking for a fresh answer for each code the batch changed
+    assert sorted(path for _, path, _ in RecordingStage.requests) == sorted(
+        f"/prod/{code}" for code in codes[:2]
+    )
+    assert all(headers["Cache-Control"] == "max-age=0" for _, _, headers in RecordingStage.requests)
+    assert all(
+        headers["Authorization"].startswith("AWS4-HMAC-SHA256") for _, _, headers in RecordingStage.requests
+    )
