@@ -141,7 +141,11 @@ def runner(
     cache = refreshed if refreshed is not None else []
 
     def stage_cache_for(base_url: str) -> Any:
-        return lambda code: cache.append(base_url + code) or 410
+        def refresh(code: str) -> int:
+            cache.append(base_url + code)
+            return 410
+
+        return refresh
 
     return BatchRunner(
         records,  # type: ignore[arg-type]
