@@ -107,8 +107,11 @@ def test_a_batch_disables_the_callers_listed_links_and_not_anothers(
         (mine[1], "changed"),
         (theirs, "not_found"),
     ]
-    # ... and bob cannot read alice's batch
+    # ... and bob cannot read alice's batch, nor anyone a malformed or unknown one
     assert status(bob, accepted["batch_id"])["statusCode"] == 404
+    for unknown in ("x" * 3000, "0" * 32):
+        answer = status(alice, unknown)
+        assert (answer["statusCode"], body(answer)["error"]) == (404, "batch_not_found")
 
 
 def test_enable_brings_links_back_and_repeats_are_unchanged(

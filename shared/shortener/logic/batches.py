@@ -12,6 +12,7 @@ batch, renewed with every page; a status read of a batch whose lease lapsed star
 page run twice is stored and counted once. A batch taken over from a crashed holder
 ``MAX_TAKEOVERS`` times ends as "failed" instead of running forever."""
 
+import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -26,6 +27,7 @@ from shortener.logic.link_management import LinkManager, StageCacheInvalidator, 
 from shortener.logic.urls import UrlPolicy
 from shortener.models.access import Caller
 from shortener.models.batches import (
+    BATCH_ID_TEXT,
     BATCH_OUTCOMES_PAGE,
     Batch,
     BatchOutcome,
@@ -52,6 +54,7 @@ LEASE_SECONDS = 300
 MAX_TAKEOVERS = 3
 # An invocation with less than this left hands over to a fresh one (a page takes far less).
 HANDOVER_SECONDS = 120.0
+_BATCH_ID = re.compile(BATCH_ID_TEXT)
 # Pages of outcomes one status read answers (each at most 1,000 outcomes).
 _STATUS_PAGES = 4
 
@@ -152,7 +155,8 @@ class Batches:
         """The batch's counts and a page of its outcomes (from ``cursor``, a page number). A
         running batch whose holder stopped renewing its lease is started again."""
         require_key(caller)
-        found = self._records.get(batch_id)
+        # A malformed id is unknown without a read (nor a key DynamoDB would refuse).
+        found = self._records.get(batch_id) if _BATCH_ID.fullmatch(batch_id) else None
         if found is None or not (caller.is_admin or found[0].owner == caller.owner_id):
             raise BatchNotFoundError(f"You have no batch with the id '{batch_id[:64]}'.")
         batch, lease_until = found
