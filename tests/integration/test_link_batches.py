@@ -16,6 +16,7 @@ from shortener import clock
 from shortener.dal.batches import BatchStore
 from shortener.dal.jobs import JobsStore
 from shortener.logic import batches as batch_logic
+from shortener.models.batches import MAX_BATCH_CODES
 from shortener.models.jobs import Job
 from shortener.services import api as api_services
 from shortener.services import files as files_services
@@ -312,3 +313,13 @@ def test_a_batch_disable_refreshes_each_changed_codes_stage_cache_entry(
     assert all(
         headers["Authorization"].startswith("AWS4-HMAC-SHA256") for _, _, headers in RecordingStage.requests
     )
+
+
+def test_the_most_codes_of_the_longest_kind_fit_and_one_more_is_a_422(
+    alice: ApiCaller, started: StartedBatches
+) -> None:
+    codes = [f"{n:064d}" for n in range(MAX_BATCH_CODES + 1)]
+    assert start(alice, {"action": "disable", "codes": codes[:-1]})["statusCode"] == 202
+    too_many = start(alice, {"action": "disable", "codes": codes})
+    assert too_many["statusCode"] == 422
+    assert "codes" in body(too_many)["message"]

@@ -20,8 +20,9 @@ BatchStatus = Literal["running", "done", "failed"]
 BatchOutcomeWord = Literal["changed", "unchanged", "not_found", "gone", "conflict", "invalid"]
 FAILED_OUTCOMES = frozenset({"not_found", "gone", "conflict", "invalid"})
 BATCH_ID_TEXT = JOB_ID_TEXT
-# Codes one request may list (the batch record holds them: far below DynamoDB's 400 KB item).
-MAX_BATCH_CODES = 10_000
+# Codes one request may list: the batch item holds them, 5,000 of at most 64 characters stay
+# under DynamoDB's 400 KB item limit.
+MAX_BATCH_CODES = 5_000
 # Outcomes one GET /links/batch/{batch_id} answers at most; next_cursor continues.
 BATCH_OUTCOMES_PAGE = 1_000
 
