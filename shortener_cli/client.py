@@ -106,6 +106,16 @@ class ShortenerClient:
         """DELETE /links/{code}: the link, now a tombstone."""
         return self._call("DELETE", f"links/{quote(code, safe='')}").json()  # type: ignore[no-any-return]
 
+    def start_batch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """POST /links/batch: {"batch_id", "status_url"}."""
+        body = json.dumps(request).encode()
+        return self._call("POST", "links/batch", body, "application/json").json()  # type: ignore[no-any-return]
+
+    def batch(self, batch_id: str, cursor: str | None = None) -> dict[str, Any]:
+        """GET /links/batch/{batch_id}: counts and a page of outcomes (from ``cursor``)."""
+        query = f"?{urlencode({'cursor': cursor})}" if cursor else ""
+        return self._call("GET", f"links/batch/{quote(batch_id, safe='')}{query}").json()  # type: ignore[no-any-return]
+
     def block(self, host: str, reason: str = "") -> dict[str, Any]:
         """PUT /blocklist/{host} (admins)."""
         body = json.dumps({"reason": reason}).encode() if reason else None

@@ -163,6 +163,32 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
     delete.add_argument("code")
 
+    batch = commands.add_parser(
+        "batch", help="disable, enable, delete or change many links at once (by code, job or tag), and wait"
+    )
+    actions = batch.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, summary in (
+        ("disable", "disable the links (they answer 410 until enabled)"),
+        ("enable", "enable disabled links again"),
+        ("delete", "delete the links (their codes answer 410 from now on)"),
+        ("set", "set the links' expiry, click limit, tags or title"),
+    ):
+        chosen = actions.add_parser(action, help=summary)
+        chosen.add_argument("codes", nargs="*", metavar="CODE", help="the links' codes")
+        chosen.add_argument("--job", help="every link a bulk job made (a done job)")
+        chosen.add_argument("--tag", help="every link with this tag")
+        chosen.add_argument(
+            "--timeout", type=float, default=3600.0, help="stop waiting after this many seconds"
+        )
+        chosen.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status reads")
+        if action == "set":
+            chosen.add_argument("--expires-at", help="ISO 8601 with a zone, e.g. 2026-12-31T23:59:00Z")
+            chosen.add_argument(
+                "--max-clicks", type=int, help="redirects each link answers before it expires"
+            )
+            chosen.add_argument("--tags", help="comma-separated tags (replace each link's tags)")
+            chosen.add_argument("--title")
+
     block = commands.add_parser("block", help="refuse links to a host and its subdomains (admins)")
     block.add_argument("host")
     block.add_argument("--reason", default="")
@@ -191,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         "update": lambda: _update(client, args),
         "delete": lambda: _show(client.delete_link(args.code), args.json),
         "qr": lambda: _qr(client, args),
+        "batch": lambda: _batch(client, args),
         "block": lambda: _show(client.block(args.host, args.reason), args.json),
         "unblock": lambda: _unblock(client, args.host),
         "blocklist": lambda: _blocklist(client, args.json),
@@ -242,6 +269,69 @@ def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
     args.output.write_bytes(image)
     print(f"QR code of {args.code} written to {args.output}", file=sys.stderr)
     return EXIT_OK
+
+
+def batch_request(args: argparse.Namespace) -> dict[str, Any] | str:
+    """The POST /links/batch body the arguments ask for, or what is wrong with them."""
+    selectors = [bool(args.codes), bool(args.job), bool(args.tag)]
+    if sum(selectors) != 1:
+        return "name the links by CODE..., --job or --tag (one of them)"
+    request: dict[str, Any] = {"action": args.action}
+    if args.codes:
+        request["codes"] = args.codes
+    elif args.job:
+        request["job_id"] = args.job
+    else:
+        request["tag"] = args.tag
+    if args.action == "set":
+        fields: dict[str, Any] = {}
+        if args.expires_at is not None:
+            fields["expires_at"] = args.expires_at
+        if args.max_clicks is not None:
+            fields["max_clicks"] = args.max_clicks
+        if args.tags is not None:
+            fields["tags"] = [tag.strip() for tag in args.tags.split(",") if tag.strip()]
+        if args.title is not None:
+            fields["title"] = args.title
+        if not fields:
+            return "set needs --expires-at, --max-clicks, --tags or --title"
+        request["set"] = fields
+    return request
+
+
+def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
+    """Start the batch, wait for it, print its outcome (every code's with --json)."""
+    request = batch_request(args)
+    if isinstance(request, str):
+        print(f"shortener: {request}", file=sys.stderr)
+        return EXIT_USAGE
+    batch_id = client.start_batch(request)["batch_id"]
+    deadline = time.monotonic() + args.timeout
+    while (status := client.batch(batch_id))["status"] == "running":
+        if time.monotonic() >= deadline:
+            print(f"shortener: batch {batch_id} still running after {args.timeout:g} s", file=sys.stderr)
+            return EXIT_REFUSED
+        time.sleep(args.poll_interval)
+    outcomes = list(status["outcomes"])
+    cursor = status.get("next_cursor")
+    while cursor:
+        page = client.batch(batch_id, cursor)
+        outcomes += page["outcomes"]
+        cursor = page.get("next_cursor")
+    status = {**status, "outcomes": outcomes, "next_cursor": None}
+    if args.json:
+        print(output.as_json(status))
+    else:
+        print(
+            f"batch {batch_id} {status['status']}: {status['total']:,} links, {status['changed']:,} changed,"
+            f" {status['unchanged']:,} unchanged, {status['failed']:,} failed"
+        )
+        for outcome in outcomes:
+            if outcome.get("message"):
+                print(f"{outcome['code']}: {outcome['outcome']}: {outcome['message']}", file=sys.stderr)
+        if status.get("error"):
+            print(f"shortener: {status['error']}", file=sys.stderr)
+    return EXIT_OK if status["status"] == "done" and not status["failed"] else EXIT_REFUSED
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
 from shortener.services import api as api_services
 from shortener.services import collector as collector_services
+from shortener.services import files as files_services
 from shortener.services import links as link_services
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
@@ -67,6 +68,8 @@ def _clear_container_caches() -> None:
     api_services.api_link_manager.cache_clear()
     api_services.api_bulk_links.cache_clear()
     api_services.api_takedowns.cache_clear()
+    api_services.api_batches.cache_clear()
+    files_services.batch_runner.cache_clear()
     link_services._snapshot.cache_clear()
 
 

@@ -21,6 +21,7 @@ from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 
 try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
+    from batches import router as batches_router
     from bulk import router as bulk_router
     from bulk_links import router as bulk_links_router
     from clicks import router as clicks_router
@@ -28,6 +29,7 @@ try:  # Lambda (and the local stack) import the function's folder as the root; t
     from links import stage_cache
     from qr import router as qr_router
 except ModuleNotFoundError:
+    from functions.api.batches import router as batches_router
     from functions.api.bulk import router as bulk_router
     from functions.api.bulk_links import router as bulk_links_router
     from functions.api.clicks import router as clicks_router
@@ -41,6 +43,7 @@ app = APIGatewayRestResolver()
 _HERE = Path(__file__).parent
 app.include_router(bulk_router)
 app.include_router(bulk_links_router)
+app.include_router(batches_router)
 app.include_router(links_router)
 app.include_router(clicks_router)
 app.include_router(qr_router)

@@ -10,7 +10,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.models.files import FilesTask, LabelsRequest, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
-from shortener.services.files import click_report_writer, labels_writer, results_writer, splitter
+from shortener.services.files import (
+    batch_runner,
+    click_report_writer,
+    labels_writer,
+    results_writer,
+    splitter,
+)
 
 
 @logger.inject_lambda_context
@@ -32,6 +38,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if task.write_results is not None:
         written = results_writer().write(task.write_results, owner=context.aws_request_id)
         answer["results"] = written.model_dump(mode="json") if written else None
+    if task.run_batch is not None:
+        outcome = batch_runner().run(task.run_batch, context.aws_request_id, seconds_left)
+        logger.info("Batch", extra={"batch_id": task.run_batch, "outcome": outcome})
+        answer["batch"] = outcome
     if task.write_labels is not None:
         answer["labels"] = labels(task.write_labels, context, seconds_left)
     return answer

@@ -170,8 +170,13 @@ class PollerSettings(TablesMixin, LinksMixin):
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class FilesSettings(TablesMixin, BulkMixin, WorkLoopsMixin):
-    """The files function: splits uploaded files into queued rows, writes results files."""
+class FilesSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
+    """The files function: splits uploaded files into queued rows, writes results files, runs
+    batches of link changes."""
+
+    # What a batch's takedowns expect the refreshed stage cache entry to answer (as the API's).
+    REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
+    AWS_REGION: str = "us-east-1"
 
     # Its own name (set by Lambda): a long split continues in a new invocation of it.
     AWS_LAMBDA_FUNCTION_NAME: str = ""

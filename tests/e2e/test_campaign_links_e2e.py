@@ -4,6 +4,7 @@ job whose done status means its results can be fetched. One stack for the module
 
 import csv
 import io
+import json
 import time
 import urllib.request
 import zipfile
@@ -12,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zxingcpp
 from PIL import Image
 
@@ -177,3 +179,51 @@ def test_a_jobs_qr_labels_are_a_zip_of_one_decodable_image_per_shortened_row(
     endpoint = ["--api-url", stack.api_url, "--api-key", str(stack.api_key)]
     assert cli_main([*endpoint, "qr", "--job", job_id, "--output", str(tmp_path / "labels.zip")]) == 0
     assert zipfile.ZipFile(tmp_path / "labels.zip").namelist() == archive.namelist()
+
+
+def wait_for_batch(stack: RunningStack, batch_id: str, seconds: float) -> dict[str, Any]:
+    """Polls the batch's status until it is no longer running."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = stack.request("GET", f"links/batch/{batch_id}")
+        if answer.status == 429:
+            time.sleep(float(answer.headers.get("Retry-After") or 1))
+            continue
+        assert answer.status == 200, answer.text
+        batch = dict(answer.json())
+        if batch["status"] != "running":
+            return batch
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.25)
+
+
+def test_a_batch_disable_by_job_id_makes_every_link_of_a_1000_row_job_answer_410(
+    stack: RunningStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a done job of 1,000 rows
+    lines = "".join(f"https://shop.example/flyer/{n}\n" for n in range(1000))
+    job_id = stack.request("POST", "bulk", "url\n" + lines, {"Content-Type": "text/csv"}).json()["job_id"]
+    wait_for_done(stack, job_id, 120)
+    results = csv.DictReader(io.StringIO(stack.request("GET", f"jobs/{job_id}/results").text))
+    codes = [row["code"] for row in results]
+    assert len(codes) == 1000 and all(codes)
+    # When the job's links are disabled in one batch
+    started = time.monotonic()
+    answer = stack.post_json("links/batch", {"action": "disable", "job_id": job_id})
+    assert answer.status == 202, answer.text
+    batch = wait_for_batch(stack, answer.json()["batch_id"], 180)
+    disabled_in = time.monotonic() - started
+    # Then the batch changed all 1,000, and every one of them answers 410
+    assert (batch["status"], batch["total"], batch["changed"], batch["failed"]) == ("done", 1000, 1000, 0)
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(lambda code: follow(stack, code), codes)) == [410] * 1000
+    # And enable (through the CLI, which waits for the batch) brings every one of them back
+    endpoint = ["--api-url", stack.api_url, "--api-key", str(stack.api_key)]
+    capsys.readouterr()
+    assert cli_main([*endpoint, "--json", "batch", "enable", "--job", job_id, "--poll-interval", "0.5"]) == 0
+    enabled = json.loads(capsys.readouterr().out)
+    assert (enabled["status"], enabled["changed"], len(enabled["outcomes"])) == ("done", 1000, 1000)
+    assert {outcome["code"] for outcome in enabled["outcomes"]} == set(codes)
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(lambda code: follow(stack, code), codes)) == [301] * 1000
+    print(f"batch disable of 1,000 links: done in {disabled_in:.1f} s")

@@ -216,6 +216,11 @@ DOCS_EXPECTED = {
         r"^\['1-\w+\.png', '2-\w+\.png'\]$",
         r"^page\.csv$",
         r"^\['Spring flyer'\]$",
+        r"^202$",
+        r'"total":2,"changed":2,',
+        r"^410$",
+        r"^batch [0-9a-f]{32} done: 2 links, 2 changed, 0 unchanged, 0 failed$",
+        r"^301$",
     ],
 }
 DOCS_RUN = [

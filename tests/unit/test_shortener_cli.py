@@ -442,3 +442,21 @@ def test_loops_look_for_the_running_local_stacks_aws(tmp_path: Path) -> None:
     # Then it is that stack's, and the default port only when no stack is found
     assert local_aws_endpoint(str(tmp_path)) == "http://127.0.0.1:4001"
     assert local_aws_endpoint(str(tmp_path / "none")) == "http://127.0.0.1:3001"
+
+
+def test_batch_arguments_become_the_batch_request() -> None:
+    from shortener_cli.main import batch_request, build_parser
+
+    def request(*argv: str) -> object:
+        return batch_request(build_parser().parse_args(["batch", *argv]))
+
+    assert request("disable", "--job", "a" * 32) == {"action": "disable", "job_id": "a" * 32}
+    assert request("delete", "abc", "def") == {"action": "delete", "codes": ["abc", "def"]}
+    assert request("set", "--tag", "spring", "--max-clicks", "5", "--tags", "a, b", "--title", "T") == {
+        "action": "set",
+        "tag": "spring",
+        "set": {"max_clicks": 5, "tags": ["a", "b"], "title": "T"},
+    }
+    assert request("enable") == "name the links by CODE..., --job or --tag (one of them)"
+    assert request("enable", "abc", "--tag", "x") == "name the links by CODE..., --job or --tag (one of them)"
+    assert request("set", "abc") == "set needs --expires-at, --max-clicks, --tags or --title"

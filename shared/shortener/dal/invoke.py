@@ -35,6 +35,9 @@ class FilesFunction:
     def request_labels(self, request: LabelsRequest) -> None:
         self._send(FilesTask(write_labels=request))
 
+    def run_batch(self, batch_id: str) -> None:
+        self._send(FilesTask(run_batch=batch_id))
+
     def _send(self, task: FilesTask) -> None:
         self.client.invoke(
             FunctionName=self.function_name,

@@ -41,6 +41,8 @@ RESERVED_WORDS = frozenset(
         # GET /clicks (the caller's top links); a link made with this code before keeps its
         # management routes, but /clicks no longer redirects (docs/clicks.md).
         "clicks",
+        # POST /links/batch, GET /links/batch/{batch_id} (changes in bulk).
+        "batch",
     }
 )
 

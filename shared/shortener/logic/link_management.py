@@ -148,7 +148,16 @@ class LinkManager:
         stage_cache: StageCacheInvalidator | None = None,
     ) -> Change:
         """Change the link's target, title, tags or status; the code stays the same."""
-        link = self.get(caller, code)
+        return self.update_link(self.get(caller, code), update, policy, stage_cache)
+
+    def update_link(
+        self,
+        link: Link,
+        update: LinkUpdate,
+        policy: UrlPolicy,
+        stage_cache: StageCacheInvalidator | None = None,
+    ) -> Change:
+        """``update`` applied to ``link`` (as read for a caller who may change it)."""
         fields: dict[str, object] = {"updated_at": clock.now()}
         if update.url is not None:
             url = normalise_url(update.url, policy)
@@ -186,7 +195,10 @@ class LinkManager:
 
     def delete(self, caller: Caller, code: str, stage_cache: StageCacheInvalidator | None = None) -> Change:
         """Delete the link: its code answers 410 from now on and is never given out again."""
-        link = self.get(caller, code)
+        return self.delete_link(self.get(caller, code), stage_cache)
+
+    def delete_link(self, link: Link, stage_cache: StageCacheInvalidator | None = None) -> Change:
+        """Delete ``link`` (as read for a caller who may delete it)."""
         tombstone = link.model_copy(update={"status": "deleted", "updated_at": clock.now()})
         return self._apply(
             link, tombstone, drop_claim=url_key(link.url, link.owner), takedown=True, stage_cache=stage_cache

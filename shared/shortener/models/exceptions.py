@@ -47,6 +47,11 @@ class LinkNotFoundError(ShortenerError):
     error = "not_found"
 
 
+class BatchNotFoundError(ShortenerError):
+    status_code = 404
+    error = "batch_not_found"
+
+
 class JobNotFoundError(ShortenerError):
     status_code = 404
     error = "job_not_found"

@@ -49,6 +49,8 @@ class FilesTask(BaseModel):
     # A job whose click report file is to be built (docs/clicks.md).
     write_click_report: str | None = Field(default=None, pattern=JOB_ID_TEXT)
     write_labels: LabelsRequest | None = None
+    # A batch of link changes to run or go on with (shortener.logic.batches).
+    run_batch: str | None = Field(default=None, pattern=JOB_ID_TEXT)
 
 
 class S3Object(BaseModel):

@@ -4,6 +4,7 @@ container)."""
 from functools import lru_cache
 
 from shortener.dal.api_cache import StageCache
+from shortener.dal.batches import BatchStore
 from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles
 from shortener.dal.invoke import FilesFunction
@@ -12,6 +13,7 @@ from shortener.dal.link_hosts import LinkHostScan
 from shortener.dal.links import LinksStore
 from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
+from shortener.logic.batches import Batches
 from shortener.logic.bulk.inline import InlineBulk
 from shortener.logic.bulk.metering import Metering
 from shortener.logic.bulk.quotas import DailyQuota
@@ -86,6 +88,21 @@ def bulk_metering() -> Metering:
 def stage_cache_invalidator(base_url: str) -> StageCacheInvalidator:
     """What refreshes one code's entry in the cache of the stage at ``base_url``."""
     return StageCache(base_url, api_settings().AWS_REGION).invalidate
+
+
+@lru_cache(maxsize=1)
+def api_batches() -> Batches:
+    """Accepting batches of link changes and reporting on them (the files function runs them)."""
+    settings = api_settings()
+    function = files_function()
+    if function is None:
+        raise ServiceUnavailableError("This stack has no files function to run batches.")
+    return Batches(
+        BatchStore(settings.JOBS_TABLE),
+        jobs(),
+        function.run_batch,
+        retention_days=settings.JOB_RETENTION_DAYS,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -2,19 +2,24 @@
 
 from functools import lru_cache
 
+from shortener.dal.api_cache import StageCache
+from shortener.dal.batches import BatchStore, JobCodes, TaggedLinks
 from shortener.dal.clicks import ClicksStore
 from shortener.dal.files import BulkFiles, FileChangedError
 from shortener.dal.invoke import FilesFunction
 from shortener.dal.job_events import JobEventsBus, JobTopics
 from shortener.dal.jobs import JobsStore
+from shortener.dal.link_listing import LinkIndex
 from shortener.dal.queue import BulkQueue
 from shortener.dal.usage import metering
+from shortener.logic.batches import BatchRunner
 from shortener.logic.bulk.events import JobEndAnnouncer
 from shortener.logic.bulk.results import ResultsWriter
 from shortener.logic.bulk.split import SplitOptions, Splitter
 from shortener.logic.click_reports import ClickReportWriter
 from shortener.logic.labels import LabelsOptions, LabelsWriter
 from shortener.observability import logger
+from shortener.services import links
 from shortener.services.loops import work_loops
 from shortener.services.quotas import daily_quota
 from shortener.settings import files_settings
@@ -41,6 +46,27 @@ def splitter() -> Splitter:
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
         is_file_changed=lambda exc: isinstance(exc, FileChangedError),
         logger=logger,
+    )
+
+
+@lru_cache(maxsize=1)
+def batch_runner() -> BatchRunner:
+    """The runner of batches of link changes (POST /links/batch)."""
+    settings = files_settings()
+    service = links.link_service(settings)
+    return BatchRunner(
+        BatchStore(settings.JOBS_TABLE),
+        links.link_manager(settings, service),
+        job_codes=JobCodes(settings.JOBS_TABLE),
+        owner_links=LinkIndex(settings.LINKS_TABLE),
+        tagged_links=TaggedLinks(settings.LINKS_TABLE),
+        start=FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME).run_batch,
+        stage_cache_for=lambda base_url: StageCache(base_url, settings.AWS_REGION).invalidate,
+        policy=settings.url_policy(),
+        retention_days=settings.JOB_RETENTION_DAYS,
+        on_stale_cache=lambda code: logger.error(
+            "The stage cache entry was not refreshed", extra={"code": code}
+        ),
     )
 
 

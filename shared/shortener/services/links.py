@@ -11,10 +11,10 @@ from shortener.logic.codes import code_generator
 from shortener.logic.link_management import LinkManager
 from shortener.logic.links import LinkService
 from shortener.logic.takedown import BlockedHostsSnapshot
-from shortener.settings import ApiSettings, PollerSettings
+from shortener.settings import ApiSettings, FilesSettings, PollerSettings
 
 
-def link_service(settings: ApiSettings | PollerSettings) -> LinkService:
+def link_service(settings: ApiSettings | PollerSettings | FilesSettings) -> LinkService:
     """A LinkService over the links table that ``settings`` names."""
     redirects = settings if isinstance(settings, ApiSettings) else None
     return LinkService(
@@ -43,12 +43,12 @@ def blocked_hosts(settings: ApiSettings) -> BlockedHostsSnapshot | None:
     return _snapshot(settings.BLOCKLIST_TABLE, settings.BLOCKLIST_REFRESH_SECONDS)
 
 
-def host_guard(settings: ApiSettings | PollerSettings) -> HostGuard | None:
+def host_guard(settings: ApiSettings | PollerSettings | FilesSettings) -> HostGuard | None:
     """The blocklist check, when the stack has a blocklist table."""
     return HostGuard(BlocklistStore(settings.BLOCKLIST_TABLE)) if settings.BLOCKLIST_TABLE else None
 
 
-def link_manager(settings: ApiSettings, service: LinkService) -> LinkManager:
+def link_manager(settings: ApiSettings | FilesSettings, service: LinkService) -> LinkManager:
     """The link-management rules over the links table that ``settings`` names."""
     return LinkManager(
         LinksStore(settings.LINKS_TABLE),

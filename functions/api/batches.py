@@ -1,0 +1,76 @@
+"""Changes in bulk: ``POST /links/batch`` (disable, enable, delete or set the fields of every link
+a selector matches) and ``GET /links/batch/{batch_id}``. Included into the API's resolver by
+app.py; errors raised here are mapped to JSON there. The rules live in shortener.logic.batches."""
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from shortener import web
+from shortener.models.access import Caller
+from shortener.models.batches import BatchAccepted, BatchRequest, BatchStatusQuery, BatchView
+from shortener.openapi import Answer, link_to, operation
+from shortener.services.api import api_batches
+from shortener.settings import api_settings
+
+router = APIGatewayRouter()
+
+
+@router.post(
+    "/links/batch",
+    **operation(
+        "Disable, enable, delete or change every link of a list of codes, a job or a tag",
+        {
+            202: Answer(
+                "Accepted: the batch runs in the background",
+                BatchAccepted,
+                links={
+                    "GetBatch": link_to("GET", "/links/batch/{batch_id}", batch_id="$response.body#/batch_id")
+                },
+            )
+        },
+        errors=(404, 409),
+        body=BatchRequest,
+    ),
+)
+def start_batch() -> Response[str]:
+    event = router.current_event
+    settings = api_settings()
+    fields = web.parse_fields(
+        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
+    )
+    request = web.parse_request(BatchRequest, fields)
+    stage_base_url = (
+        web.stage_base_url(event.raw_event, settings.AWS_REGION, settings.AWS_ENDPOINT_URL_EXECUTE_API)
+        if settings.API_CACHE_ENABLED
+        else None
+    )
+    batch = api_batches().submit(_caller(), request, stage_base_url=stage_base_url)
+    status_url = _base_url() + f"links/batch/{batch.batch_id}"
+    accepted = BatchAccepted(batch_id=batch.batch_id, status_url=status_url)
+    return Response(
+        202, content_types.APPLICATION_JSON, accepted.model_dump_json(), headers={"Location": status_url}
+    )
+
+
+@router.get(
+    "/links/batch/<batch_id>",
+    **operation(
+        "A batch's counts and its outcomes, a page at a time",
+        {200: Answer("The batch", BatchView)},
+        errors=(404,),
+        query=BatchStatusQuery,
+    ),
+)
+def show_batch(batch_id: str) -> Response[str]:
+    cursor = router.current_event.get_query_string_value("cursor", None)
+    view = api_batches().status(_caller(), batch_id, cursor)
+    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
+
+
+def _caller() -> Caller:
+    return web.caller_from_event(router.current_event.raw_event)
+
+
+def _base_url() -> str:
+    event = router.current_event
+    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
