@@ -9,14 +9,14 @@ equal one among its attributes. DynamoDB itself stores an item's bytes once, abo
 capacity rules count (names and values). Measured with ``make bench ARGS=store_memory`` (100,000
 bulk links): docs/capacity.md.
 
-Here each new ``Item`` is compacted as it is built (moto's copies of an item keep its sharing): its key
-attributes are the very ``DynamoType`` objects of its key, and its attribute names and short string
-values (at most :data:`SHARED_LENGTH` characters; S and N values, the members of SS and NS sets,
-within lists and maps too) are taken from a bounded table of strings seen before (at most
-:data:`SHARED_STRINGS`, emptied when full, so a value no item holds any more is not kept long).
-Strings cannot change, so sharing one changes nothing an item answers; a key attribute's
-``DynamoType`` is never changed in place (DynamoDB refuses an update of a key attribute, and so does
-moto), and ``copy.deepcopy`` of an item keeps the sharing inside the copy."""
+Here each new ``Item`` is compacted as it is built (moto's copies of an item keep its sharing):
+its key attributes are the very ``DynamoType`` objects of its key; a string or number attribute of
+at most :data:`SHARED_LENGTH` characters is one ``DynamoType`` for every item that holds that value;
+and attribute names and the short strings inside sets, lists and maps are shared likewise. Both
+tables are bounded (at most :data:`SHARED_STRINGS` entries each, emptied when full, so a value no
+item holds any more is not kept long). Nothing an item answers changes: strings cannot change, and
+moto never changes a scalar ``DynamoType`` in place (an update, an ADD, builds a new one; a key
+attribute cannot be updated at all, in DynamoDB or moto); ``copy.deepcopy`` of an item copies."""
 
 from typing import Any
 
@@ -26,6 +26,7 @@ SHARED_LENGTH = 128
 SHARED_STRINGS = 1 << 16
 
 _strings: dict[str, str] = {}
+_scalars: dict[tuple[str, str], DynamoType] = {}
 
 
 def shared(text: str) -> str:
@@ -37,6 +38,23 @@ def shared(text: str) -> str:
         if len(_strings) >= SHARED_STRINGS:
             _strings.clear()
         found = _strings.setdefault(text, text)
+    return found
+
+
+def shared_scalar(value: DynamoType) -> DynamoType:
+    """``value`` (an S or N value), or an equal one already held: one object for every item that
+    holds it. moto never changes a string's or a number's ``DynamoType`` in place (an update or ADD
+    builds a new one), so items may share it."""
+    held = value.value
+    if not isinstance(held, str) or len(held) > SHARED_LENGTH:
+        return value
+    key = (value.type, held)
+    found = _scalars.get(key)
+    if found is None:
+        if len(_scalars) >= SHARED_STRINGS:
+            _scalars.clear()
+        value.value = shared(held)
+        found = _scalars.setdefault(key, value)
     return found
 
 
@@ -74,6 +92,8 @@ def compact(item: Item) -> None:
                 kept = item.hash_key
             elif _same(value, item.range_key):
                 kept = item.range_key
+            elif value.type in ("S", "N"):
+                kept = shared_scalar(value)
             else:
                 _share_value(value)
         dict.__setitem__(compacted, shared(name), kept)
