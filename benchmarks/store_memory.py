@@ -1,7 +1,7 @@
 """Where the embedded AWS's memory goes, per link: moto's DynamoDB items, the sorted index beside
 them, and what an SQS message leaves behind once deleted.
 
-    python -m benchmarks store_memory [--links 100000]
+    python -m benchmarks store_memory [--links 100000] [--messages 20000] [--moto-items]
 
 In this process (moto in process, every local stack patch installed, no server), a links table
 shaped as template.yaml's (hash key ``code``, the ByOwner index on ``list_pk``/``list_sk``,
@@ -11,8 +11,10 @@ the bytes still allocated after the writes, grouped by what allocated them: moto
 Item and DynamoType objects and their dicts), the attribute values (the strings parsed from the
 requests), the sorted index (local_stack/embedded/dynamodb_index.py and sortedcontainers). Then
 one queue sends, receives and deletes --messages messages, and the bytes still held after are
-printed per message. The figures are those of the embedded AWS process; the whole local stack's
-peak memory during a job is printed by ``make bench ARGS="bulk --direct"``.
+printed per message. --moto-items measures moto's own items (without the compaction of
+local_stack/embedded/dynamodb_compact.py), the figure before it. The figures are those of the
+embedded AWS process; the whole local stack's peak memory during a job is printed by
+``make bench ARGS="bulk --direct"``.
 """
 
 import argparse
@@ -24,11 +26,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.model_instances import reset_model_data
+from moto.dynamodb.models.dynamo_type import Item
 
 BATCH = 25
 _GROUPS = (
     ("sorted index", ("dynamodb_index.py", "sortedcontainers")),
-    ("moto items (Item, DynamoType, attribute dicts)", ("moto/dynamodb/models",)),
+    ("moto items (Item, DynamoType, attribute dicts)", ("moto/dynamodb/models", "dynamodb_compact.py")),
     ("attribute values and names (parsed request strings)", ("json/", "moto/dynamodb/responses")),
 )
 
@@ -37,6 +40,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--links", type=int, default=100_000, help="links written into the table")
     parser.add_argument("--messages", type=int, default=20_000, help="SQS messages sent and deleted")
+    parser.add_argument(
+        "--moto-items",
+        action="store_true",
+        help="moto's own items, without local_stack/embedded/dynamodb_compact.py (the before figure)",
+    )
     options = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1"
@@ -48,6 +56,8 @@ def main() -> None:
 
     with mock_aws():
         patches.install_all()
+        if options.moto_items:
+            Item.__init__ = Item.__init__.__wrapped__  # type: ignore[attr-defined]
         dynamodb = boto3.client("dynamodb")
         _links_table(dynamodb)
         items = _write_links(dynamodb, options.links)

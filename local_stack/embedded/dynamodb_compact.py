@@ -58,6 +58,17 @@ def shared_scalar(value: DynamoType) -> DynamoType:
     return found
 
 
+def scalar(kind: str, text: str) -> DynamoType:
+    """The ``DynamoType`` of an S or N value given as text, shared as :func:`shared_scalar` shares
+    (the durable state's restore builds items with it)."""
+    found = _scalars.get((kind, text))
+    if found is None:
+        typed = object.__new__(DynamoType)
+        typed.type, typed.value = kind, text
+        found = shared_scalar(typed)
+    return found
+
+
 def _share_value(value: DynamoType) -> None:
     held = value.value
     if isinstance(held, str):

@@ -143,3 +143,18 @@ def test_an_item_held_costs_less_than_moto_alone() -> None:
 
     moto_alone, compacted = held(False), held(True)
     assert compacted < moto_alone - 600, (moto_alone, compacted)
+
+
+@mock_aws
+def test_items_restored_from_the_durable_state_share_values_too() -> None:
+    from local_stack.durability import dynamodb as durable
+
+    client = _client()
+    table = dynamodb_backends["123456789012"]["us-east-1"].get_table("T")
+    for number in range(2):
+        durable._insert(table, _item(number))
+    first, second = (item for by_range in table.items.values() for item in by_range.values())
+    assert first.attrs["owner"] is second.attrs["owner"] and first.attrs["pk"] is first.hash_key
+    for number in range(2):
+        key = {"pk": {"S": f"code{number}"}, "sk": {"N": str(number)}}
+        assert client.get_item(TableName="T", Key=key)["Item"] == _item(number)
