@@ -27,11 +27,15 @@ split by the files function as the object's S3 event arrives; the timed job's re
 downloaded through the presigned link, and the splitter's peak memory (Lambda's "Max Memory Used"
 from the REPORT lines the local stack logs) and the job's own cost line are printed too. Every
 run checks that each input row has exactly one outcome in the results, and prints the CPU time of
-the whole local stack per row and its peak memory; a long job prints its progress every minute.
+the whole local stack per row and its peak memory (:class:`MemorySampler`: the stack's process and
+every function worker, sampled while the job runs and its results are read), with how much the
+stack's own process grew per row; a long job prints its progress every minute.
 
 A 2,000,000-row run took about 14 minutes on 2 idle cores (2,500 URLs/s, at time scale 1 and at
-the default 20 alike) and about 6 GB of memory for the whole local stack, most of it the embedded
-AWS's. With other work beside it on the same cores, expect several times as long.
+the default 20 alike) and about 6 GB of memory for the whole local stack (each process's peak RSS
+summed), most of it the embedded AWS's; since moto's items share what they repeat
+(docs/capacity.md), a 1,000,000-row job peaks at about 2.7 GB (Pss). With other work beside it on
+the same cores, expect several times as long.
 """
 
 import argparse
@@ -463,31 +467,31 @@ def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) ->
     size = len(text.encode())
     cpu_before = stack.cpu_seconds()
     started = time.monotonic()
-    with MemorySampler(stack.process.pid) as memory:
+    with MemorySampler(stack.process.pid) as memory:  # until its results are read back too
         accepted = stack.upload(text, direct=direct)
         del text  # a 2,000,000-row file is 90 MB of text: not kept while the job runs
         uploaded = time.monotonic() - started
         job = stack.wait_until_done(accepted["job_id"], 6 * 3600, progress_every=60)
         elapsed = time.monotonic() - started
-    cpu = stack.cpu_seconds() - cpu_before
-    results_path = stack.log_path.parent / "results.csv"
-    if direct:
-        # The results file through the presigned link the job status gives (no API key): the
-        # path a person's browser takes.
-        job = stack.wait_until_done(accepted["job_id"], 1800, until_file=True)
-        with (
-            urllib.request.urlopen(job["results_file_url"], timeout=600) as answer,
-            results_path.open("wb") as out,
-        ):
-            while block := answer.read(1 << 20):
-                out.write(block)
-        fetched = "through the presigned link"
-    else:
-        with results_path.open("wb") as out:
-            ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
-                accepted["job_id"], out, deadline=time.monotonic() + 600
-            )
-        fetched = "through the API"
+        cpu = stack.cpu_seconds() - cpu_before
+        results_path = stack.log_path.parent / "results.csv"
+        if direct:
+            # The results file through the presigned link the job status gives (no API key): the
+            # path a person's browser takes.
+            job = stack.wait_until_done(accepted["job_id"], 1800, until_file=True)
+            with (
+                urllib.request.urlopen(job["results_file_url"], timeout=600) as answer,
+                results_path.open("wb") as out,
+            ):
+                while block := answer.read(1 << 20):
+                    out.write(block)
+            fetched = "through the presigned link"
+        else:
+            with results_path.open("wb") as out:
+                ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
+                    accepted["job_id"], out, deadline=time.monotonic() + 600
+                )
+            fetched = "through the API"
     return {
         "rows": rows,
         "bytes": size,
