@@ -27,11 +27,15 @@ split by the files function as the object's S3 event arrives; the timed job's re
 downloaded through the presigned link, and the splitter's peak memory (Lambda's "Max Memory Used"
 from the REPORT lines the local stack logs) and the job's own cost line are printed too. Every
 run checks that each input row has exactly one outcome in the results, and prints the CPU time of
-the whole local stack per row and its peak memory; a long job prints its progress every minute.
+the whole local stack per row and its peak memory (:class:`MemorySampler`: the stack's process and
+every function worker, sampled while the job runs and its results are read), with how much the
+stack's own process grew per row; a long job prints its progress every minute.
 
 A 2,000,000-row run took about 14 minutes on 2 idle cores (2,500 URLs/s, at time scale 1 and at
-the default 20 alike) and about 6 GB of memory for the whole local stack, most of it the embedded
-AWS's. With other work beside it on the same cores, expect several times as long.
+the default 20 alike) and about 6 GB of memory for the whole local stack (each process's peak RSS
+summed), most of it the embedded AWS's; since moto's items share what they repeat
+(docs/capacity.md), a 1,000,000-row job peaks at about 2.7 GB (Pss). With other work beside it on
+the same cores, expect several times as long.
 """
 
 import argparse
@@ -40,6 +44,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -215,6 +220,63 @@ class LocalStack:
 
     def stop(self) -> None:
         self.stack.stop()
+
+
+class MemorySampler:
+    """The whole local stack's memory, sampled every ``every`` seconds in a thread while a job
+    runs: its process (the embedded AWS, the API, the local Lambda) and every function worker it
+    started, summed. A worker that ends between samples is not lost, as it would be in a sum of
+    peaks read at the end; shared pages (the Python runtime every worker maps) are counted once,
+    split between the processes that share them (Pss, /proc/<pid>/smaps_rollup; Linux only)."""
+
+    def __init__(self, root: int, every: float = 2.0) -> None:
+        self.root, self.every = root, every
+        self.peak_kib, self.peak_processes, self.peak_root_kib = 0, 0, 0
+        self.start_root_kib = _pss_kib(root)  # before the job: what the stack holds anyway
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+
+    def __enter__(self) -> "MemorySampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        sizes = {pid: _pss_kib(pid) for pid in _process_tree(self.root)}
+        total = sum(sizes.values())
+        if total > self.peak_kib:
+            self.peak_kib, self.peak_processes = total, sum(1 for size in sizes.values() if size)
+            self.peak_root_kib = sizes.get(self.root, 0)
+
+    def figures(self) -> dict[str, int]:
+        """Peak of the sum (MB), the processes and the stack process's share at that moment, and
+        the stack process's own peak resident memory (VmHWM, MB)."""
+        return {
+            "peak_mb": self.peak_kib // 1024,
+            "processes": self.peak_processes,
+            "root_mb": self.peak_root_kib // 1024,
+            "root_hwm_mb": int(_proc_stat(self.root, cpu=False)) // 1024,
+            "root_start_mb": self.start_root_kib // 1024,
+        }
+
+
+def _pss_kib(pid: int) -> int:
+    """Proportional resident memory of one process in KiB; 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _process_tree(root: int) -> list[int]:
@@ -405,30 +467,31 @@ def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) ->
     size = len(text.encode())
     cpu_before = stack.cpu_seconds()
     started = time.monotonic()
-    accepted = stack.upload(text, direct=direct)
-    del text  # a 2,000,000-row file is 90 MB of text: not kept while the job runs
-    uploaded = time.monotonic() - started
-    job = stack.wait_until_done(accepted["job_id"], 6 * 3600, progress_every=60)
-    elapsed = time.monotonic() - started
-    cpu = stack.cpu_seconds() - cpu_before
-    results_path = stack.log_path.parent / "results.csv"
-    if direct:
-        # The results file through the presigned link the job status gives (no API key): the
-        # path a person's browser takes.
-        job = stack.wait_until_done(accepted["job_id"], 1800, until_file=True)
-        with (
-            urllib.request.urlopen(job["results_file_url"], timeout=600) as answer,
-            results_path.open("wb") as out,
-        ):
-            while block := answer.read(1 << 20):
-                out.write(block)
-        fetched = "through the presigned link"
-    else:
-        with results_path.open("wb") as out:
-            ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
-                accepted["job_id"], out, deadline=time.monotonic() + 600
-            )
-        fetched = "through the API"
+    with MemorySampler(stack.process.pid) as memory:  # until its results are read back too
+        accepted = stack.upload(text, direct=direct)
+        del text  # a 2,000,000-row file is 90 MB of text: not kept while the job runs
+        uploaded = time.monotonic() - started
+        job = stack.wait_until_done(accepted["job_id"], 6 * 3600, progress_every=60)
+        elapsed = time.monotonic() - started
+        cpu = stack.cpu_seconds() - cpu_before
+        results_path = stack.log_path.parent / "results.csv"
+        if direct:
+            # The results file through the presigned link the job status gives (no API key): the
+            # path a person's browser takes.
+            job = stack.wait_until_done(accepted["job_id"], 1800, until_file=True)
+            with (
+                urllib.request.urlopen(job["results_file_url"], timeout=600) as answer,
+                results_path.open("wb") as out,
+            ):
+                while block := answer.read(1 << 20):
+                    out.write(block)
+            fetched = "through the presigned link"
+        else:
+            with results_path.open("wb") as out:
+                ShortenerClient(stack.api_url, timeout=600, api_key=stack.info.get("api_key")).save_results(
+                    accepted["job_id"], out, deadline=time.monotonic() + 600
+                )
+            fetched = "through the API"
     return {
         "rows": rows,
         "bytes": size,
@@ -441,6 +504,7 @@ def measure_throughput(stack: LocalStack, rows: int, *, direct: bool = False) ->
         "direct": direct,
         "splitter_peak_mb": stack.peak_memory_mb("shortener-local-files") if direct else None,
         "stack_peak_rss_mb": stack.peak_rss_mb(),
+        "memory": memory.figures(),
         "cpu_seconds": cpu,
         "cost": job.get("cost"),
     }
@@ -521,8 +585,22 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
         )
         print(
             f"  CPU of the whole local stack (API, functions, embedded AWS): {rate['cpu_seconds']:,.0f} s "
-            f"= {rate['cpu_seconds'] * 1e6 / rate['rows']:,.0f} us per row; its peak memory (RSS, "
-            f"all processes): {rate['stack_peak_rss_mb']:,} MB"
+            f"= {rate['cpu_seconds'] * 1e6 / rate['rows']:,.0f} us per row"
+        )
+        memory = rate["memory"]
+        print(
+            f"  peak memory of the whole local stack: {memory['peak_mb']:,} MB (goal for 2,000,000 rows: "
+            f"<= 3,072 MB; Pss of {memory['processes']} processes summed, sampled every 2 s: "
+            f"the stack's own process (embedded AWS, API, local Lambda) {memory['root_mb']:,} MB "
+            f"and its function workers); the stack process's peak RSS {memory['root_hwm_mb']:,} MB, "
+            f"every live process's peak RSS summed {rate['stack_peak_rss_mb']:,} MB"
+        )
+        grown = memory["root_mb"] - memory["root_start_mb"]
+        print(
+            f"  the stack's own process grew by {grown:,} MB during the job "
+            f"(from {memory['root_start_mb']:,} MB) = {grown * 2**20 / rate['rows']:,.0f} bytes per row; "
+            f"its {memory['processes'] - 1} function workers held "
+            f"{memory['peak_mb'] - memory['root_mb']:,} MB"
         )
         if rate["splitter_peak_mb"] is not None:
             print(f"  splitter (files function) peak memory: {rate['splitter_peak_mb']} MB")

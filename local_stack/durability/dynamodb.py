@@ -24,13 +24,14 @@ from moto.dynamodb.models.table import Table
 
 from local_stack.durability.journal import Record
 from local_stack.durability.service import Sink, renamed
-from local_stack.embedded import dynamodb_index
+from local_stack.embedded import dynamodb_compact, dynamodb_index
 
 log = logging.getLogger(__name__)
 
 SERVICE = "dynamodb"
 # Attribute types whose JSON value is what moto holds (binary, lists and maps need converting).
 _AS_STORED = frozenset({"S", "N", "BOOL", "NULL", "SS", "NS"})
+_SCALARS = frozenset({"S", "N"})  # shared between items (local_stack/embedded/dynamodb_compact.py)
 _new_object = object.__new__  # without moto's BaseModel.__new__, which records every instance
 _set_attribute = dict.__setitem__  # without LimitedSizeDict's size check
 _SNAPSHOT_BATCH = 1000
@@ -205,13 +206,16 @@ def _insert(table: Table, image: dict[str, Any]) -> None:
     attributes = LimitedSizeDict.__new__(LimitedSizeDict)
     for name, attribute in image.items():
         ((kind, value),) = attribute.items()
-        if kind in _AS_STORED:
+        if kind in _SCALARS:
+            # one object for every item holding an equal value, as written items share them
+            typed = dynamodb_compact.scalar(kind, value)
+        elif kind in _AS_STORED:
             typed = _new_object(DynamoType)
             typed.type = kind
             typed.value = value
         else:
             typed = DynamoType(_binary_decoded(attribute))
-        _set_attribute(attributes, name, typed)
+        _set_attribute(attributes, dynamodb_compact.shared(name), typed)
     item = cast(Item, _new_object(Item))
     # Key attributes cannot be updated, so the item's key may share their values.
     item.hash_key = attributes[table.hash_key_attr]

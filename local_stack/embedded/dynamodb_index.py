@@ -45,7 +45,8 @@ class _Index:
         self.range_attr = range_keys[0]
         self.table_has_range = table.range_key_attr is not None
         self.partitions: dict[DynamoType, SortedList] = {}
-        self.where: dict[tuple[DynamoType, DynamoType | None], tuple[DynamoType, Entry]] = {}
+        # item key -> its place: the hash key alone for a table without a range key (no tuple)
+        self.where: dict[DynamoType | tuple[DynamoType, DynamoType], tuple[DynamoType, Entry]] = {}
         for item in _table_items(table):
             self.add(item)
 
@@ -65,10 +66,10 @@ class _Index:
             return
         partition, entry = placed
         self.partitions.setdefault(partition, SortedList()).add(entry)
-        self.where[(item.hash_key, item.range_key)] = placed
+        self.where[_where(item.hash_key, item.range_key)] = placed
 
     def remove(self, hash_key: DynamoType, range_key: DynamoType | None) -> None:
-        placed = self.where.pop((hash_key, range_key), None)
+        placed = self.where.pop(_where(hash_key, range_key), None)
         if placed is None:
             return
         partition, entry = placed
@@ -76,6 +77,10 @@ class _Index:
         entries.discard(entry)
         if not entries:
             del self.partitions[partition]
+
+
+def _where(hash_key: DynamoType, range_key: DynamoType | None) -> DynamoType | tuple[DynamoType, DynamoType]:
+    return hash_key if range_key is None else (hash_key, range_key)
 
 
 _lock = threading.RLock()

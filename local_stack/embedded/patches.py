@@ -18,6 +18,7 @@ from local_stack.cloudwatch import history
 from local_stack.embedded import (
     bucket_policies,
     delete_refusals,
+    dynamodb_compact,
     dynamodb_index,
     lambda_quota,
     server,
@@ -99,6 +100,14 @@ PATCHES: tuple[Patch, ...] = (
         "for one Query at 810,000 items); a sorted index per partition, kept on every write, "
         "answers it in proportion to what it reads, with moto's own results.",
         "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_dynamodb_index.py",
+    ),
+    Patch(
+        dynamodb_compact.install,
+        "Item.__init__",
+        "moto held in every item its own copy of each attribute name, of values thousands of items "
+        "share (a bulk link's owner, listing partition, job id) and of its key (twice): names, short "
+        "values and key objects are shared now (docs/capacity.md has the bytes per link).",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_dynamodb_compact.py",
     ),
     Patch(
         history.install,

@@ -42,7 +42,13 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack.embedded import bucket_policies, delete_refusals, dynamodb_index, lambda_quota
+from local_stack.embedded import (
+    bucket_policies,
+    delete_refusals,
+    dynamodb_compact,
+    dynamodb_index,
+    lambda_quota,
+)
 from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
 from local_stack.s3.buckets import PresignedUrlGate
@@ -197,6 +203,7 @@ def install_moto_fixes() -> None:
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
     dynamodb_index.install()
+    dynamodb_compact.install()
     # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
     delete_refusals.install()
     # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
