@@ -121,18 +121,11 @@ def _fill(stack: _Stack, owner: str, count: int, writers: int = 4) -> None:
 
 
 def _count(stack: _Stack) -> int:
-    dynamodb = stack.boto3_client("dynamodb")
-    count, start = 0, None
-    while True:
-        page = dynamodb.scan(
-            TableName=stack.resources["LinksTable"],
-            Select="COUNT",
-            **({"ExclusiveStartKey": start} if start else {}),
-        )
-        count += page["Count"]
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return count
+    """The links table's items, as DescribeTable's ItemCount (exact in the embedded AWS; AWS
+    updates it about every six hours). Not a Scan with Select=COUNT: moto walks the table from
+    its start on every page, so counting a million items that way takes longer than the fill."""
+    table = stack.boto3_client("dynamodb").describe_table(TableName=stack.resources["LinksTable"])
+    return int(table["Table"]["ItemCount"])
 
 
 def _time_gets(stack: _Stack, rounds: int, count: int) -> None:
