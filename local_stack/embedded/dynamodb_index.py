@@ -19,7 +19,8 @@ partition) is left to moto's walk. One difference: moto also ends a page early w
 *after* the key condition's end would not fit in the 1 MB page; this does not look past the end.
 
 State restored from the durable journal is written into moto's tables directly: the restore
-drops the table's index (:func:`forget`), rebuilt on the next write or index Query."""
+drops the table's index (:func:`forget`) and builds it again once every item is back
+(:func:`build`)."""
 
 import copy
 import threading
@@ -107,6 +108,15 @@ def forget(table: Table) -> None:
     """Drop ``table``'s indexes (its items were changed behind moto's writers); rebuilt on use."""
     with _lock:
         _indexes.pop(table, None)
+
+
+def build(table: Table) -> None:
+    """Build ``table``'s indexes now, from its items (after a restore): the first Query then does
+    not wait for it, as an API request (30 s at most) would."""
+    with _lock:
+        _indexes.pop(table, None)
+        for declared in table.all_indexes():
+            _index_of(table, declared.name)
 
 
 def _table_items(table: Table) -> Iterator[Item]:
