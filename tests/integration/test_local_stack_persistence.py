@@ -165,6 +165,32 @@ def test_binary_attributes_survive_a_crash(stacks: Stacks) -> None:
     assert get(resources, "JobsTable", {"job_id": {"S": "job-1"}, "sk": {"S": "chunk#0"}}) == chunk
 
 
+def test_a_restore_builds_the_sorted_index_before_the_first_query(stacks: Stacks) -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    from local_stack.embedded import dynamodb_index
+
+    # Given an owner's link in the links table
+    resources = stacks.open()
+    link = {
+        "code": {"S": "abc"},
+        "url": {"S": "https://example.com/"},
+        "created_at": {"S": "2026-01-01T00:00:00+00:00"},
+        "list_pk": {"S": "alice#3"},
+        "list_sk": {"S": "2026-01-01T00:00:00+00:00#abc"},
+    }
+    dynamodb(resources).put_item(TableName=resources.physical_id("LinksTable"), Item=link)
+    # When the stack is killed and started again
+    stacks.crash()
+    resources = stacks.open()
+    # Then the restore has built the table's ByOwner index (no Query has been made), holding the link
+    table = dynamodb_backends[ACCOUNT_ID][resources.region].tables[resources.physical_id("LinksTable")]
+    built = dynamodb_index._indexes.get(table, {})
+    assert "ByOwner" in built
+    entries = [entry for partition in built["ByOwner"].partitions.values() for entry in partition]
+    assert [entry[1].value for entry in entries] == ["abc"]
+
+
 def test_the_id_counter_never_goes_back_after_a_crash(stacks: Stacks) -> None:
     # Given a counter that handed out ids in several answered writes
     resources = stacks.open()

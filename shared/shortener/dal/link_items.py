@@ -5,7 +5,14 @@ code, so internal keys cannot clash with links.
 Links with an owner carry the keys of the ByOwner index (``list_pk`` = owner and a shard number,
 ``list_sk`` = creation time and code); no internal item does, so the index holds links only. The
 partition is split in LIST_SHARDS because a bulk upload writes one owner's links faster than one
-index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice).
+index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice,
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-sharding.html).
+
+LIST_SHARDS is twice what a new on-demand table takes (4,000 write units a second, each bulk link
+one in the table and one in the index): with only as many shards as the table's rate, random
+unevenness between them throttles the index before the table is full. It may grow, never shrink: a
+listing reads shards 0 to LIST_SHARDS - 1, so links written under a smaller count still list (and
+move to their new shard when next written), with no migration.
 
 An active link with an ``expires_at`` also carries the keys of the sparse ByExpiry index
 (``expiry_pk`` = a shard number, ``expiry_sk`` = the expiry in UTC, fixed width so that text order
@@ -25,7 +32,7 @@ CLAIM_PREFIX = "#url#"
 RESERVED_PREFIX = "#reserved#"
 TAKEDOWNS_KEY = "#takedowns"
 LIST_INDEX = "ByOwner"
-LIST_SHARDS = 4
+LIST_SHARDS = 8
 EXPIRY_INDEX = "ByExpiry"
 EXPIRY_SHARDS = 16
 

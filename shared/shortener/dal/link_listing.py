@@ -1,17 +1,23 @@
 """An owner's links, newest first, from the ByOwner index of the links table.
 
 The owner's index partition is split in LIST_SHARDS (see ``link_items``), so a page is a merge of
-one Query per shard, each newest first from the same position. DynamoDB applies ``Limit`` before a
+one Query per shard, each newest first from the same position (sent together, so a page takes about
+one Query's time, not LIST_SHARDS'). DynamoDB applies ``Limit`` before a
 filter, so a shard may stop early; the page then ends where every shard has been read (the
 highest position a shard stopped at), and the next page starts there. A position is a sort key
 value (creation time and code), so the cursor needs nothing of the caller but where they were."""
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from shortener.dal import aws
 from shortener.dal.link_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition, list_position
 from shortener.models.links import Link
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 # Above every position: ISO times start with a digit.
 _NEWEST = "~"
@@ -47,11 +53,20 @@ class LinkIndex(aws.DynamoDBTable):
         their URL or title, and made by the bulk job ``job_id``, when given."""
         found: list[tuple[str, Link]] = []
         frontier: str | None = None
-        for shard in range(LIST_SHARDS):
-            partition = list_partition(owner, shard)
-            items, stopped_at = self._query(
-                partition, before or _NEWEST, limit, tag=tag, contains=contains, job_id=job_id
-            )
+        client = self.client  # one client for the threads (boto3's clients are thread-safe)
+        answers = _shard_queries().map(
+            lambda shard: self._query(
+                client,
+                list_partition(owner, shard),
+                before=before or _NEWEST,
+                limit=limit,
+                tag=tag,
+                contains=contains,
+                job_id=job_id,
+            ),
+            range(LIST_SHARDS),
+        )
+        for items, stopped_at in answers:
             found += [(item["list_sk"]["S"], link_from_item(item)) for item in items]
             if stopped_at is not None and (frontier is None or stopped_at > frontier):
                 frontier = stopped_at
@@ -67,10 +82,11 @@ class LinkIndex(aws.DynamoDBTable):
 
     def _query(
         self,
+        client: "DynamoDBClient",
         partition: str,
+        *,
         before: str,
         limit: int,
-        *,
         tag: str | None,
         contains: str | None,
         job_id: str | None,
@@ -97,6 +113,12 @@ class LinkIndex(aws.DynamoDBTable):
             arguments["ExpressionAttributeValues"][":job_id"] = {"S": job_id}
         if filters:
             arguments["FilterExpression"] = " AND ".join(filters)
-        response = self.client.query(**arguments)
+        response = client.query(**arguments)
         last = response.get("LastEvaluatedKey")
         return list(response.get("Items", [])), (last["list_sk"]["S"] if last else None)
+
+
+@cache
+def _shard_queries() -> ThreadPoolExecutor:
+    """The threads that send a page's Queries, one per shard (kept for the container's life)."""
+    return ThreadPoolExecutor(max_workers=LIST_SHARDS, thread_name_prefix="list-shard")
