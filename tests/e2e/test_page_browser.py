@@ -42,7 +42,11 @@ if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
 import zxingcpp  # noqa: E402
 from PIL import Image  # noqa: E402
 from selenium import webdriver  # noqa: E402 (only with a browser to drive)
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoAlertPresentException,
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -211,14 +215,12 @@ def test_a_key_then_a_short_link_that_leads_to_its_page(
     snap("shortened")
     # Then the short link is shown, and listed with the caller's recent links
     assert short_url.startswith(stack.api_url), short_url
-    WebDriverWait(browser, STEP_SECONDS).until(
-        lambda _: short_url in browser.find_element(By.ID, "links-list").text
-    )
+    settled(browser).until(lambda _: short_url in browser.find_element(By.ID, "links-list").text)
     assert long_url in browser.find_element(By.ID, "links-list").text
     snap("listed")
     # And following it leads to the long link's page
     browser.find_element(By.ID, "short").click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: browser.title == "Landed")
+    settled(browser).until(lambda _: browser.title == "Landed")
     assert browser.current_url == long_url
     snap("followed")
 
@@ -239,7 +241,7 @@ def test_the_copy_button_puts_the_short_link_on_the_clipboard(
     # When its copy button is pressed
     browser.find_element(By.ID, "copy").click()
     # Then the button says so and the clipboard holds the short link
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: browser.find_element(By.ID, "copy").text == "Copied")
+    settled(browser).until(lambda _: browser.find_element(By.ID, "copy").text == "Copied")
     snap("copied")
     clipboard = browser.execute_async_script(
         "navigator.clipboard.readText().then(arguments[0], (e) => arguments[0]('error: ' + e))"
@@ -255,16 +257,14 @@ def test_a_listed_link_shows_its_qr_code_with_downloads(
     open_page(browser, stack, stack.api_key)
     shorten(browser, f"http://localhost:{landing}/printed")
     short_url = visible_text(browser, "short")
-    WebDriverWait(browser, STEP_SECONDS).until(
-        lambda _: short_url in browser.find_element(By.ID, "links-list").text
-    )
+    settled(browser).until(lambda _: short_url in browser.find_element(By.ID, "links-list").text)
     # When its QR code button is pressed in the list
     item = next(li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text)
     button = item.find_element(By.CSS_SELECTOR, "button.show-qr")
     button.click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: item.find_elements(By.CSS_SELECTOR, ".qr img"))
+    settled(browser).until(lambda _: item.find_elements(By.CSS_SELECTOR, ".qr img"))
     image = item.find_element(By.CSS_SELECTOR, ".qr img")
-    WebDriverWait(browser, STEP_SECONDS).until(
+    settled(browser).until(
         lambda _: browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image)
     )
     snap("qr-code")
@@ -426,7 +426,7 @@ def test_a_key_over_its_limit_gets_a_clear_message(
     for number in range(6):
         shorten(browser, f"http://localhost:{landing}/limited/{number}")
         with contextlib.suppress(TimeoutException):
-            WebDriverWait(browser, STEP_SECONDS).until(
+            settled(browser).until(
                 lambda _: (
                     browser.find_element(By.ID, "error").is_displayed()
                     or browser.find_element(By.ID, "result").is_displayed()
@@ -500,7 +500,7 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     # When the person opens the link's clicks from their recent links
     open_page(browser, stack, stack.api_key)
     short_url = created.json()["short_url"]
-    button = WebDriverWait(browser, STEP_SECONDS).until(
+    button = settled(browser).until(
         lambda _: browser.find_element(By.CSS_SELECTOR, f'button[aria-label="Clicks of {short_url}"]')
     )
     button.click()
@@ -538,14 +538,23 @@ def upload_rows(stack: RunningStack, urls: list[str]) -> str:
     return job_id
 
 
+def settled(browser: WebDriver) -> WebDriverWait:
+    """A wait that reads again when the page replaced an element while it was being read (the
+    lists are re-rendered after every change; under load a read can fall between the two)."""
+    return WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def listed(browser: WebDriver) -> list[str]:
-    """The short URLs the list shows, in order (once the list is not being replaced)."""
-    return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#links-list li .head a")]
+    """The short URLs the list shows, in order (read again if the list was replaced meanwhile)."""
+    (texts,) = settled(browser).until(
+        lambda _: ([a.text for a in browser.find_elements(By.CSS_SELECTOR, "#links-list li .head a")],)
+    )
+    return texts
 
 
 def link_item(browser: WebDriver, short_url: str) -> Any:
     """The list item of ``short_url`` (waited for)."""
-    return WebDriverWait(browser, STEP_SECONDS).until(
+    return settled(browser).until(
         lambda _: next(
             (li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text),
             None,
@@ -562,7 +571,7 @@ def search(browser: WebDriver, q: str = "", tag: str = "", job_id: str = "") -> 
     browser.execute_script("window.listed = document.getElementById('links-list').firstChild")
     browser.find_element(By.CSS_SELECTOR, "#links-filter button[type=submit]").click()
     # The answer replaced the list (or emptied it).
-    WebDriverWait(browser, STEP_SECONDS).until(
+    settled(browser).until(
         lambda _: browser.execute_script(
             "const first = document.getElementById('links-list').firstChild;"
             "return first === null ? !document.getElementById('links-empty').hidden : first !== window.listed"
@@ -598,7 +607,7 @@ def test_links_are_searched_by_title_and_filtered_by_tag_and_by_upload(
     # And a tag, and then an upload (chosen by its name in the list of uploads), narrow it so
     search(browser, tag="zebra")
     assert sorted(listed(browser)) == sorted([flyer, other])
-    WebDriverWait(browser, STEP_SECONDS).until(
+    settled(browser).until(
         lambda _: browser.find_elements(By.CSS_SELECTOR, f'#links-job option[value="{job_id}"]')
     )
     search(browser, job_id=job_id)
@@ -638,9 +647,7 @@ def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
     snap("editing")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     # Then the item shows what the API kept, and the link has it
-    WebDriverWait(browser, STEP_SECONDS).until(
-        lambda _: "Summer labels" in link_item(browser, created["short_url"]).text
-    )
+    settled(browser).until(lambda _: "Summer labels" in link_item(browser, created["short_url"]).text)
     snap("edited")
     text = link_item(browser, created["short_url"]).text
     assert f"\u2192 http://localhost:{landing}/after-edit" in text and "Tags: labels, summer" in text
@@ -660,7 +667,7 @@ def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
     tags.clear()
     tags.send_keys("no spaces allowed")
     item.find_element(By.CSS_SELECTOR, ".editor button[type=submit]").click()
-    problem = WebDriverWait(browser, STEP_SECONDS).until(
+    problem = settled(browser).until(
         lambda _: next(
             (p for p in item.find_elements(By.CSS_SELECTOR, ".editor .error") if p.is_displayed()), None
         )
@@ -683,14 +690,14 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     open_page(browser, stack, stack.api_key)
     # When it is disabled
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.disable").click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: "Disabled" in link_item(browser, short_url).text)
+    settled(browser).until(lambda _: "Disabled" in link_item(browser, short_url).text)
     snap("disabled")
     # Then it answers 410 Gone, and the focus stays on its (now Enable) button
     assert stack.request("GET", code, api_key=None).status == 410
     assert browser.switch_to.active_element.get_attribute("aria-label") == f"Enable {short_url}"
     # When it is enabled again, it redirects again
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.enable").click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: "Active" in link_item(browser, short_url).text)
+    settled(browser).until(lambda _: "Active" in link_item(browser, short_url).text)
     assert stack.request("GET", code, api_key=None).status == 301
     # When its clicks are shown, and then it is deleted (a confirmation first)
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.clicks").click()
@@ -702,7 +709,7 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     assert short_url in confirmation.text
     confirmation.accept()
     # Then it leaves the list and answers 410 Gone for good
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: short_url not in listed(browser))
+    settled(browser).until(lambda _: short_url not in listed(browser))
     snap("deleted")
     assert stack.request("GET", f"links/{code}").status == 410
     assert browser.find_element(By.ID, "announce").text == f"Deleted {short_url}."
@@ -724,7 +731,7 @@ def test_an_upload_that_ended_early_is_listed_by_file_name_with_its_error(
     # When the person opens the page
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
-    item = WebDriverWait(browser, STEP_SECONDS).until(
+    item = settled(browser).until(
         lambda _: next(
             (
                 li
@@ -774,7 +781,7 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
     open_page(browser, stack, stack.api_key)
 
     def job_item() -> Any:
-        return WebDriverWait(browser, STEP_SECONDS).until(
+        return settled(browser).until(
             lambda _: next(
                 (li for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li") if job_id in li.text),
                 None,
@@ -790,7 +797,7 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
     # Then every one answers 410 Gone
     assert [stack.request("GET", code, api_key=None).status for code in codes] == [410] * 4
     # When they are deleted (a confirmation first)
-    WebDriverWait(browser, STEP_SECONDS).until(
+    settled(browser).until(
         lambda _: job_item().find_element(By.CSS_SELECTOR, "button.job-delete").is_enabled()
     )
     job_item().find_element(By.CSS_SELECTOR, "button.job-delete").click()
