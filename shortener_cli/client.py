@@ -209,37 +209,38 @@ class ShortenerClient:
         """Write a job's click report CSV to ``out``: inline, or the file the API redirects to once
         built (a 202 is asked again after its Retry-After, until ``deadline``). The bytes written."""
         url = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/clicks")
-        while True:
-            try:
-                request = urllib.request.Request(url, headers=self._key_header({"Accept": "text/csv"}))  # noqa: S310
-                with _OPENER.open(request, timeout=self.timeout) as answer:
-                    if answer.status == 202:
-                        if time.monotonic() >= deadline:
-                            raise _api_error(202, answer.read())
-                        time.sleep(float(answer.headers.get("Retry-After") or 5))
-                        continue
-                    written = 0
-                    while block := answer.read(_BLOCK_BYTES):
-                        out.write(block)
-                        written += len(block)
-                    return written
-            except urllib.error.HTTPError as exc:
-                raise _api_error(exc.code, exc.read()) from exc
-            except (urllib.error.URLError, OSError) as exc:
-                raise UnreachableError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+        return self._save_when_built(url, "text/csv", out, deadline=deadline, retry_after=5.0, not_ready=None)
 
     def save_labels(self, job_id: str, image_format: str, out: BinaryIO, *, deadline: float) -> int:
         """Write a done job's QR labels ZIP to ``out``: asked for until the API redirects to the
         built file (202 with Retry-After meanwhile), until ``deadline``. The bytes written."""
         url = urljoin(self.api_url, f"jobs/{quote(job_id, safe='')}/qr?{urlencode({'format': image_format})}")
+        not_ready = ApiError(202, "labels_not_ready", "The labels were still being drawn.")
+        return self._save_when_built(
+            url, "application/zip", out, deadline=deadline, retry_after=2.0, not_ready=not_ready
+        )
+
+    def _save_when_built(
+        self,
+        url: str,
+        accept: str,
+        out: BinaryIO,
+        *,
+        deadline: float,
+        retry_after: float,
+        not_ready: ApiError | None,
+    ) -> int:
+        """GET ``url`` into ``out``, asking again after each 202's Retry-After (``retry_after`` when
+        it gives none) until ``deadline``, then raising ``not_ready`` (None: the 202's own body as
+        an error). The bytes written."""
         while True:
-            request = urllib.request.Request(url, headers=self._key_header({"Accept": "application/zip"}))  # noqa: S310
+            request = urllib.request.Request(url, headers=self._key_header({"Accept": accept}))  # noqa: S310
             try:
                 with _OPENER.open(request, timeout=self.timeout) as answer:
                     if answer.status == 202:
                         if time.monotonic() >= deadline:
-                            raise ApiError(202, "labels_not_ready", "The labels were still being drawn.")
-                        time.sleep(float(answer.headers.get("Retry-After") or 2))
+                            raise not_ready or _api_error(202, answer.read())
+                        time.sleep(float(answer.headers.get("Retry-After") or retry_after))
                         continue
                     written = 0
                     while block := answer.read(_BLOCK_BYTES):
