@@ -612,7 +612,8 @@ def print_figures(options: argparse.Namespace, counted: dict[str, Any], rate: di
         print(
             f"  the stack's own process grew by {grown:,} MB during the job "
             f"(from {memory['root_start_mb']:,} MB) = {grown * 2**20 / rate['rows']:,.0f} bytes per row; "
-            f"its {memory['processes'] - 1} function workers held "
+            f"its {memory['processes'] - 1} other processes (function workers, and the zygote they are "
+            "forked from) held "
             f"{memory['peak_mb'] - memory['root_mb']:,} MB"
         )
         if rate["splitter_peak_mb"] is not None:

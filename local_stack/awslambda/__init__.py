@@ -5,6 +5,8 @@
 - ``endpoint``: LambdaEndpoint, the Lambda API (Invoke) and the SNS subscriptions' HTTP endpoint.
 - ``bootstrap``: the worker's side, run as `python -m local_stack.awslambda.bootstrap`; ``faults``:
   the fault injection it installs (Faults, parse_faults, FAULT_KINDS, FaultError).
+- ``zygote``: the process that preloads the functions' libraries and forks each worker (Linux);
+  ``forking``: the runtime's side of it (Zygote, ForkedProcess).
 - ``log_format``: the functions' output rendered for the terminal (LogFormat, configure_logging).
 
 This package imports none of them: every worker process imports ``bootstrap`` through it, and must

@@ -2,7 +2,10 @@
 own environment from the template, warm workers reused, concurrent invocations in parallel.
 
 Separate processes, not threads, because functions differ in environment variables and keep
-module-level caches, exactly as separate Lambda containers do."""
+module-level caches, exactly as separate Lambda containers do. On Linux each worker is forked from
+one zygote process that already imported the libraries every function imports (forking.py,
+zygote.py), so that twenty workers do not hold twenty copies of boto3; elsewhere each worker is an
+interpreter of its own."""
 
 import enum
 import json
@@ -22,6 +25,7 @@ from typing import IO, Any
 
 from local_stack.awslambda.destinations import AsyncConfig, DestinationSender, failure_record
 from local_stack.awslambda.faults import AsyncDuplicator
+from local_stack.awslambda.forking import ForkedProcess, Zygote
 from local_stack.awslambda.log_format import FunctionOutput, LogFormat
 from local_stack.cloudformation.resources import FunctionSpec
 from local_stack.cloudformation.template import PROJECT_ROOT
@@ -39,10 +43,22 @@ _INIT_TIMEOUT_SECONDS = 30.0
 # the function's EventInvokeConfig says so: local_stack/awslambda/destinations.py).
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _KILL_GRACE_SECONDS = 2.0
+# Lambda keeps an idle execution environment warm for a while, then reclaims it; for how long is
+# not documented (minutes, as observed). Reclaiming here too keeps a long-running stack from holding
+# every worker that a burst once needed.
+IDLE_RECLAIM_SECONDS = 300.0
 # Lambda's payload limits: 6 MB for a synchronous response (and request), 1 MB for an async event.
 SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024
 ASYNC_PAYLOAD_LIMIT_BYTES = 1024 * 1024
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+# What Lambda sets alike for every Python function (and the zygote imports under).
+_RUNTIME_ENV = {
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+    "PYTHONUNBUFFERED": "1",
+    "TZ": "UTC",
+    # There is no X-Ray daemon on this machine.
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
 
 
 class FunctionThrottledError(Exception):
@@ -81,6 +97,10 @@ class RuntimeSettings:
     execute_api_endpoint: str = ""
     # Each function's EventInvokeConfig (retries, on-failure destination), by function name.
     async_configs: Mapping[str, AsyncConfig] = field(default_factory=dict)
+    # Workers forked from a preloaded zygote (Linux), or each started as its own interpreter.
+    fork_workers: bool = sys.platform == "linux"
+    # How long a worker may stay idle before it is reclaimed (machine seconds, not scaled).
+    idle_reclaim_seconds: float = IDLE_RECLAIM_SECONDS
 
 
 class _Silence(enum.Enum):
@@ -96,32 +116,37 @@ _TIMED_OUT, _CLOSED = _Silence.TIMED_OUT, _Silence.CLOSED
 class Worker:
     """One execution environment: a process that imported the handler and waits for events."""
 
-    def __init__(
-        self,
-        spec: FunctionSpec,
-        settings: RuntimeSettings,
-    ) -> None:
+    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings, zygote: Zygote | None = None) -> None:
         self.spec = spec
-        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [
-                sys.executable,
-                "-m",
-                "local_stack.awslambda.bootstrap",
-                spec.name,
-                spec.handler,
-                json.dumps(settings.faults.get(spec.logical_id, {})),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.code_dir,
-            env=worker_environment(spec, settings),
-            # Its own session: Ctrl-C reaches the local stack, which then stops workers in order.
-            start_new_session=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
+        argv = [
+            sys.executable,
+            "-m",
+            "local_stack.awslambda.bootstrap",
+            spec.name,
+            spec.handler,
+            json.dumps(settings.faults.get(spec.logical_id, {})),
+        ]
+        environment = worker_environment(spec, settings)
+        self.process: subprocess.Popen[str] | ForkedProcess
+        if zygote is not None:
+            try:
+                self.process = zygote.spawn(argv, environment, str(spec.code_dir))
+            except OSError as exc:
+                raise WorkerInitError({"errorMessage": f"The worker did not start: {exc}"}) from exc
+        else:
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.code_dir,
+                env=environment,
+                # Its own session: Ctrl-C reaches the local stack, which then stops workers in order.
+                start_new_session=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
         # The function's own output (its logs, prints, tracebacks), read from the start so that a
         # full pipe can never stall the worker.
         self.output = FunctionOutput(spec.logical_id, settings.log_format)
@@ -221,6 +246,7 @@ class Worker:
 
     def _exit_message(self) -> str:
         """Lambda's message for a runtime that exited mid-invocation, after reaping the process."""
+        code: int | None
         try:
             code = self.process.wait(_KILL_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
@@ -245,11 +271,12 @@ class WorkerInitError(Exception):
 class FunctionPool:
     """The execution environments of one function: warm ones reused, new ones up to a cap."""
 
-    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings) -> None:
+    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings, zygote: Zygote | None = None) -> None:
         self.spec = spec
         self._settings = settings
+        self._zygote = zygote
         self._slots = threading.BoundedSemaphore(settings.max_concurrency)
-        self._idle: list[Worker] = []
+        self._idle: list[tuple[Worker, float]] = []  # with when each became idle, oldest first
         self._all: set[Worker] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -279,6 +306,17 @@ class FunctionPool:
             return
         self._give_back(worker)
 
+    def reclaim_idle(self, idle_seconds: float) -> int:
+        """Kill the workers idle for ``idle_seconds`` or more; how many."""
+        cutoff = time.monotonic() - idle_seconds
+        with self._lock:
+            stale = [worker for worker, since in self._idle if since <= cutoff]
+            self._idle = [(worker, since) for worker, since in self._idle if since > cutoff]
+            self._all.difference_update(stale)
+        for worker in stale:
+            worker.kill()
+        return len(stale)
+
     def close(self) -> None:
         """Kill every worker, busy or not."""
         with self._lock:
@@ -293,13 +331,13 @@ class FunctionPool:
             if self._closed:
                 raise WorkerInitError({"errorMessage": "The local stack is stopping"})
             while self._idle:
-                worker = self._idle.pop()
+                worker, _ = self._idle.pop()  # the most recently used: the others may go idle for good
                 if worker.alive:
                     return worker
                 self._all.discard(worker)
         # Known to the pool from its first moment, so that close() kills one still starting too
         # (a worker born while the stack stops must not outlive it).
-        worker = Worker(self.spec, self._settings)
+        worker = Worker(self.spec, self._settings, self._zygote)
         with self._lock:
             closed = self._closed
             if not closed:
@@ -318,7 +356,7 @@ class FunctionPool:
     def _give_back(self, worker: Worker) -> None:
         with self._lock:
             if worker.alive and not self._closed:
-                self._idle.append(worker)
+                self._idle.append((worker, time.monotonic()))
                 return
             self._all.discard(worker)
         worker.kill()
@@ -329,7 +367,8 @@ class LambdaRuntime:
 
     def __init__(self, functions: Mapping[str, FunctionSpec], settings: RuntimeSettings) -> None:
         self._settings = settings
-        self._pools = {spec.name: FunctionPool(spec, settings) for spec in functions.values()}
+        self._zygote = Zygote(runtime_environment(), str(PROJECT_ROOT)) if settings.fork_workers else None
+        self._pools = {spec.name: FunctionPool(spec, settings, self._zygote) for spec in functions.values()}
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
@@ -337,6 +376,7 @@ class LambdaRuntime:
         self._destinations = DestinationSender(
             settings.aws_endpoint, settings.region, self._invoke_destination
         )
+        threading.Thread(target=self._reclaim_idle_workers, name="lambda-reclaim", daemon=True).start()
 
     def function(self, name_or_arn: str) -> FunctionSpec | None:
         """The function that a name, an ARN or a partial ARN designates."""
@@ -392,11 +432,20 @@ class LambdaRuntime:
         for thread in threads:
             thread.join(_INIT_TIMEOUT_SECONDS)
 
+    def _reclaim_idle_workers(self) -> None:
+        idle_seconds = self._settings.idle_reclaim_seconds
+        while not self._stopping.wait(min(30.0, idle_seconds / 2)):
+            for pool in self._pools.values():
+                if reclaimed := pool.reclaim_idle(idle_seconds):
+                    log.debug("%s: reclaimed %d idle environment(s)", pool.spec.logical_id, reclaimed)
+
     def stop(self) -> None:
         """Stop accepting work and kill every worker, even those mid-invocation."""
         self._stopping.set()
         for pool in self._pools.values():
             pool.close()
+        if self._zygote is not None:
+            self._zygote.close()
 
     def _run_async(
         self,
@@ -459,6 +508,12 @@ class LambdaRuntime:
                 self._threads.discard(threading.current_thread())
 
 
+def runtime_environment() -> dict[str, str]:
+    """What every worker's environment holds alike: the zygote's."""
+    inherited = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ}
+    return {**inherited, **_RUNTIME_ENV}
+
+
 def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[str, str]:
     """A worker's environment: the function's variables from the template, then what Lambda
     itself sets (which a function cannot override), then the local endpoints."""
@@ -472,20 +527,16 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
         "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{spec.name}",
         "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{uuid.uuid4().hex}",
-        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+        **_RUNTIME_ENV,
         "AWS_REGION": settings.region,
         "AWS_DEFAULT_REGION": settings.region,
         "LAMBDA_TASK_ROOT": str(spec.code_dir),
         "PYTHONPATH": os.pathsep.join(python_path),
-        "PYTHONUNBUFFERED": "1",
-        "TZ": "UTC",
         # The function's own key: the embedded AWS authorises its calls against its role.
         **function_credentials(spec.name),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,
-        # There is no X-Ray daemon on this machine.
-        "POWERTOOLS_TRACE_DISABLED": "true",
     }
 
 

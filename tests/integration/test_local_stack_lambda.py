@@ -3,7 +3,9 @@
 import http.client
 import json
 import logging
+import os
 import signal
+import sys
 import textwrap
 import threading
 import time
@@ -25,6 +27,7 @@ HANDLERS = textwrap.dedent(
     """
     import json
     import os
+    import sys
     import time
 
     INVOCATIONS = 0  # module state: shows that a warm worker is reused
@@ -41,6 +44,9 @@ HANDLERS = textwrap.dedent(
             "arn": context.invoked_function_arn,
             "endpoint": os.environ["AWS_ENDPOINT_URL"],
             "greeting": os.environ["GREETING"],
+            "pid": os.getpid(),
+            "parent": os.getppid(),
+            "path": sys.path,
         }
 
     def fail(event, context):
@@ -117,8 +123,11 @@ def spec(code_dir: Path, name: str, handler: str, timeout: int = 5) -> FunctionS
     )
 
 
-@pytest.fixture
-def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
+FORKING = [True, False] if sys.platform == "linux" else [False]
+
+
+@pytest.fixture(params=FORKING, ids=lambda forked: "forked" if forked else "interpreter")
+def runtime(code_dir: Path, request: pytest.FixtureRequest) -> Iterator[LambdaRuntime]:
     functions = {
         "echo": spec(code_dir, "echo", "app.echo"),
         "fail": spec(code_dir, "fail", "app.fail"),
@@ -126,7 +135,9 @@ def runtime(code_dir: Path) -> Iterator[LambdaRuntime]:
         "crash": spec(code_dir, "crash", "app.crash", timeout=60),
         "rendezvous": spec(code_dir, "rendezvous", "app.rendezvous", timeout=60),
     }
-    settings = RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4)
+    settings = RuntimeSettings(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", max_concurrency=4, fork_workers=request.param
+    )
     running = LambdaRuntime(functions, settings)
     yield running
     running.stop()
@@ -143,9 +154,92 @@ def test_an_invocation_gets_the_event_the_context_and_the_environment(runtime: L
     assert (result["endpoint"], result["greeting"]) == ("http://127.0.0.1:1", "hello")
 
 
+def _proc(pid: int, name: str) -> str:
+    return Path(f"/proc/{pid}/{name}").read_text(errors="replace")
+
+
+def _shared_kib(pid: int) -> int:
+    sizes = dict(line.split()[:2] for line in _proc(pid, "smaps_rollup").splitlines()[1:])
+    return int(sizes["Shared_Clean:"]) + int(sizes["Shared_Dirty:"])
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_workers_are_forked_from_one_zygote_that_holds_the_libraries_they_share(code_dir: Path) -> None:
+    functions = {"echo": spec(code_dir, "echo", "app.echo"), "echo2": spec(code_dir, "echo2", "app.echo")}
+    runtime = LambdaRuntime(
+        functions, RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1")
+    )
+    try:
+        # When two functions run
+        first, second = (runtime.invoke(name, {}).result for name in ("echo", "echo2"))
+        # Then both workers are children of one process, the zygote, which preloaded boto3
+        assert first["parent"] == second["parent"] != first["pid"] != second["pid"]
+        assert "local_stack.awslambda.zygote" in _proc(first["parent"], "cmdline")
+        # And each is still its own function's environment: its command line names it, its import
+        # path starts with its own folder, its variables are its own
+        for result, name in ((first, "echo"), (second, "echo2")):
+            argv = _proc(result["pid"], "cmdline").split("\0")
+            assert argv[2:5] == ["local_stack.awslambda.bootstrap", name, "app.echo"]
+            assert result["path"][0] == str(code_dir)
+            assert (result["function_name"], result["greeting"]) == (name, "hello")
+        # And the zygote's pages are shared with them, not copied (boto3 alone is over 20 MB)
+        assert _shared_kib(first["pid"]) > 20 * 1024
+    finally:
+        runtime.stop()
+    # And stopping the runtime stops the zygote
+    time.sleep(0.5)
+    assert not Path(f"/proc/{first['parent']}").exists() or "Z" in _proc(first["parent"], "stat").split()[2]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_a_zygote_that_dies_is_replaced_and_its_workers_end(code_dir: Path) -> None:
+    runtime = LambdaRuntime(
+        {"echo": spec(code_dir, "echo", "app.echo")},
+        RuntimeSettings("http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1"),
+    )
+    try:
+        before = runtime.invoke("echo", {}).result
+        # When the zygote is killed
+        os.kill(before["parent"], signal.SIGKILL)
+        # Then its worker ends within seconds (it watches its parent)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{before['pid']}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{before['pid']}").exists()
+        # And the next invocation runs in a new environment forked from a new zygote
+        after = runtime.invoke("echo", {}).result
+        assert after["invocations"] == 1
+        assert after["parent"] != before["parent"]
+    finally:
+        runtime.stop()
+
+
 def test_a_warm_worker_is_reused(runtime: LambdaRuntime) -> None:
     counts = [runtime.invoke("echo", {}).result["invocations"] for _ in range(3)]
     assert counts == [1, 2, 3]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_an_idle_worker_is_reclaimed_and_a_busy_one_is_not(code_dir: Path) -> None:
+    settings = RuntimeSettings(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", "us-east-1", idle_reclaim_seconds=1.0
+    )
+    runtime = LambdaRuntime({"echo": spec(code_dir, "echo", "app.echo")}, settings)
+    try:
+        # Given a worker used every 0.3 s for 2 s: never idle for its 1 s
+        first = runtime.invoke("echo", {}).result
+        for _ in range(6):
+            time.sleep(0.3)
+            kept = runtime.invoke("echo", {}).result
+        assert (kept["pid"], kept["invocations"]) == (first["pid"], 7)
+        # When it then stays idle for longer than that
+        time.sleep(2.5)
+        # Then its process is gone, and the next invocation is a cold start in a new environment
+        assert not Path(f"/proc/{first['pid']}").exists() or "Z" in _proc(first["pid"], "stat").split()[2]
+        after = runtime.invoke("echo", {}).result
+        assert after["pid"] != first["pid"] and after["invocations"] == 1
+    finally:
+        runtime.stop()
 
 
 def test_an_exception_comes_back_in_lambdas_error_shape(runtime: LambdaRuntime) -> None:
