@@ -21,6 +21,7 @@ from local_stack.embedded import (
     dynamodb_compact,
     dynamodb_index,
     lambda_quota,
+    s3_multipart,
     server,
 )
 
@@ -34,6 +35,14 @@ class Patch:
 
 
 PATCHES: tuple[Patch, ...] = (
+    Patch(
+        s3_multipart.install,
+        "FakeMultipart.complete",
+        "moto held a completed multipart object three to four times in memory (a bytearray, its "
+        "bytes copy, the checksum builder's copy and its copy): a 2,000,000-row job's results "
+        "file, or a QR ZIP, swelled the stack at the job's end. One copy now, same answers.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_s3_multipart.py",
+    ),
     Patch(
         server.install_item_level_transaction_rollback,
         "DynamoDBBackend.transact_write_items; moto.dynamodb.models.copy",

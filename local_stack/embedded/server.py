@@ -48,6 +48,7 @@ from local_stack.embedded import (
     dynamodb_compact,
     dynamodb_index,
     lambda_quota,
+    s3_multipart,
 )
 from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
@@ -210,6 +211,8 @@ def install_moto_fixes() -> None:
     bucket_policies.install()
     # GetAccountSettings, and reservations that would leave fewer than 100 executions refused.
     lambda_quota.install()
+    # A multipart upload completed with one copy of the object in memory.
+    s3_multipart.install()
 
 
 def install_whole_recorder_lines() -> None:
