@@ -18,8 +18,10 @@ item holds any more is not kept long). Nothing an item answers changes: strings 
 moto never changes a scalar ``DynamoType`` in place (an update, an ADD, builds a new one; a key
 attribute cannot be updated at all, in DynamoDB or moto); ``copy.deepcopy`` of an item copies."""
 
+import sys
 from typing import Any
 
+from moto.dynamodb.models import dynamo_type
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 
 SHARED_LENGTH = 128
@@ -124,3 +126,28 @@ def install() -> None:
     compact_init._compact = True  # type: ignore[attr-defined]
     compact_init.__wrapped__ = build  # type: ignore[attr-defined]
     Item.__init__ = compact_init  # type: ignore[method-assign]
+
+
+def install_slotted_values() -> None:
+    """Make moto's ``DynamoType`` a class whose instances hold ``type`` and ``value`` in slots, with
+    no per-instance dict: 48 bytes each instead of 88 (Python 3.13, tracemalloc), and a bulk link
+    holds three of its own (its code, URL and listing position). The class is moto's own body
+    (every method, the same name and module) with ``__slots__``; every module that imported the
+    name is given the new class, so moto's ``type(x) is DynamoType`` checks hold. Installed before
+    any value is built (``install_moto_fixes``); idempotent."""
+    old = dynamo_type.DynamoType
+    if "__slots__" in vars(old):
+        return
+    for name, member in vars(old).items():
+        cells = getattr(member, "__closure__", None) or ()
+        if any(cell.cell_contents is old for cell in cells):  # super() or __class__ would break
+            raise RuntimeError(f"DynamoType.{name} refers to its class; cannot give it slots")
+    namespace = {k: v for k, v in vars(old).items() if k not in ("__dict__", "__weakref__")}
+    namespace["__slots__"] = ("type", "value")
+    slotted = type(old.__name__, old.__bases__, namespace)
+    slotted.__qualname__ = old.__qualname__
+    for module in list(sys.modules.values()):
+        held = getattr(module, "__dict__", None)
+        if isinstance(held, dict) and held.get("DynamoType") is old:
+            held["DynamoType"] = slotted
+    _scalars.clear()  # a value built before holds the old class

@@ -94,6 +94,14 @@ PATCHES: tuple[Patch, ...] = (
         "tests/integration/test_local_stack_delete_refusals.py, tests/e2e/test_deploy_e2e.py",
     ),
     Patch(
+        dynamodb_compact.install_slotted_values,
+        "DynamoType (the class, in every module that imported it)",
+        "Every attribute value moto holds was an object with its own dict: 88 bytes each, three "
+        "of them a bulk link's own. The same class with __slots__ holds one in 48 "
+        "(docs/capacity.md).",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_dynamodb_compact.py",
+    ),
+    Patch(
         dynamodb_index.install,
         "Table.query (on a secondary index), .put_item, .delete_item; DynamoDBBackend.update_item",
         "moto answered a Query on an index by sorting and walking every item of the table (13.8 s "
