@@ -25,7 +25,9 @@ from moto.dynamodb.models import dynamo_type
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 
 SHARED_LENGTH = 128
-SHARED_STRINGS = 1 << 16
+# Values thousands of items share come back at once after the tables are emptied; an item's own
+# values (a URL, a listing position) only fill them. 65,536 entries held about 9 MB of those.
+SHARED_STRINGS = 1 << 12
 
 _strings: dict[str, str] = {}
 _scalars: dict[tuple[str, str], DynamoType] = {}
