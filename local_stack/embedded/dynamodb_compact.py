@@ -153,3 +153,26 @@ def install_slotted_values() -> None:
         if isinstance(held, dict) and held.get("DynamoType") is old:
             held["DynamoType"] = slotted
     _scalars.clear()  # a value built before holds the old class
+
+
+class SlottedItem(Item):
+    """moto's ``Item`` with its three attributes (``hash_key``, ``range_key``, ``attrs``) in slots:
+    72 bytes an item instead of 96 (its dict's inline values). Same methods; ``isinstance(x,
+    Item)`` holds."""
+
+    __module__ = Item.__module__  # moto's metaclass files each model under its module's service
+    __slots__ = ("attrs", "hash_key", "range_key")
+
+
+def install_slotted_items() -> None:
+    """Every ``Item`` moto builds (``Item(...)``, its copies) is a :class:`SlottedItem`, recorded
+    among moto's ``Item`` instances as ``BaseModel.__new__`` records them; idempotent."""
+    if getattr(vars(Item).get("__new__"), "__func__", None) is _slotted_new:
+        return
+    Item.__new__ = staticmethod(_slotted_new)  # type: ignore[assignment,method-assign]
+
+
+def _slotted_new(cls: type[Item], *args: Any, **kwargs: Any) -> Item:
+    instance: Item = object.__new__(SlottedItem if cls is Item else cls)
+    Item.instances_tracked.append(instance)  # type: ignore[attr-defined]
+    return instance
