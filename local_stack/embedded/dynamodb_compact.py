@@ -19,6 +19,7 @@ moto never changes a scalar ``DynamoType`` in place (an update, an ADD, builds a
 attribute cannot be updated at all, in DynamoDB or moto); ``copy.deepcopy`` of an item copies."""
 
 import sys
+import types
 from typing import Any
 
 from moto.dynamodb.models import dynamo_type
@@ -133,26 +134,41 @@ def install() -> None:
 def install_slotted_values() -> None:
     """Make moto's ``DynamoType`` a class whose instances hold ``type`` and ``value`` in slots, with
     no per-instance dict: 48 bytes each instead of 88 (Python 3.13, tracemalloc), and a bulk link
-    holds three of its own (its code, URL and listing position). The class is moto's own body
-    (every method, the same name and module) with ``__slots__``; every module that imported the
-    name is given the new class, so moto's ``type(x) is DynamoType`` checks hold. Installed before
-    any value is built (``install_moto_fixes``); idempotent."""
-    old = dynamo_type.DynamoType
+    holds three of its own (its code, URL and listing position). Likewise its ``LimitedSizeDict``
+    (an item's attributes) without the dict and weak reference slots a subclass of dict gets: 64
+    bytes instead of 80 before its table. Each class is moto's own body (every method, the same
+    name and module) with ``__slots__``; every module that imported the name is given the new
+    class, so moto's ``type(x) is DynamoType`` checks hold. Installed before any value is built
+    (``install_moto_fixes``); idempotent."""
+    _swap_for_slotted(dynamo_type.DynamoType, ("type", "value"))
+    _swap_for_slotted(dynamo_type.LimitedSizeDict, ())
+    _scalars.clear()  # a value built before holds the old class
+
+
+def _swap_for_slotted(old: type, slots: tuple[str, ...]) -> None:
     if "__slots__" in vars(old):
         return
-    for name, member in vars(old).items():
-        cells = getattr(member, "__closure__", None) or ()
-        if any(cell.cell_contents is old for cell in cells):  # super() or __class__ would break
-            raise RuntimeError(f"DynamoType.{name} refers to its class; cannot give it slots")
     namespace = {k: v for k, v in vars(old).items() if k not in ("__dict__", "__weakref__")}
-    namespace["__slots__"] = ("type", "value")
+    namespace["__slots__"] = slots
     slotted = type(old.__name__, old.__bases__, namespace)
     slotted.__qualname__ = old.__qualname__
+    for name, member in namespace.items():
+        cells = getattr(member, "__closure__", None) or ()
+        if any(cell.cell_contents is old for cell in cells):
+            # super() reads the class from the function's __class__ cell: the new class's
+            # functions get a cell of their own (moto's LimitedSizeDict.__setitem__ calls super()).
+            closure = tuple(
+                types.CellType(slotted if c.cell_contents is old else c.cell_contents) for c in cells
+            )
+            rebuilt = types.FunctionType(
+                member.__code__, member.__globals__, member.__name__, member.__defaults__, closure
+            )
+            rebuilt.__kwdefaults__, rebuilt.__qualname__ = member.__kwdefaults__, member.__qualname__
+            setattr(slotted, name, rebuilt)
     for module in list(sys.modules.values()):
         held = getattr(module, "__dict__", None)
-        if isinstance(held, dict) and held.get("DynamoType") is old:
-            held["DynamoType"] = slotted
-    _scalars.clear()  # a value built before holds the old class
+        if isinstance(held, dict) and held.get(old.__name__) is old:
+            held[old.__name__] = slotted
 
 
 class SlottedItem(Item):

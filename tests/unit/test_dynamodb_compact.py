@@ -6,6 +6,7 @@ import tracemalloc
 from typing import Any
 
 import boto3
+import pytest
 from moto import mock_aws
 from moto.core.model_instances import reset_model_data
 from moto.dynamodb.models import dynamodb_backends
@@ -182,6 +183,15 @@ def test_dynamodb_values_hold_no_dict_and_every_module_uses_one_class() -> None:
     nested = slotted({"M": {"a": {"L": [{"N": "1"}, {"SS": ["s"]}]}}})
     assert copy.deepcopy(nested) == nested and slotted(nested).to_json() == nested.to_json()
     assert nested.size() == slotted({"M": {"a": {"L": [{"N": "1"}, {"SS": ["s"]}]}}}).size()
+    # An item's attribute dict: no dict of its own either, and its size check (super()) still runs
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+
+    attributes = dynamo_type.LimitedSizeDict(name=slotted({"S": "x"}))
+    assert not hasattr(attributes, "__dict__") and attributes["name"] == slotted({"S": "x"})
+    with pytest.raises(ItemSizeTooLarge):
+        attributes["big"] = slotted({"S": "x" * 410_000})
+    assert list(attributes) == ["name"]
+    assert {vars(m).get("LimitedSizeDict") for m in users} - {None} == {dynamo_type.LimitedSizeDict}
 
 
 @mock_aws
