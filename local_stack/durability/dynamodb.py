@@ -220,7 +220,7 @@ def _insert(table: Table, image: dict[str, Any]) -> None:
         else:
             typed = DynamoType(_binary_decoded(attribute))
         _set_attribute(attributes, dynamodb_compact.shared(name), typed)
-    item = cast(Item, _new_object(dynamodb_compact.SlottedItem))
+    item = cast(Item, _new_object(Item))
     # Key attributes cannot be updated, so the item's key may share their values.
     item.hash_key = attributes[table.hash_key_attr]
     item.range_key = attributes[table.range_key_attr] if table.range_key_attr else None

@@ -145,12 +145,19 @@ def install_slotted_values() -> None:
     _scalars.clear()  # a value built before holds the old class
 
 
-def _swap_for_slotted(old: type, slots: tuple[str, ...]) -> None:
+def _swap_for_slotted(
+    old: type,
+    slots: tuple[str, ...],
+    bases: tuple[type, ...] | None = None,
+    extra: dict[str, Any] | None = None,
+    leave: tuple[str, ...] = (),
+) -> None:
     if "__slots__" in vars(old):
         return
-    namespace = {k: v for k, v in vars(old).items() if k not in ("__dict__", "__weakref__")}
+    left = ("__dict__", "__weakref__", *leave)
+    namespace = {k: v for k, v in vars(old).items() if k not in left} | (extra or {})
     namespace["__slots__"] = slots
-    slotted = type(old.__name__, old.__bases__, namespace)
+    slotted = type(old.__name__, old.__bases__ if bases is None else bases, namespace)
     slotted.__qualname__ = old.__qualname__
     for name, member in namespace.items():
         cells = getattr(member, "__closure__", None) or ()
@@ -171,24 +178,24 @@ def _swap_for_slotted(old: type, slots: tuple[str, ...]) -> None:
             held[old.__name__] = slotted
 
 
-class SlottedItem(Item):
-    """moto's ``Item`` with its three attributes (``hash_key``, ``range_key``, ``attrs``) in slots:
-    72 bytes an item instead of 96 (its dict's inline values). Same methods; ``isinstance(x,
-    Item)`` holds."""
-
-    __module__ = Item.__module__  # moto's metaclass files each model under its module's service
-    __slots__ = ("attrs", "hash_key", "range_key")
-
-
 def install_slotted_items() -> None:
-    """Every ``Item`` moto builds (``Item(...)``, its copies) is a :class:`SlottedItem`, recorded
-    among moto's ``Item`` instances as ``BaseModel.__new__`` records them; idempotent."""
-    if getattr(vars(Item).get("__new__"), "__func__", None) is _slotted_new:
-        return
-    Item.__new__ = staticmethod(_slotted_new)  # type: ignore[assignment,method-assign]
+    """Make moto's ``Item`` a class holding ``hash_key``, ``range_key`` and ``attrs`` in slots: 56
+    bytes an item instead of 96 (its dict's inline values). It is moto's class body on ``object``
+    rather than moto's ``BaseModel`` (whose instances always carry a dict; nothing asks whether an
+    item is one), given to every module that imported the name as :func:`install_slotted_values`
+    does; each item built is still recorded among moto's ``Item`` instances, as
+    ``BaseModel.__new__`` records them. Installed before any item is built; idempotent."""
+    tracked = dynamo_type.Item
 
+    def recorded_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        instance: Any = object.__new__(cls)
+        tracked.instances_tracked.append(instance)  # type: ignore[attr-defined]
+        return instance
 
-def _slotted_new(cls: type[Item], *args: Any, **kwargs: Any) -> Item:
-    instance: Item = object.__new__(SlottedItem if cls is Item else cls)
-    Item.instances_tracked.append(instance)  # type: ignore[attr-defined]
-    return instance
+    _swap_for_slotted(
+        tracked,
+        ("attrs", "hash_key", "range_key"),
+        bases=(object,),
+        extra={"__new__": staticmethod(recorded_new)},
+        leave=("instances_tracked",),
+    )
