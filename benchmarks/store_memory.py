@@ -1,7 +1,7 @@
 """Where the embedded AWS's memory goes, per link: moto's DynamoDB items, the sorted index beside
 them, and what an SQS message leaves behind once deleted.
 
-    python -m benchmarks store_memory [--links 100000] [--messages 20000] [--moto-items]
+    python -m benchmarks store_memory [--links 100000] [--messages 20000] [--moto-items] [--sites]
 
 In this process (moto in process, every local stack patch installed, no server), a links table
 shaped as template.yaml's (hash key ``code``, the ByOwner index on ``list_pk``/``list_sk``,
@@ -12,8 +12,9 @@ Item and DynamoType objects and their dicts), the attribute values (the strings 
 requests), the sorted index (local_stack/embedded/dynamodb_index.py and sortedcontainers). Then
 one queue sends, receives and deletes --messages messages, and the bytes still held after are
 printed per message. --moto-items measures moto's own items (without the compaction of
-local_stack/embedded/dynamodb_compact.py), the figure before it. The figures are those of the
-embedded AWS process; the whole local stack's peak memory during a job is printed by
+local_stack/embedded/dynamodb_compact.py), the figure before it. --sites also prints the lines
+that allocated the most bytes still held, per link (what each object of an item costs). The
+figures are those of the embedded AWS process; the whole local stack's peak memory during a job is printed by
 ``make bench ARGS="bulk --direct"``.
 """
 
@@ -45,6 +46,7 @@ def main() -> None:
         action="store_true",
         help="moto's own items, without local_stack/embedded/dynamodb_compact.py (the before figure)",
     )
+    parser.add_argument("--sites", action="store_true", help="the top allocating lines, per link")
     options = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local", AWS_DEFAULT_REGION="us-east-1"
@@ -60,7 +62,7 @@ def main() -> None:
             Item.__init__ = Item.__init__.__wrapped__  # type: ignore[attr-defined]
         dynamodb = boto3.client("dynamodb")
         _links_table(dynamodb)
-        items = _write_links(dynamodb, options.links)
+        items = _write_links(dynamodb, options.links, options.sites)
         print(f"moto DynamoDB, {options.links:,} bulk links ({items}):")
         sqs = boto3.client("sqs")
         held = _sqs_messages(sqs, options.messages)
@@ -87,7 +89,7 @@ def _links_table(dynamodb: Any) -> None:
     )
 
 
-def _write_links(dynamodb: Any, count: int) -> str:
+def _write_links(dynamodb: Any, count: int, sites: bool = False) -> str:
     from shortener.dal.link_items import link_to_item
     from shortener.models.links import Link
 
@@ -114,6 +116,14 @@ def _write_links(dynamodb: Any, count: int) -> str:
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
+    if sites:
+        for stat in sorted(after.compare_to(before, "lineno"), key=lambda s: -s.size_diff)[:14]:
+            frame = stat.traceback[0]
+            where = "/".join(frame.filename.split("/")[-2:])
+            print(
+                f"  {where}:{frame.lineno:<28} {stat.size_diff / count:>7,.1f} bytes per link,"
+                f" {stat.count_diff / count:.2f} blocks"
+            )
     groups: Counter[str] = Counter()
     for stat in after.compare_to(before, "filename"):
         where = stat.traceback[0].filename

@@ -45,9 +45,10 @@ class _Index:
         self.hash_attr = hash_keys[0]
         self.range_attr = range_keys[0]
         self.table_has_range = table.range_key_attr is not None
+        # Nothing per item but its entry: where an item is filed follows from its attributes, read
+        # before each write changes them (:func:`_placements`), so no map from item to entry is kept
+        # (it cost 93 bytes per item: docs/capacity.md).
         self.partitions: dict[DynamoType, SortedList] = {}
-        # item key -> its place: the hash key alone for a table without a range key (no tuple)
-        self.where: dict[DynamoType | tuple[DynamoType, DynamoType], tuple[DynamoType, Entry]] = {}
         self._build(table)
 
     def _build(self, table: Table) -> None:
@@ -61,7 +62,6 @@ class _Index:
             placed = self.entry(item)
             if placed is not None:
                 grouped.setdefault(placed[0], []).append(placed[1])
-                self.where[_where(item.hash_key, item.range_key)] = placed
         for partition, entries in grouped.items():
             entries.sort(key=_plain)
             self.partitions[partition] = SortedList(entries)
@@ -75,28 +75,25 @@ class _Index:
             return partition, (sort, item.hash_key, item.range_key)  # type: ignore[return-value]
         return partition, (sort, item.hash_key)
 
-    def add(self, item: Item) -> None:
-        self.remove(item.hash_key, item.range_key)
-        placed = self.entry(item)
-        if placed is None:
-            return
-        partition, entry = placed
-        self.partitions.setdefault(partition, SortedList()).add(entry)
-        self.where[_where(item.hash_key, item.range_key)] = placed
+    def add(self, placed: tuple[DynamoType, Entry] | None) -> None:
+        if placed is not None:
+            partition, entry = placed
+            self.partitions.setdefault(partition, SortedList()).add(entry)
 
-    def remove(self, hash_key: DynamoType, range_key: DynamoType | None) -> None:
-        placed = self.where.pop(_where(hash_key, range_key), None)
+    def remove(self, placed: tuple[DynamoType, Entry] | None) -> None:
+        """Drop the entry ``placed`` (an item's, read before a write changed it), if filed."""
         if placed is None:
             return
         partition, entry = placed
-        entries = self.partitions[partition]
+        entries = self.partitions.get(partition)
+        if entries is None:
+            return
         entries.discard(entry)
         if not entries:
             del self.partitions[partition]
 
 
-def _where(hash_key: DynamoType, range_key: DynamoType | None) -> DynamoType | tuple[DynamoType, DynamoType]:
-    return hash_key if range_key is None else (hash_key, range_key)
+Placements = list[tuple[_Index, tuple[DynamoType, Entry] | None]]
 
 
 def _plain(entry: Entry) -> tuple[Any, ...]:
@@ -151,20 +148,52 @@ def _index_of(table: Table, name: str) -> _Index | None:
     return built[name]
 
 
-def _written(table: Table, hash_key: DynamoType, range_key: DynamoType | None) -> None:
+def _placements(table: Table, hash_key: DynamoType | None, range_key: DynamoType | None) -> Placements:
+    """Where the item with this key is filed in each index of ``table``, read before a write may
+    change it (in place, as moto's UpdateItem does). A table's first write builds its indexes
+    (once, then kept): not its first Query, which would wait for it."""
     with _lock:
         if table not in _indexes:
-            # A table's first write builds its indexes (once, then kept): not the first Query,
-            # which would wait for it.
             for declared in table.all_indexes():
                 _index_of(table, declared.name)
         built = _indexes.setdefault(table, {})  # no index it can use: still none built
-        item = table.get_item(hash_key, range_key) if hash_key is not None else None
-        for index in built.values():
-            if item is None:
-                index.remove(hash_key, range_key)
-            else:
-                index.add(item)
+        item = _stored(table, hash_key, range_key) if built else None
+        return [(index, index.entry(item) if item is not None else None) for index in built.values()]
+
+
+def _written(
+    table: Table, hash_key: DynamoType | None, range_key: DynamoType | None, before: Placements
+) -> None:
+    """The item with this key was written (or deleted): its entries move from ``before`` to
+    where its attributes file it now."""
+    with _lock:
+        item = _stored(table, hash_key, range_key) if before else None
+        for index, placed in before:
+            index.remove(placed)
+            if item is not None:
+                index.add(index.entry(item))
+
+
+def _stored(table: Table, hash_key: DynamoType | None, range_key: DynamoType | None) -> Item | None:
+    """The item stored under this key, if any (``Table.get_item`` would file an empty entry for a
+    missing hash key of a table with a range key, and refuses a key without its range part)."""
+    if hash_key is None:
+        return None
+    found: Any = table.items.get(hash_key)
+    if table.range_key_attr is None or found is None:
+        return found  # type: ignore[no-any-return]
+    return found.get(range_key) if range_key is not None else None  # type: ignore[no-any-return]
+
+
+def _key_of(table: Table, attributes: Any) -> tuple[DynamoType | None, DynamoType | None]:
+    """The key of the item ``attributes`` (a request's) names; (None, None) when it names none."""
+    try:
+        hash_key = DynamoType(attributes[table.hash_key_attr])
+        range_attr = table.range_key_attr
+        range_key = DynamoType(attributes[range_attr]) if range_attr and range_attr in attributes else None
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return None, None
+    return hash_key, range_key
 
 
 def _bound(entries: SortedList, outside: Callable[[DynamoType], bool], first: bool) -> int:
@@ -324,36 +353,33 @@ def install() -> None:
                     return answer
             return query(self, *args, **kwargs)
 
-        def indexed_put_item(self: Table, *args: Any, **kwargs: Any) -> Item:
-            item = put_item(self, *args, **kwargs)
-            _written(self, item.hash_key, item.range_key)
+        def indexed_put_item(self: Table, item_attrs: Any, *args: Any, **kwargs: Any) -> Item:
+            before = _placements(self, *_key_of(self, item_attrs))
+            item = put_item(self, item_attrs, *args, **kwargs)
+            _written(self, item.hash_key, item.range_key, before)
             return item
 
         def indexed_delete_item(
             self: Table, hash_key: DynamoType, range_key: DynamoType | None
         ) -> Item | None:
+            before = _placements(self, hash_key, range_key)
             item = delete_item(self, hash_key, range_key)
             if item is not None:
-                _written(self, item.hash_key, item.range_key)
+                _written(self, item.hash_key, item.range_key, before)
             return item
 
         def indexed_update_item(
             self: DynamoDBBackend, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
         ) -> Item:
             table = self.get_table(table_name)
+            hash_key, range_key = _key_of(table, key)
+            before = _placements(table, hash_key, range_key)
             try:
                 item = update_item(self, table_name, key, *args, **kwargs)
             except Exception:
-                # moto may have changed the item in place before failing.
-                if table.hash_key_attr in key:
-                    range_key = key.get(table.range_key_attr) if table.range_key_attr else None
-                    _written(
-                        table,
-                        DynamoType(key[table.hash_key_attr]),
-                        DynamoType(range_key) if range_key else None,
-                    )
+                _written(table, hash_key, range_key, before)  # moto may have changed it in place
                 raise
-            _written(table, item.hash_key, item.range_key)
+            _written(table, item.hash_key, item.range_key, before)
             return item
 
         indexed_query._indexed = True  # type: ignore[attr-defined]

@@ -103,6 +103,23 @@ PATCHES: tuple[Patch, ...] = (
         "tests/integration/test_local_stack_delete_refusals.py, tests/e2e/test_deploy_e2e.py",
     ),
     Patch(
+        dynamodb_compact.install_slotted_values,
+        "DynamoType and LimitedSizeDict (the classes, in every module that imported them)",
+        "Every attribute value moto holds was an object with its own dict: 88 bytes each, three "
+        "of them a bulk link's own; each item's attribute dict carried a dict and weak reference "
+        "slot. The same classes with __slots__: 48 bytes a value, 16 less a dict "
+        "(docs/capacity.md).",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_dynamodb_compact.py",
+    ),
+    Patch(
+        dynamodb_compact.install_slotted_items,
+        "Item (the class, in every module that imported it)",
+        "Every item moto holds was an object with its own dict (96 bytes); the same class body "
+        "with its three attributes in slots, on object rather than BaseModel, holds one in 56; "
+        "items are still recorded among moto's Item instances.",
+        "EmbeddedAws() and tests/conftest.py (install_moto_fixes); tests/unit/test_dynamodb_compact.py",
+    ),
+    Patch(
         dynamodb_index.install,
         "Table.query (on a secondary index), .put_item, .delete_item; DynamoDBBackend.update_item",
         "moto answered a Query on an index by sorting and walking every item of the table (13.8 s "

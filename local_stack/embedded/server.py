@@ -203,6 +203,8 @@ def install_moto_fixes() -> None:
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
+    dynamodb_compact.install_slotted_values()  # first: before any DynamoDB value is built
+    dynamodb_compact.install_slotted_items()
     dynamodb_index.install()
     dynamodb_compact.install()
     # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
