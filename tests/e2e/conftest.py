@@ -9,6 +9,7 @@ Fixtures:
 Every test under tests/e2e is marked ``e2e`` and is killed by SIGALRM after ``E2E_TEST_TIMEOUT``
 seconds (override per test with ``@pytest.mark.e2e_timeout(seconds)``), so nothing hangs."""
 
+import contextlib
 import http.client
 import json
 import signal
@@ -22,7 +23,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from local_stack.harness import PROJECT_ROOT, READY_PREFIX, START_TIMEOUT, STOP_TIMEOUT, StackProcess
+from local_stack.harness import (
+    PROJECT_ROOT,
+    READY_PREFIX,
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    StackProcess,
+    descendants,
+)
 
 __all__ = ["PROJECT_ROOT", "READY_PREFIX", "START_TIMEOUT", "STOP_TIMEOUT", "RunningStack"]
 
@@ -131,6 +139,20 @@ class RunningStack(StackProcess):
     def resources(self) -> dict[str, str]:
         """Logical id -> physical id: table and function names, queue URLs, topic ARNs."""
         return dict(self.info["resources"])
+
+    def workers(self, logical_id: str) -> list[int]:
+        """The process ids of a function's execution environments in this stack: its descendants
+        whose command line is `... local_stack.awslambda.bootstrap <function name> ...` (a worker
+        forked from the zygote shows it too; its /proc environ is the zygote's)."""
+        assert self.process is not None
+        name = self.resources[logical_id].encode()
+        found = []
+        for pid in descendants(self.process.pid):
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if b"local_stack.awslambda.bootstrap" in argv and name in argv:
+                    found.append(pid)
+        return found
 
     def boto3_client(self, service: str) -> Any:
         """A boto3 client for the stack's embedded AWS (or its Lambda endpoint for "lambda")."""

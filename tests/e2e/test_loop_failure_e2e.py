@@ -7,30 +7,14 @@ import contextlib
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from benchmarks.loop_count import StackProbe
-from local_stack.harness import descendants
-from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.conftest import StartStack
 from tests.e2e.test_scaling_e2e import wait_for
 
 REVIVED_WITHIN_SECONDS = 10
-
-
-def poller_workers(running: RunningStack) -> list[int]:
-    """The pids of the poller's execution environments (python -m local_stack.awslambda.bootstrap
-    <function> ...)."""
-    assert running.process is not None
-    name = running.resources["PollerFunction"]
-    found = []
-    for pid in descendants(running.process.pid):
-        with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if any(arg.endswith(b".bootstrap") for arg in argv) and name.encode() in argv:
-                found.append(pid)
-    return found
 
 
 @pytest.mark.e2e_timeout(180)
@@ -41,7 +25,7 @@ def test_a_loop_whose_invocation_crashes_runs_again_within_seconds(start_stack: 
     probe = StackProbe(running.info)
     row = wait_for(lambda: next((t for t in probe.tokens() if t.get("holder")), None), 90, "a running loop")
     # When its execution environment dies mid-invocation (kill -9, as an out-of-memory kill)
-    workers = wait_for(lambda: poller_workers(running), 30, "the poller's worker")
+    workers = wait_for(lambda: running.workers("PollerFunction"), 30, "the poller's worker")
     killed_at = time.monotonic()
     for pid in workers:
         with contextlib.suppress(ProcessLookupError):

@@ -15,7 +15,6 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,26 +205,6 @@ def test_a_loop_that_died_without_a_retry_is_revived_by_the_restarter(
     )
 
 
-def poller_workers(running: RunningStack) -> list[int]:
-    """The process ids of this stack's poller execution environments (matched by their
-    environment, so the workers of other stacks on this machine are left alone)."""
-    wanted = {
-        f"AWS_LAMBDA_FUNCTION_NAME={running.resources['PollerFunction']}",
-        f"AWS_ENDPOINT_URL={running.aws_endpoint}",
-    }
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environment = set((entry / "environ").read_bytes().decode(errors="replace").split("\0"))
-        except OSError:
-            continue
-        if wanted <= environment:
-            pids.append(int(entry.name))
-    return pids
-
-
 # One loop at most: no loop that scaling adds can run the jobs before the kill.
 KILL_RUN = dataclasses.replace(RUN, max_loops=1)
 
@@ -240,7 +219,7 @@ def test_loops_killed_mid_run_are_revived_and_no_row_is_lost(start_stack: StartS
         LONG_POLL_SECONDS + 60,
         "a heartbeat of the loop",
     )
-    workers = wait_for(lambda: poller_workers(running), 60, "the loop's execution environment")
+    workers = wait_for(lambda: running.workers("PollerFunction"), 60, "the loop's execution environment")
     # And its execution environments frozen (SIGSTOP), almost always while it waits on its long poll
     # (an idle loop spends nearly all its time there)
     for pid in workers:
