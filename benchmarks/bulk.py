@@ -31,11 +31,10 @@ the whole local stack per row and its peak memory (:class:`MemorySampler`: the s
 every function worker, sampled while the job runs and its results are read), with how much the
 stack's own process grew per row; a long job prints its progress every minute.
 
-A 2,000,000-row run took about 14 minutes on 2 idle cores (2,500 URLs/s, at time scale 1 and at
-the default 20 alike) and about 6 GB of memory for the whole local stack (each process's peak RSS
-summed), most of it the embedded AWS's; since moto's items share what they repeat
-(docs/capacity.md), a 1,000,000-row job peaks at about 2.7 GB (Pss). With other work beside it on
-the same cores, expect several times as long.
+A 2,000,000-row run takes about 33 minutes on 2 idle cores: the emulated table's capacity
+(`scale=4`, 1,000 writes a second) is its ceiling; `--dynamodb-capacity off` lifts it. The whole
+local stack peaks at about 2.7 GB (Pss; docs/capacity.md says where it goes). With other work
+beside it on the same cores, expect it to take longer.
 """
 
 import argparse
