@@ -76,11 +76,12 @@ $(CHECKOV_STAMP): pyproject.toml
 checkov: $(CHECKOV_STAMP)
 	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml
 
+# Tests live by what they test; the tier is a marker (tests/conftest.py says which).
 unit: $(DEV)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -m "not integration" --ignore=tests/e2e tests
 
 integration: $(DEV)
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest -m integration --ignore=tests/e2e tests
 
 e2e: $(DEV)
 	$(BIN)/pytest tests/e2e

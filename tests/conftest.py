@@ -1,4 +1,11 @@
-"""Fixtures shared by every test layer: moto with tables made from template.yaml, and settings."""
+"""Fixtures shared by every test layer: moto with tables made from template.yaml, settings, the API
+function under moto, and the local stack's embedded AWS.
+
+Tests live by what they test (the shortener's domains, the local stack's services, the CLI, the
+tooling), and each test module says its tier: a module that starts servers or talks to moto carries
+``pytestmark = pytest.mark.integration``; one with no tier marker is a unit test; the end-to-end tests
+against a running stack stay in tests/e2e. ``make unit`` runs ``-m "not integration"``, ``make
+integration`` runs ``-m integration``."""
 
 import os
 
@@ -9,6 +16,8 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import boto3
@@ -19,7 +28,7 @@ from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.cloudformation.template import create_table_arguments
-from local_stack.embedded.server import install_moto_fixes
+from local_stack.embedded.server import EmbeddedAws, install_moto_fixes
 from shortener import settings
 from shortener.dal import aws as aws_clients
 from shortener.logic.codes import code_generator
@@ -133,3 +142,32 @@ def tables(moto: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         names[variable] = name
     _clear_container_caches()
     return names
+
+
+@pytest.fixture
+def api(tables: dict[str, str]) -> ModuleType:
+    """The API function's module, with its per-container caches emptied."""
+    from functions.api import app
+
+    app.links.cache_clear()
+    app.apple_app_site_association.cache_clear()
+    return app
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[EmbeddedAws]:
+    """The local stack's embedded AWS on a free loopback port, shared by a module's tests."""
+    server = EmbeddedAws(0)
+    server.start()
+    yield server
+    server.stop()
+
+
+INTEGRATION_FOLDER = Path(__file__).parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests still in the tier folder tests/integration/ are integration tests by their place."""
+    for item in items:
+        if INTEGRATION_FOLDER in Path(item.path).parents:
+            item.add_marker(pytest.mark.integration)
