@@ -88,7 +88,7 @@ class RequestCounter:
 def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
     from benchmarks._api_calls import get_code, post_json
     from functions.api import app
-    from shortener.dal import aws
+    from shortener import aws
     from shortener.settings import api_settings
 
     figures: dict[str, float] = {}
@@ -163,7 +163,7 @@ _API = """
 import time
 started = time.perf_counter()
 from functions.api import app
-from shortener.dal import aws
+from shortener import aws
 app.links()
 aws.dynamodb()
 print(time.perf_counter() - started)

@@ -16,7 +16,7 @@ _REF = "#/components/schemas/"
 def api_document() -> dict[str, Any]:
     """The document the API function serves (without its per-request ``servers``)."""
     from functions.api import app
-    from shortener import openapi
+    from shortener.http import openapi
 
     return openapi.document(app.app)
 

@@ -11,16 +11,14 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
-from shortener import clock, web
-from shortener.logic import bulk
-from shortener.logic.bulk import status
-from shortener.logic.bulk.topics import job_topic
-from shortener.logic.link_management import require_key
-from shortener.logic.paging import decode_cursor, encode_cursor, page_size
-from shortener.models.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
-from shortener.models.exceptions import ServiceUnavailableError
-from shortener.models.files import SplitRequest
-from shortener.models.jobs import (
+from shortener import clock
+from shortener.exceptions import ServiceUnavailableError
+from shortener.http import web
+from shortener.http.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
+from shortener.http.openapi import Answer, link_to, operation
+from shortener.http.paging import decode_cursor, encode_cursor, page_size
+from shortener.jobs import bulk, status
+from shortener.jobs.model import (
     DirectUploadRequest,
     Job,
     JobAccepted,
@@ -28,9 +26,11 @@ from shortener.models.jobs import (
     JobStatusView,
     UploadAccepted,
 )
-from shortener.models.links import ATTRIBUTE_COLUMNS, LinkAttributes
+from shortener.jobs.tasks_model import SplitRequest
+from shortener.jobs.topics import job_topic
+from shortener.links.management import require_key
+from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import (
     api_links,
     bulk_metering,

@@ -7,14 +7,15 @@ import json
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from shortener import clock, web
-from shortener.logic import bulk
-from shortener.logic.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
-from shortener.logic.clicks import hour_of, link_report, parse_range, top_links, top_range
-from shortener.models.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
-from shortener.models.clicks import LinkClicks, LinkTotals, TopLinks
-from shortener.models.exceptions import ServiceUnavailableError
-from shortener.openapi import Answer, operation
+from shortener import clock
+from shortener.clicks.counting import hour_of, link_report, parse_range, top_links, top_range
+from shortener.clicks.model import LinkClicks, LinkTotals, TopLinks
+from shortener.exceptions import ServiceUnavailableError
+from shortener.http import web
+from shortener.http.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
+from shortener.http.openapi import Answer, operation
+from shortener.jobs import bulk
+from shortener.jobs.click_reports import BUILD_UNDER_WAY, report_delivery, report_key, report_text
 from shortener.services.api import api_clicks, api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
 

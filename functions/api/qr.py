@@ -6,14 +6,14 @@ import json
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from shortener import web
-from shortener.logic import bulk
-from shortener.logic.labels import labels_key, labels_state
-from shortener.logic.qr import MEDIA_TYPES, qr_image
-from shortener.models.api import ErrorBody
-from shortener.models.files import LabelsRequest
-from shortener.models.qr import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
-from shortener.openapi import Answer, operation
+from shortener.http import web
+from shortener.http.api import ErrorBody
+from shortener.http.openapi import Answer, operation
+from shortener.jobs import bulk
+from shortener.jobs.labels import labels_key, labels_state
+from shortener.jobs.tasks_model import LabelsRequest
+from shortener.links.qr import MEDIA_TYPES, qr_image
+from shortener.links.qr_model import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
 from shortener.services.api import api_link_manager, files, files_function, jobs
 from shortener.settings import api_settings
 

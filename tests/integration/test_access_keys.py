@@ -14,10 +14,10 @@ import pytest
 
 from local_stack.cloudformation.template import create_table_arguments
 from shortener import settings
-from shortener.dal.keys import KeysStore
-from shortener.dal.usage_plans import ApiGatewayUsagePlan
-from shortener.logic.access import KeyManager
-from shortener.models.exceptions import KeyNotFoundError, UsagePlanError
+from shortener.access.keys import KeyManager
+from shortener.access.store_keys import KeysStore
+from shortener.access.usage_plans import ApiGatewayUsagePlan
+from shortener.exceptions import KeyNotFoundError, UsagePlanError
 from tests.support.lambda_context import FakeLambdaContext
 
 _EVENT = json.loads(

@@ -8,8 +8,8 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.aws import DynamoDBTable
-from shortener.logic.codes import code_generator
+from shortener.aws import DynamoDBTable
+from shortener.links.codes import code_generator
 from shortener.settings import api_settings
 from tests.support.api import call, get_code, post_json, response_header
 from tests.support.bulk import cancel_for_throttling
@@ -107,7 +107,7 @@ class DynamoDBCalls:
     """Counts the requests the API's DynamoDB client sends."""
 
     def __init__(self) -> None:
-        from shortener.dal import aws
+        from shortener import aws
 
         self.count = 0
         aws.dynamodb().meta.events.register("before-send.dynamodb", self._count)
@@ -315,7 +315,7 @@ def test_a_transaction_throttled_beyond_the_retries_is_a_503_that_says_so(
     api: ModuleType, no_pauses: list[float]
 ) -> None:
     # Given DynamoDB throttling every transaction that writes a new link with its find-if-exists claim
-    from shortener.dal import aws
+    from shortener import aws
 
     injected = cancel_for_throttling(aws.dynamodb(), times=1000, items=2)
     # When a URL is shortened
@@ -333,7 +333,7 @@ def test_a_transaction_throttled_a_few_times_still_creates_the_link(
     api: ModuleType, no_pauses: list[float]
 ) -> None:
     # Given DynamoDB throttling the next two transactions
-    from shortener.dal import aws
+    from shortener import aws
 
     injected = cancel_for_throttling(aws.dynamodb(), times=2, items=2)
     # When a URL is shortened

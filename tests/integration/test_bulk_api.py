@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.models.jobs import ChunkMessage
+from shortener.jobs.model import ChunkMessage
 from shortener.settings import api_settings
 from tests.support.api import call
 from tests.support.bulk import BOUNDARY, create_bulk_queues, csv_text, multipart_body

@@ -11,19 +11,19 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.files import MIN_PART_BYTES, BulkFiles, FileChangedError
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import LinksStore
-from shortener.dal.queue import BulkQueue
-from shortener.dal.quotas import DailyQuotaStore
-from shortener.dal.usage import Meter
-from shortener.logic.bulk import BulkOptions, ChunkProcessor, JobOrigin, create_upload_job
-from shortener.logic.bulk.quotas import DailyQuota
-from shortener.logic.bulk.results import ResultsWriter
-from shortener.logic.bulk.split import SplitOptions, Splitter
-from shortener.logic.codes import code_generator
-from shortener.models.files import S3Event, SplitRequest
-from shortener.models.jobs import ChunkMessage, DirectUploadRequest, Job
+from shortener.aws_usage import Meter
+from shortener.jobs.bucket import MIN_PART_BYTES, BulkFiles, FileChangedError
+from shortener.jobs.bulk import BulkOptions, ChunkProcessor, JobOrigin, create_upload_job
+from shortener.jobs.model import ChunkMessage, DirectUploadRequest, Job
+from shortener.jobs.quotas import DailyQuota
+from shortener.jobs.results import ResultsWriter
+from shortener.jobs.split import SplitOptions, Splitter
+from shortener.jobs.store import JobsStore
+from shortener.jobs.store.quotas import DailyQuotaStore
+from shortener.jobs.tasks_model import S3Event, SplitRequest
+from shortener.links.codes import code_generator
+from shortener.links.store import LinksStore
+from shortener.loops.queue import BulkQueue
 from shortener.services.links import link_service
 from shortener.settings import poller_settings
 from tests.support.bulk import create_bulk_bucket, create_bulk_queues, parse_results
@@ -387,8 +387,8 @@ def test_a_file_larger_than_one_part_is_written_in_parts(world: World) -> None:
 def test_the_requests_of_metered_work_are_counted_in_its_threads_too(world: World) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from shortener.dal import aws
-    from shortener.logic.bulk.metering import map_in_context
+    from shortener import aws
+    from shortener.jobs.metering import map_in_context
 
     dynamodb = aws.dynamodb()
     table = world.jobs.table_name

@@ -11,11 +11,11 @@ import boto3
 import pytest
 from freezegun import freeze_time
 
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import LinksStore
-from shortener.logic.bulk import BulkOptions, JobOrigin, create_upload_job
-from shortener.models.files import SplitRequest
-from shortener.models.jobs import DirectUploadRequest
+from shortener.jobs.bulk import BulkOptions, JobOrigin, create_upload_job
+from shortener.jobs.model import DirectUploadRequest
+from shortener.jobs.store import JobsStore
+from shortener.jobs.tasks_model import SplitRequest
+from shortener.links.store import LinksStore
 from tests.integration.test_bulk_files import World
 from tests.integration.test_bulk_processing import api, bulk_env, drain, queue_url, results  # noqa: F401
 from tests.support.api import ApiCaller, call

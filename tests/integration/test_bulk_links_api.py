@@ -140,7 +140,7 @@ def test_calls_over_the_limits_or_without_a_list_are_refused_whole(
 
 def test_one_thousand_links_are_written_in_batches(owner: ApiCaller, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given the links table's writes counted
-    from shortener.dal.links import LinksStore
+    from shortener.links.store import LinksStore
 
     calls: dict[str, int] = {"batches": 0, "single": 0}
     original_batch = LinksStore.put_generated_batch

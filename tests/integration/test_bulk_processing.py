@@ -11,17 +11,17 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal import aws as aws_clients
-from shortener.dal.aws import DynamoDBTable
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import LinksStore
-from shortener.dal.loops import LoopsStore
-from shortener.dal.queue import BulkQueue
-from shortener.logic.bulk import ChunkProcessor
-from shortener.logic.codes import code_generator
-from shortener.logic.poller import LoopOptions, LoopReport, PollLoop
-from shortener.models.jobs import ChunkMessage, RecordedChunk, RowOutcome
-from shortener.models.loops import LoopInvocation
+from shortener import aws as aws_clients
+from shortener.aws import DynamoDBTable
+from shortener.jobs.bulk import ChunkProcessor
+from shortener.jobs.model import ChunkMessage, RecordedChunk, RowOutcome
+from shortener.jobs.store import JobsStore
+from shortener.links.codes import code_generator
+from shortener.links.store import LinksStore
+from shortener.loops.model import LoopInvocation
+from shortener.loops.poller import LoopOptions, LoopReport, PollLoop
+from shortener.loops.queue import BulkQueue
+from shortener.loops.store import LoopsStore
 from shortener.services import restarter as restarter_services
 from shortener.services.links import link_service
 from shortener.settings import poller_settings
@@ -856,8 +856,8 @@ def test_whichever_records_a_chunk_first_stands(tables: dict[str, str], first: s
 def test_rows_to_a_blocked_host_are_row_errors(
     api: ModuleType, bulk_env: dict[str, str], queue_url: str
 ) -> None:
-    from shortener.dal.blocklist import BlocklistStore
-    from shortener.logic.blocklist import HostGuard
+    from shortener.access.blocklist import HostGuard
+    from shortener.access.store_blocklist import BlocklistStore
 
     # Given evil.example is blocked
     HostGuard(BlocklistStore(bulk_env["BLOCKLIST_TABLE"])).block("evil.example", added_by="ops")
@@ -886,7 +886,7 @@ def test_bulk_never_overwrites_a_link_at_a_code_the_counter_produces(
 ) -> None:
     from datetime import UTC, datetime
 
-    from shortener.models.links import Link
+    from shortener.links.model import Link
 
     # Given links already stored at the codes of ids 1 and 2 (made under an earlier code key, say,
     # or a deleted link's tombstone), and a counter that never handed those ids out

@@ -9,13 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import boto3
 import pytest
 
-from shortener.dal.jobs import JobsStore
-from shortener.dal.loops import LoopsStore
-from shortener.dal.queue_metrics import QueueMetrics
-from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
-from shortener.models.files import SplitRequest
-from shortener.models.jobs import JobUsage, ReadPosition, ResultsFile
-from shortener.models.scaling import LoopTarget
+from shortener.jobs.model import JobUsage, ReadPosition, ResultsFile
+from shortener.jobs.store import JobsStore
+from shortener.jobs.tasks_model import SplitRequest
+from shortener.loops.queue_metrics import QueueMetrics
+from shortener.loops.scaling import LoopBounds, LoopScaler, WorkStarter
+from shortener.loops.scaling_model import LoopTarget
+from shortener.loops.store import LoopsStore
 from shortener.settings import api_settings
 from tests.support.api import call, response_header
 from tests.support.bulk import BUCKET, create_bulk_bucket, create_bulk_queues

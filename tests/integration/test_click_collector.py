@@ -98,7 +98,7 @@ def test_a_batch_is_counted_per_link_hour_with_totals_and_counted_once(
 def test_a_big_batch_is_written_in_parts_each_counted_once(
     collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("shortener.dal.clicks.UPDATES_PER_TRANSACTION", 3)
+    monkeypatch.setattr("shortener.clicks.store.UPDATES_PER_TRANSACTION", 3)
     [event] = deliveries([follow(f"c{number}") for number in range(5)])
     first = collector.lambda_handler(event, LambdaContext("collector"))
     assert first["items_written"] == 10  # 5 link hours and 5 totals, in 4 transactions

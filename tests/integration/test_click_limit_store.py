@@ -3,9 +3,9 @@ click-limited link, and ending a link uses up its clicks only while its limit is
 
 from datetime import UTC, datetime
 
-from shortener.dal.click_limits import ClickLimitStore
-from shortener.dal.links import LinksStore
-from shortener.models.links import Link
+from shortener.clicks.store_limits import ClickLimitStore
+from shortener.links.model import Link
+from shortener.links.store import LinksStore
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -4,13 +4,13 @@ of every later allocation and of custom codes that reserve a generated id."""
 import boto3
 import pytest
 
-from shortener.dal.link_items import COUNTER_KEY
-from shortener.dal.links import CounterKeyMismatchError, LinksStore
-from shortener.logic.codes import CodeGenerator
-from shortener.logic.links import LinkService
-from shortener.logic.urls import UrlPolicy
-from shortener.models.exceptions import CodeKeyChangedError
-from shortener.models.links import ShortenRequest
+from shortener.exceptions import CodeKeyChangedError
+from shortener.links.codes import CodeGenerator
+from shortener.links.model import ShortenRequest
+from shortener.links.shortening import LinkService
+from shortener.links.store import CounterKeyMismatchError, LinksStore
+from shortener.links.store_items import COUNTER_KEY
+from shortener.links.urls import UrlPolicy
 
 POLICY = UrlPolicy(allowed_schemes=frozenset({"https"}), max_length=2048)
 

@@ -3,10 +3,10 @@ still to enforce on the stage cache; a run refreshes the due ones and takes them
 
 from datetime import UTC, datetime, timedelta
 
-from shortener.dal.link_expiry import ExpiryIndex
-from shortener.dal.links import LinksStore
-from shortener.logic.expiry import enforce_expiries
-from shortener.models.links import Link
+from shortener.links.expiry import enforce_expiries
+from shortener.links.model import Link
+from shortener.links.store import LinksStore
+from shortener.links.store_expiry import ExpiryIndex
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

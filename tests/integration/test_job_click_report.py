@@ -10,7 +10,7 @@ import boto3
 import pytest
 from freezegun import freeze_time
 
-from shortener.logic.click_reports import report_key
+from shortener.jobs.click_reports import report_key
 from shortener.services.files import click_report_writer
 from tests.support.api import ApiCaller, response_header
 from tests.support.bulk import create_bulk_bucket, create_bulk_queues, csv_text

@@ -10,11 +10,11 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.jobs import JobsStore
-from shortener.dal.jobs.chunk_records import COUNTED_SET_COMPACT_AT
-from shortener.dal.jobs.items import JOB_SK
-from shortener.dal.usage import item_size
-from shortener.models.jobs import Job
+from shortener.aws_usage import item_size
+from shortener.jobs.model import Job
+from shortener.jobs.store import JobsStore
+from shortener.jobs.store.chunk_records import COUNTED_SET_COMPACT_AT
+from shortener.jobs.store.items import JOB_SK
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 

@@ -6,10 +6,10 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.job_events import JobEventsBus, JobTopics
-from shortener.logic.bulk.events import JobEndAnnouncer, job_ended_detail
-from shortener.logic.bulk.results import ResultsWriter
-from shortener.models.job_events import DETAIL_TYPE, SOURCE, JobEndedDetail, JobEventNotPutError
+from shortener.jobs.events import JobEndAnnouncer, job_ended_detail
+from shortener.jobs.events_bus import JobEventsBus, JobTopics
+from shortener.jobs.events_model import DETAIL_TYPE, SOURCE, JobEndedDetail, JobEventNotPutError
+from shortener.jobs.results import ResultsWriter
 from tests.integration.test_bulk_files import World, csv_bytes, plenty, process_all
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from shortener import clock
-from shortener.dal.batches import BatchStore
-from shortener.dal.jobs import JobsStore
-from shortener.logic import batches as batch_logic
-from shortener.models.batches import MAX_BATCH_CODES
-from shortener.models.jobs import Job
+from shortener.jobs import batches as batch_logic
+from shortener.jobs.batches_model import MAX_BATCH_CODES
+from shortener.jobs.model import Job
+from shortener.jobs.store import JobsStore
+from shortener.jobs.store.batches import BatchStore
 from shortener.services import api as api_services
 from shortener.services import files as files_services
 from tests.support.api import ApiCaller

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from shortener.dal.links import LinksStore
+from shortener.links.store import LinksStore
 from tests.support.api import ApiCaller, response_header
 
 

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from freezegun import freeze_time
 
-from shortener.dal.link_items import CLAIM_PREFIX
-from shortener.logic.urls import url_key
+from shortener.links.store_items import CLAIM_PREFIX
+from shortener.links.urls import url_key
 from tests.support.api import ApiCaller, response_header
 
 
@@ -272,7 +272,7 @@ def test_filtered_pages_followed_to_the_end_give_every_match_once_in_order(alice
 def test_links_written_under_fewer_index_shards_still_list(
     alice: ApiCaller, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shortener.dal import link_items
+    from shortener.links import store_items as link_items
 
     # Given 12 links of alice written when the ByOwner index had 4 shards per owner, then 12 more
     codes = []
@@ -303,7 +303,7 @@ def test_links_written_under_fewer_index_shards_still_list(
 def test_a_takedown_reaches_a_container_that_cached_the_link(
     alice: ApiCaller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shortener.models.exceptions import LinkGoneError
+    from shortener.exceptions import LinkGoneError
     from shortener.services.links import link_service
     from shortener.settings import api_settings
 

@@ -12,7 +12,7 @@ import zxingcpp
 from PIL import Image
 
 from shortener import clock
-from shortener.models.jobs import Job, ResultsFile
+from shortener.jobs.model import Job, ResultsFile
 from tests.support.api import ApiCaller, response_header
 
 

@@ -8,12 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from shortener import clock
-from shortener.dal.links import LinksStore
-from shortener.logic.codes import code_generator
-from shortener.logic.links import LinkService
-from shortener.logic.urls import UrlPolicy, url_key
-from shortener.models.exceptions import CodeTakenError
-from shortener.models.links import Link, ShortenRequest, ShortenResult
+from shortener.exceptions import CodeTakenError
+from shortener.links.codes import code_generator
+from shortener.links.model import Link, ShortenRequest, ShortenResult
+from shortener.links.shortening import LinkService
+from shortener.links.store import LinksStore
+from shortener.links.urls import UrlPolicy, url_key
 
 THREADS = 32
 POLICY = UrlPolicy(allowed_schemes=frozenset({"http", "https"}), max_length=2048)

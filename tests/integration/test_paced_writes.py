@@ -12,10 +12,10 @@ import pytest
 from local_stack.cloudformation.template import create_table_arguments, resources_of_type
 from local_stack.embedded import EmbeddedAws, dynamodb_throttling
 from local_stack.embedded.dynamodb_capacity import CapacitySettings
-from shortener.dal import usage
-from shortener.dal.links import LinksStore
-from shortener.logic.pacing import WritePacer
-from shortener.models.links import Link
+from shortener import aws_usage as usage
+from shortener.links.model import Link
+from shortener.links.store import LinksStore
+from shortener.loops.pacing import WritePacer
 
 # The links table takes 4,000 / 40 = 100 write units a second.
 SCALE = 40.0

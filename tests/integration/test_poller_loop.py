@@ -9,9 +9,9 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.dal.loops import LoopsStore
-from shortener.models.jobs import ChunkMessage, ChunkResult
-from shortener.models.loops import LoopInvocation
+from shortener.jobs.model import ChunkMessage, ChunkResult
+from shortener.loops.model import LoopInvocation
+from shortener.loops.store import LoopsStore
 from tests.support.loops import QUEUE_URL
 
 
@@ -70,7 +70,7 @@ def store(tables: dict[str, str]) -> LoopsStore:
 
 
 def run(store: LoopsStore, loop: LoopInvocation, starter: RecordingStarter, queue: EmptyQueue) -> Any:
-    from shortener.logic.poller import LoopOptions, PollLoop
+    from shortener.loops.poller import LoopOptions, PollLoop
     from shortener.observability import metrics
 
     poll_loop = PollLoop(

@@ -18,11 +18,11 @@ import zxingcpp
 from PIL import Image
 
 from shortener import clock
-from shortener.dal.files import BulkFiles
-from shortener.dal.jobs import JobsStore
-from shortener.logic.labels import LabelsOptions, LabelsWriter, labels_key
-from shortener.models.files import LabelsRequest
-from shortener.models.jobs import Job, RowOutcome
+from shortener.jobs.bucket import BulkFiles
+from shortener.jobs.labels import LabelsOptions, LabelsWriter, labels_key
+from shortener.jobs.model import Job, RowOutcome
+from shortener.jobs.store import JobsStore
+from shortener.jobs.tasks_model import LabelsRequest
 from tests.support.bulk import create_bulk_bucket
 
 JOB_ID = "c" * 32

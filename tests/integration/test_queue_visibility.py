@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from shortener.dal.queue import BulkQueue
-from shortener.dal.queue_metrics import QueueMetrics
+from shortener.loops.queue import BulkQueue
+from shortener.loops.queue_metrics import QueueMetrics
 from tests.support.bulk import create_bulk_queues, dead_letter_queue_url
 from tests.support.loops import frozen
 

@@ -9,10 +9,10 @@ from types import ModuleType
 import boto3
 import pytest
 
-from shortener.dal.loops import LoopsStore
-from shortener.logic.healing import revive_stale_loops
-from shortener.logic.scaling import slot_token
-from shortener.models.loops import LoopToken
+from shortener.loops.healing import revive_stale_loops
+from shortener.loops.model import LoopToken
+from shortener.loops.scaling import slot_token
+from shortener.loops.store import LoopsStore
 from tests.support.alarms import QUEUE_NAME
 from tests.support.loops import FUNCTION_NAME, LambdaContext, RecordingStarter, frozen
 

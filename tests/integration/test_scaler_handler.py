@@ -7,8 +7,8 @@ from types import ModuleType
 import boto3
 import pytest
 
-from shortener.dal.loops import LoopsStore
-from shortener.logic.scaling import slot_token
+from shortener.loops.scaling import slot_token
+from shortener.loops.store import LoopsStore
 from tests.support.alarms import QUEUE_NAME, alarm_message, sns_event
 from tests.support.loops import FUNCTION_NAME, LambdaContext, RecordingStarter
 

@@ -2,7 +2,7 @@
 
 import boto3
 
-from shortener.dal.queue_metrics import QueueMetrics
+from shortener.loops.queue_metrics import QueueMetrics
 from tests.support.alarms import ACCOUNT_ID, QUEUE_NAME
 
 

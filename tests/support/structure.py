@@ -8,6 +8,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The shortener's adapters (the only modules that may import boto3, shortener/__init__.py): named for
+# what they talk to, in any domain package.
+ADAPTER_NAMES = (
+    "store",
+    "bucket",
+    "events_bus",
+    "invoke",
+    "queue",
+    "queue_metrics",
+    "stage_cache",
+    "usage_plans",
+)
+SHARED_ADAPTERS = ("shortener.aws", "shortener.aws_serializer", "shortener.aws_usage")
+
+
+def is_adapter(module: str) -> bool:
+    """Whether ``module`` (dotted) is one of the shortener's AWS adapters, or inside one."""
+    parts = module.split(".")
+    if parts[0] != "shortener" or parts[1:2] == ["services"]:
+        return False
+    if any(module == name or module.startswith(name + ".") for name in SHARED_ADAPTERS):
+        return True
+    return any(part in ADAPTER_NAMES or part.startswith("store_") for part in parts[2:])
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

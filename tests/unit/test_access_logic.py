@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shortener.logic.access import (
+from shortener.access.keys import (
     KeyManager,
     MethodArn,
     authorize,
@@ -13,8 +13,8 @@ from shortener.logic.access import (
     key_id_of,
     new_key,
 )
-from shortener.models.access import ApiKey
-from shortener.models.exceptions import InvalidKeyRequestError, KeyNotFoundError
+from shortener.access.model import ApiKey
+from shortener.exceptions import InvalidKeyRequestError, KeyNotFoundError
 
 ARN = "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/"
 STAGE = "arn:aws:execute-api:us-east-1:123456789012:abc123/prod"

@@ -17,7 +17,7 @@ _SEND_ONE = """
 import json
 from botocore.awsrequest import AWSResponse
 from botocore.awsrequest import HTTPHeaders
-from shortener.dal import aws
+from shortener import aws
 
 client = aws.dynamodb()
 sent = []

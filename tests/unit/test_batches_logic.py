@@ -9,14 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.dal.link_listing import LinkPage
-from shortener.logic import batches as batch_logic
-from shortener.logic.batches import BatchRunner
-from shortener.logic.link_management import Change
-from shortener.logic.urls import UrlPolicy
-from shortener.models.batches import Batch, BatchOutcome, BatchPage, BatchRequest
-from shortener.models.exceptions import LinkGoneError, LinkNotFoundError
-from shortener.models.links import Link, LinkUpdate
+from shortener.exceptions import LinkGoneError, LinkNotFoundError
+from shortener.jobs import batches as batch_logic
+from shortener.jobs.batches import BatchRunner
+from shortener.jobs.batches_model import Batch, BatchOutcome, BatchPage, BatchRequest
+from shortener.links.management import Change
+from shortener.links.model import Link, LinkUpdate
+from shortener.links.store_listing import LinkPage
+from shortener.links.urls import UrlPolicy
 
 
 class Records:

@@ -3,8 +3,8 @@ that is no URL's host."""
 
 import pytest
 
-from shortener.logic.blocklist import host_to_block
-from shortener.models.exceptions import InvalidRequestError
+from shortener.access.blocklist import host_to_block
+from shortener.exceptions import InvalidRequestError
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shortener.logic.bulk.cost import cost_line
-from shortener.logic.bulk.packing import MessagePacker
-from shortener.logic.bulk.status import stalled_work
-from shortener.logic.bulk.upload import CsvRows, detect_format, parse_csv
-from shortener.models.exceptions import InvalidCsvError
-from shortener.models.jobs import BulkRow, Job, JobUsage, ReadPosition, SplitState, UploadSource
+from shortener.exceptions import InvalidCsvError
+from shortener.jobs.cost import cost_line
+from shortener.jobs.csv_reader import CsvRows, detect_format, parse_csv
+from shortener.jobs.model import BulkRow, Job, JobUsage, ReadPosition, SplitState, UploadSource
+from shortener.jobs.packing import MessagePacker
+from shortener.jobs.status import stalled_work
 
 
 @pytest.mark.parametrize(

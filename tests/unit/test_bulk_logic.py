@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shortener.dal.jobs.chunk_records import (
+from shortener.exceptions import InvalidCsvError, PayloadTooLargeError
+from shortener.jobs.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv, results_page
+from shortener.jobs.model import BulkRow, RowOutcome
+from shortener.jobs.store.chunk_records import (
     decode_id_ranges,
     decode_outcomes,
     encode_id_ranges,
     encode_outcomes,
 )
-from shortener.dal.queue import SEND_BATCH_BYTES, SEND_BATCH_ENTRIES, batches_within_limits
-from shortener.logic.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv, results_page
-from shortener.models.exceptions import InvalidCsvError, PayloadTooLargeError
-from shortener.models.jobs import BulkRow, RowOutcome
+from shortener.loops.queue import SEND_BATCH_BYTES, SEND_BATCH_ENTRIES, batches_within_limits
 from tests.support.bulk import BOUNDARY, multipart_body
 
 

@@ -1,6 +1,6 @@
 """An owner's daily quota of bulk rows and bytes, over a fake counter."""
 
-from shortener.logic.bulk.quotas import DailyQuota
+from shortener.jobs.quotas import DailyQuota
 
 
 class FakeCounters:

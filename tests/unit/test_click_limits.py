@@ -5,10 +5,10 @@ reach its limit; a batch delivered twice adds nothing."""
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from shortener.logic.click_limits import count_limited_clicks
-from shortener.logic.clicks import ClickCollector
-from shortener.models.clicks import LimitOutcome
-from shortener.models.links import Link
+from shortener.clicks.counting import ClickCollector
+from shortener.clicks.limits import count_limited_clicks
+from shortener.clicks.model import LimitOutcome
+from shortener.links.model import Link
 from tests.unit.test_clicks_logic import RecordingCounter, line
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -116,7 +116,7 @@ def test_the_collector_counts_limits_of_click_limited_links_once_per_batch() -> 
 
 
 def test_many_entries_are_refreshed_once_each_and_answered_by_code() -> None:
-    from shortener.logic.stage_cache import refresh_codes
+    from shortener.links.cache_refresh import refresh_codes
 
     # Given codes, one named twice
     asked: list[str] = []

@@ -1,4 +1,4 @@
-"""A job's click report (shortener.logic.click_reports): lines per row in input order, safe cells,
+"""A job's click report (shortener.jobs.click_reports): lines per row in input order, safe cells,
 and when a large job's report file is redirected to, waited for, or built."""
 
 import csv
@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shortener.logic.click_reports import report_delivery, report_text
-from shortener.models.clicks import LinkTotals, ReportState
-from shortener.models.jobs import RowOutcome
+from shortener.clicks.model import LinkTotals, ReportState
+from shortener.jobs.click_reports import report_delivery, report_text
+from shortener.jobs.model import RowOutcome
 
 NOW = datetime(2026, 11, 26, 10, tzinfo=UTC)
 

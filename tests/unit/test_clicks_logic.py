@@ -1,4 +1,4 @@
-"""Click counting from access log lines (shortener.logic.clicks): what is a click, how it is
+"""Click counting from access log lines (shortener.clicks.counting): what is a click, how it is
 classified (country, device, browser, OS, bot), what is skipped, and the per-hour aggregation."""
 
 import json
@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from shortener.logic.clicks import ClickCollector, aggregate, batch_key, classify_agent, click_of, parse_line
-from shortener.models.clicks import STAGE_CACHE_REFRESH_AGENT, Click, HourCounts, OwnerDay
+from shortener.clicks.counting import (
+    ClickCollector,
+    aggregate,
+    batch_key,
+    classify_agent,
+    click_of,
+    parse_line,
+)
+from shortener.clicks.model import STAGE_CACHE_REFRESH_AGENT, Click, HourCounts, OwnerDay
 
 CHROME_WINDOWS = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "

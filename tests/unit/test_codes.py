@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from sqids import Sqids
 from sqids.constants import DEFAULT_BLOCKLIST
 
-from shortener.logic.codes import (
+from shortener.exceptions import InvalidCodeError
+from shortener.links.codes import (
     DEFAULT_ALPHABET,
     RESERVED_WORDS,
     CodeGenerator,
@@ -21,7 +22,6 @@ from shortener.logic.codes import (
     keyed_shuffle,
     validate_custom_code,
 )
-from shortener.models.exceptions import InvalidCodeError
 
 GENERATOR = CodeGenerator()
 OTHER_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -14,8 +14,8 @@ from botocore.serialize import JSONSerializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shortener.dal import aws
-from shortener.dal.serializer import DirectJSONSerializer, install
+from shortener import aws
+from shortener.aws_serializer import DirectJSONSerializer, install
 
 
 class StrEnumValue(StrEnum):

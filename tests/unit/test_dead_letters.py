@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from shortener.logic.dead_letters import DeadLetterSettler, dead_letter_error
-from shortener.models.jobs import ChunkMessage, Job, RecordedChunk, RowOutcome
-from shortener.models.scaling import DeadLetterTarget, LoopTarget, QueueDepth
+from shortener.jobs.dead_letters import DeadLetterSettler, dead_letter_error
+from shortener.jobs.model import ChunkMessage, Job, RecordedChunk, RowOutcome
+from shortener.loops.scaling_model import DeadLetterTarget, LoopTarget, QueueDepth
 
 TARGET = LoopTarget(queue_name="bulk", queue_url="https://sqs/1/bulk", function_name="poller")
 DLQ = DeadLetterTarget(queue_url="https://sqs/1/bulk-dlq", max_receive_count=5)

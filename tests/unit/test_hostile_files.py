@@ -4,8 +4,8 @@ would be a 5xx; and every data line of a text file has exactly one row."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shortener.logic.bulk.upload import CsvRows, read_upload
-from shortener.models.exceptions import ShortenerError
+from shortener.exceptions import ShortenerError
+from shortener.jobs.csv_reader import CsvRows, read_upload
 
 _LINES = st.sampled_from(
     [

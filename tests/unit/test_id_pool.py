@@ -3,9 +3,9 @@ their size, ids skipped where custom codes reserved them, unused ids handed out 
 
 import pytest
 
-from shortener.dal.links import CounterKeyMismatchError
-from shortener.logic.links import IdPool
-from shortener.models.exceptions import CodeKeyChangedError
+from shortener.exceptions import CodeKeyChangedError
+from shortener.links.shortening import IdPool
+from shortener.links.store import CounterKeyMismatchError
 
 
 class Counter:

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from shortener.models.jobs import Job, ResultsFile
+from shortener.jobs.model import Job, ResultsFile
 
 CREATED = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from shortener.logic.bulk.topics import job_topic
-from shortener.models.exceptions import InvalidRequestError
+from shortener.exceptions import InvalidRequestError
+from shortener.jobs.topics import job_topic
 
 PREFIX = "arn:aws:sns:us-east-1:123456789012:"
 

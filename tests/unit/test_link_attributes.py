@@ -7,9 +7,9 @@ import pytest
 from freezegun import freeze_time
 from pydantic import ValidationError
 
-from shortener.logic.bulk import CsvRows, detect_format
-from shortener.logic.links import Resolution
-from shortener.models.links import Link, LinkAttributes, attributes_of
+from shortener.jobs.bulk import CsvRows, detect_format
+from shortener.links.model import Link, LinkAttributes, attributes_of
+from shortener.links.shortening import Resolution
 
 
 def test_the_header_names_the_attribute_columns_as_people_write_them() -> None:

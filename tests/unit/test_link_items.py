@@ -3,8 +3,8 @@ as they were written."""
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from shortener.dal.link_items import link_from_item, link_to_item
-from shortener.models.links import Link
+from shortener.links.model import Link
+from shortener.links.store_items import link_from_item, link_to_item
 
 CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from shortener.dal.links import LinksStore, TransactionRefusedError
-from shortener.logic.codes import code_generator
-from shortener.logic.links import LinkService
-from shortener.logic.urls import UrlPolicy
-from shortener.models.exceptions import StorageThrottledError
-from shortener.models.links import Link, ShortenRequest
+from shortener.exceptions import StorageThrottledError
+from shortener.links.codes import code_generator
+from shortener.links.model import Link, ShortenRequest
+from shortener.links.shortening import LinkService
+from shortener.links.store import LinksStore, TransactionRefusedError
+from shortener.links.urls import UrlPolicy
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 POLICY = UrlPolicy(allowed_schemes=frozenset({"https"}), max_length=2048)

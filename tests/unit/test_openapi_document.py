@@ -7,8 +7,8 @@ import pytest
 from openapi_spec_validator import validate
 
 from local_stack.cloudformation import load_template
-from shortener import openapi
-from shortener.logic.paging import LINKS_PAGE_SIZE, MAX_LINKS_PAGE_SIZE
+from shortener.http import openapi
+from shortener.http.paging import LINKS_PAGE_SIZE, MAX_LINKS_PAGE_SIZE
 
 _METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
 

@@ -5,11 +5,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shortener.logic import pacing
-from shortener.logic.bulk.status import status_view
-from shortener.logic.pacing import WritePacer, table_throttled_ago
-from shortener.models.jobs import Job, JobUsage
-from shortener.models.loops import LoopToken
+from shortener.jobs.model import Job, JobUsage
+from shortener.jobs.status import status_view
+from shortener.loops import pacing
+from shortener.loops.model import LoopToken
+from shortener.loops.pacing import WritePacer, table_throttled_ago
 
 
 class Time:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from shortener.logic.poller import LoopOptions, PollLoop, last_attempt_error, queue_arn, to_lambda_records
-from shortener.models.exceptions import CodeKeyChangedError
-from shortener.models.jobs import ChunkMessage, ChunkResult
-from shortener.models.loops import LoopInvocation
+from shortener.exceptions import CodeKeyChangedError
+from shortener.jobs.model import ChunkMessage, ChunkResult
+from shortener.loops.model import LoopInvocation
+from shortener.loops.poller import LoopOptions, PollLoop, last_attempt_error, queue_arn, to_lambda_records
 from tests.support.loops import FakeTokens
 
 LOOP = LoopInvocation(

@@ -11,8 +11,8 @@ from PIL import Image
 from pydantic import ValidationError
 
 from local_stack.apigateway.gateway import http_response
-from shortener.logic.qr import QUIET_ZONE_MODULES, qr_image
-from shortener.models.qr import QrRequest
+from shortener.links.qr import QUIET_ZONE_MODULES, qr_image
+from shortener.links.qr_model import QrRequest
 
 SHORT_URL = "https://sho.rt/hFO0"
 

@@ -15,7 +15,8 @@ import zxingcpp
 from PIL import Image
 
 from shortener import clock
-from shortener.logic.labels import (
+from shortener.exceptions import MultipartUploadGoneError
+from shortener.jobs.labels import (
     BUILD_LEASE,
     LabelsOptions,
     LabelsWriter,
@@ -26,10 +27,9 @@ from shortener.logic.labels import (
     row_width,
     segment_key,
 )
-from shortener.models.exceptions import MultipartUploadGoneError
-from shortener.models.files import LabelsRequest
-from shortener.models.jobs import Job, RowOutcome
-from shortener.models.qr import LabelsBuild, QrFormat
+from shortener.jobs.model import Job, RowOutcome
+from shortener.jobs.tasks_model import LabelsRequest
+from shortener.links.qr_model import LabelsBuild, QrFormat
 
 JOB_ID = "f" * 32
 BUCKET = "bulk"

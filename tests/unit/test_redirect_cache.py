@@ -3,8 +3,8 @@ most once per check interval."""
 
 from datetime import UTC, datetime
 
-from shortener.logic.links import RedirectCache
-from shortener.models.links import Link
+from shortener.links.model import Link
+from shortener.links.shortening import RedirectCache
 
 LINK = Link(code="abcd", url="https://example.com/", created_at=datetime(2026, 1, 1, tzinfo=UTC))
 

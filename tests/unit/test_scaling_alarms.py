@@ -4,7 +4,7 @@ import pytest
 from aws_lambda_powertools.utilities.parser import envelopes, parse
 from pydantic import ValidationError
 
-from shortener.models.alarms import AlarmNotification
+from shortener.loops.alarms_model import AlarmNotification
 from tests.support.alarms import QUEUE_NAME, alarm_message, sns_event
 
 

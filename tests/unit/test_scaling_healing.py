@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shortener import clock
-from shortener.logic.healing import heal_and_reconcile, revive_stale_loops
-from shortener.logic.scaling import LoopBounds, LoopScaler, slot_token
-from shortener.models.loops import LoopToken
-from shortener.models.scaling import LoopTarget, QueueDepth
+from shortener.loops.healing import heal_and_reconcile, revive_stale_loops
+from shortener.loops.model import LoopToken
+from shortener.loops.scaling import LoopBounds, LoopScaler, slot_token
+from shortener.loops.scaling_model import LoopTarget, QueueDepth
 from tests.support.alarms import QUEUE_NAME
 from tests.support.loops import FUNCTION_NAME, QUEUE_URL, FakeQueues, FakeTokens, RecordingStarter, frozen
 

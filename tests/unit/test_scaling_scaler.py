@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shortener import clock
-from shortener.logic.healing import revive_stale_loops
-from shortener.logic.scaling import LoopBounds, LoopScaler, slot_token
-from shortener.models.alarms import AlarmNotification
-from shortener.models.scaling import LoopTarget, QueueDepth
+from shortener.loops.alarms_model import AlarmNotification
+from shortener.loops.healing import revive_stale_loops
+from shortener.loops.scaling import LoopBounds, LoopScaler, slot_token
+from shortener.loops.scaling_model import LoopTarget, QueueDepth
 from tests.support.alarms import QUEUE_NAME, alarm_message
 from tests.support.loops import FUNCTION_NAME, QUEUE_URL, FakeQueues, FakeTokens, RecordingStarter
 

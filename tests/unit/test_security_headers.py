@@ -3,7 +3,7 @@
 import base64
 import hashlib
 
-from shortener.security_headers import content_security_policy, secure, upload_origins
+from shortener.http.security_headers import content_security_policy, secure, upload_origins
 
 PAGE = "<html><head><style>body{margin:0}</style></head><body><script>go()</script></body></html>"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shortener.models.access import ApiKey
+from shortener.access.model import ApiKey
 from shortener_cli.config import DEFAULT_API_URL, LocalStack, resolve_endpoint
 from shortener_cli.keys import format_keys
 from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, main

@@ -1,9 +1,9 @@
 """Takedown by host without AWS: the container's blocklist snapshot and its refresh, and what a
 block refreshes in the stage cache."""
 
-from shortener.logic.blocklist import HostGuard
-from shortener.logic.takedown import BlockedHostsSnapshot, HostTakedowns, blocked_match
-from shortener.models.blocklist import BlockedHost
+from shortener.access.blocklist import HostGuard
+from shortener.access.blocklist_model import BlockedHost
+from shortener.access.takedown import BlockedHostsSnapshot, HostTakedowns, blocked_match
 
 
 class FakeBlocklist:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from shortener.logic.urls import UrlPolicy, normalise_url
-from shortener.models.exceptions import InvalidUrlError
+from shortener.exceptions import InvalidUrlError
+from shortener.links.urls import UrlPolicy, normalise_url
 
 WEB = UrlPolicy(allowed_schemes=frozenset({"http", "https"}), max_length=100, own_hosts=frozenset({"sho.rt"}))
 

@@ -1,6 +1,6 @@
 """The write units a job's cost line counts for DynamoDB requests, index writes included."""
 
-from shortener.dal.usage import write_units
+from shortener.aws_usage import write_units
 
 LINK = {"code": {"S": "hFO0"}, "url": {"S": "https://example.com/"}}
 OWNED_LINK = {**LINK, "list_pk": {"S": "team-a#3"}, "list_sk": {"S": "2026-11-23T05:00:00Z#hFO0"}}

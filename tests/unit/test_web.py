@@ -2,10 +2,9 @@
 
 import pytest
 
-from shortener.models.access import Caller
-from shortener.models.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
-from shortener.models.links import ShortenRequest
-from shortener.web import (
+from shortener.access.model import Caller
+from shortener.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
+from shortener.http.web import (
     body_bytes,
     caller_from_event,
     parse_fields,
@@ -13,6 +12,7 @@ from shortener.web import (
     public_base_url,
     request_host,
 )
+from shortener.links.model import ShortenRequest
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shortener.logic.zip_stream import ZipLimits, ZipStreamWriter
+from shortener.jobs.zip_stream import ZipLimits, ZipStreamWriter
 
 
 def build(contents: list[tuple[str, bytes]], *, deflate: bool, limits: ZipLimits | None = None) -> bytes:
