@@ -1,6 +1,6 @@
 """docs/api-reference.md, rendered from the API's OpenAPI document (GET /openapi.json).
 
-`python -m stack_tools.api_reference` writes it; tests/unit/test_api_reference.py fails when the
+`python -m stack_tools.api_reference` writes it; tests/tooling/test_api_reference.py fails when the
 page is not what the current document renders to."""
 
 import json

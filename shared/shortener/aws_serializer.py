@@ -13,7 +13,7 @@ botocore: a value it refuses (bytes, a datetime, a set, a subclass of str or dic
 key), or a blob member at all (a DynamoDB ``B`` or ``BS`` attribute value, which botocore also
 accepts as a str and encodes). The body differs from botocore's only in JSON's insignificant
 choices (no spaces between tokens, non-ASCII characters as UTF-8 rather than ``\\u`` escapes).
-tests/unit/test_dal_serializer.py compares the two on generated requests."""
+tests/shortener/test_aws_serializer.py compares the two on generated requests."""
 
 from typing import Any
 

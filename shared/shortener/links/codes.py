@@ -80,7 +80,7 @@ class IdPermutation:
 
     def forward(self, number: int) -> int:
         # _walk and _feistel forwards, in one frame: this runs for every generated code, and the
-        # calls were half its CPU (make bench ARGS=cpu). tests/unit/test_codes.py checks it
+        # calls were half its CPU (make bench ARGS=cpu). tests/shortener/links/test_codes.py checks it
         # against inverse and against codes stored before.
         base, bits = self._band(number)
         half = (bits + 1) // 2
@@ -146,7 +146,7 @@ class _OneNumberSqids:
     algorithm for one number, with the alphabet's rotations computed once and the blocklist checked
     by looking the code's substrings up in a set instead of scanning every word (that scan was most
     of sqids' time). A code that sqids would pad to the minimum length, or generate again because
-    its first form holds a blocked word, is left to sqids itself. tests/unit/test_codes.py holds
+    its first form holds a blocked word, is left to sqids itself. tests/shortener/links/test_codes.py holds
     codes generated before this class existed, and compares it with sqids."""
 
     def __init__(self, sqids: Sqids, alphabet: str, min_length: int, blocklist: list[str]) -> None:
