@@ -100,7 +100,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def functions_longer_than(folder: Path, limit: int) -> Iterator[str]:
+def functions_longer_than(folder: Path, limit: int, root: Path = ROOT) -> Iterator[str]:
     """``path:line name (N lines)`` for every function or method under ``folder`` longer than
     ``limit`` lines, its decorators, docstring and nested definitions included."""
     for path in sorted(folder.rglob("*.py")):
@@ -110,4 +110,4 @@ def functions_longer_than(folder: Path, limit: int) -> Iterator[str]:
                 start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
                 length = (node.end_lineno or node.lineno) - start + 1
                 if length > limit:
-                    yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)"
+                    yield f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)"
