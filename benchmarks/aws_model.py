@@ -26,9 +26,9 @@ import argparse
 import time
 
 from benchmarks import cpu
-from shortener.dal.link_items import LIST_SHARDS
-from shortener.logic.bulk.packing import pack_rows
-from shortener.logic.bulk.upload import parse_csv
+from shortener.jobs.csv_reader import parse_csv
+from shortener.jobs.packing import pack_rows
+from shortener.links.store_items import LIST_SHARDS
 
 SIZES = (1_000_000, 10_000_000, 60_000_000)
 LAMBDA_MB_PER_VCPU = 1_769

@@ -53,7 +53,7 @@ from typing import Any
 
 from local_stack.embedded import request_log
 from local_stack.harness import StackProcess
-from shortener.dal.usage import item_size, update_size, write_units
+from shortener.aws_usage import item_size, update_size, write_units
 from shortener_cli.client import ShortenerClient
 
 ROOT = Path(__file__).resolve().parent.parent

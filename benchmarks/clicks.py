@@ -108,8 +108,8 @@ class TransactionRecorder:
 
 def measure_writes(batch: int) -> dict[str, float]:
     """Write requests and write units per 1,000 clicks, in batches of ``batch`` lines."""
-    from shortener.dal.clicks import ClicksStore
-    from shortener.logic.clicks import ClickCollector
+    from shortener.clicks.counting import ClickCollector
+    from shortener.clicks.store import ClicksStore
 
     rng = random.Random(20)
     figures: dict[str, float] = {}
@@ -128,7 +128,7 @@ def measure_writes(batch: int) -> dict[str, float]:
 
 def measure_collector(batch: int) -> dict[str, float]:
     """Clicks a second one invocation classifies and adds up (the CPU part; the writes are above)."""
-    from shortener.logic.clicks import ClickCollector
+    from shortener.clicks.counting import ClickCollector
 
     class Discard:
         def add(self, *_: Any) -> int:

@@ -1,5 +1,5 @@
 """CPU time per bulk row in the loop: the real ChunkProcessor and the real LinksStore / JobsStore over
-a real boto3 DynamoDB client (the one ``shortener.dal.aws.dynamodb()`` makes, with its config),
+a real boto3 DynamoDB client (the one ``shortener.aws.dynamodb()`` makes, with its config),
 with DynamoDB answered in process, so that only this code's CPU counts.
 
     python -m benchmarks cpu [--messages 200] [--rows 250] [--first-id 5000000] [--top 25]
@@ -40,14 +40,14 @@ import botocore
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse, HTTPHeaders
 from botocore.compat import HAS_CRT
 
-from shortener.dal import aws
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import COUNTER_KEY, LinksStore
-from shortener.logic.bulk import ChunkProcessor
-from shortener.logic.codes import code_generator
-from shortener.logic.links import LinkService
-from shortener.logic.urls import UrlPolicy
-from shortener.models.jobs import ChunkMessage
+from shortener import aws
+from shortener.jobs.bulk import ChunkProcessor
+from shortener.jobs.model import ChunkMessage
+from shortener.jobs.store import JobsStore
+from shortener.links.codes import code_generator
+from shortener.links.shortening import LinkService
+from shortener.links.store import COUNTER_KEY, LinksStore
+from shortener.links.urls import UrlPolicy
 
 LINKS_TABLE = "bench-links"
 JOBS_TABLE = "bench-jobs"
@@ -114,7 +114,7 @@ def _payload(request: AWSPreparedRequest) -> Any:
 
 class FakeDynamoDB:
     """Answers the DynamoDB requests of the bulk path in process (a ``before-send`` hook on the
-    client that ``shortener.dal.aws.dynamodb()`` returns), and counts the CPU it spends doing so."""
+    client that ``shortener.aws.dynamodb()`` returns), and counts the CPU it spends doing so."""
 
     def __init__(self, *, first_id: int) -> None:
         self.next_id = first_id

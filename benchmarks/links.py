@@ -94,7 +94,7 @@ def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
         sys.path.insert(0, str(API_FOLDER))
     import app  # the API function, as Lambda imports it
 
-    from shortener.dal import aws
+    from shortener import aws
     from shortener.settings import api_settings
 
     figures: dict[str, float] = {}
@@ -169,7 +169,7 @@ _API = """
 import time
 started = time.perf_counter()
 import app
-from shortener.dal import aws
+from shortener import aws
 app.links()
 aws.dynamodb()
 print(time.perf_counter() - started)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.persistence import BATCH, START_TIMEOUT, STOP_TIMEOUT, _reported, _Stack, timed
-from shortener.dal.link_items import link_to_item
-from shortener.models.links import Link
+from shortener.links.model import Link
+from shortener.links.store_items import link_to_item
 
 
 def main() -> None:

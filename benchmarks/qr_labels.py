@@ -1,5 +1,5 @@
 """A job's QR labels ZIP: time, size and peak memory of building it for a job of N rows, through
-the builder's own code (shortener.logic.labels.LabelsWriter: an image drawn per row, the archive
+the builder's own code (shortener.jobs.labels.LabelsWriter: an image drawn per row, the archive
 sent in 8 MiB parts, its central directory spilled in 1 MiB segments and streamed back at the
 end). The jobs table is a generator of outcomes (none held in memory) and the bucket a folder on
 disk, so the process's memory is the build's own; the parts are appended to one file there,
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from shortener import clock
-from shortener.logic.labels import LabelsOptions, LabelsWriter
-from shortener.logic.qr import qr_image
-from shortener.models.files import LabelsRequest
-from shortener.models.jobs import Job, RowOutcome
-from shortener.models.qr import LabelsBuild, QrFormat
+from shortener.jobs.labels import LabelsOptions, LabelsWriter
+from shortener.jobs.model import Job, RowOutcome
+from shortener.jobs.tasks_model import LabelsRequest
+from shortener.links.qr import qr_image
+from shortener.links.qr_model import LabelsBuild, QrFormat
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB_ID = "b" * 32

@@ -85,11 +85,11 @@ def prepare(endpoint: str, rows: int) -> dict[str, Any]:
     import boto3
 
     from local_stack.cloudformation.template import create_table_arguments
-    from shortener.dal.files import BulkFiles
-    from shortener.dal.jobs import JobsStore
-    from shortener.logic.bulk import BulkOptions, JobOrigin, create_upload_job
-    from shortener.models.files import SplitRequest
-    from shortener.models.jobs import DirectUploadRequest
+    from shortener.jobs.bucket import BulkFiles
+    from shortener.jobs.bulk import BulkOptions, JobOrigin, create_upload_job
+    from shortener.jobs.model import DirectUploadRequest
+    from shortener.jobs.store import JobsStore
+    from shortener.jobs.tasks_model import SplitRequest
 
     boto3.client("dynamodb").create_table(**create_table_arguments("JobsTable", "jobs"))
     boto3.client("s3").create_bucket(Bucket="bulk")
@@ -128,11 +128,11 @@ def split(endpoint: str, prepared: dict[str, Any]) -> dict[str, Any]:
     _use(endpoint)
     import boto3
 
-    from shortener.dal.files import BulkFiles
-    from shortener.dal.jobs import JobsStore
-    from shortener.dal.queue import BulkQueue
-    from shortener.logic.bulk.split import Splitter
-    from shortener.models.files import SplitRequest
+    from shortener.jobs.bucket import BulkFiles
+    from shortener.jobs.split import Splitter
+    from shortener.jobs.store import JobsStore
+    from shortener.jobs.tasks_model import SplitRequest
+    from shortener.loops.queue import BulkQueue
 
     sqs = boto3.client("sqs")
     start_mb = _peak_mb()

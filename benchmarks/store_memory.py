@@ -6,7 +6,7 @@ them, and what an SQS message leaves behind once deleted.
 In this process (moto in process, every local stack patch installed, no server), a links table
 shaped as template.yaml's (hash key ``code``, the ByOwner index on ``list_pk``/``list_sk``,
 projection ALL) gets --links bulk links through boto3's BatchWriteItem, 25 a request, as the
-loops write them (shortener.dal.link_items). Python's own allocation tracer (tracemalloc) counts
+loops write them (shortener.links.store_items). Python's own allocation tracer (tracemalloc) counts
 the bytes still allocated after the writes, grouped by what allocated them: moto's items (its
 Item and DynamoType objects and their dicts), the attribute values (the strings parsed from the
 requests), the sorted index (local_stack/embedded/dynamodb_index.py and sortedcontainers). Then
@@ -90,8 +90,8 @@ def _links_table(dynamodb: Any) -> None:
 
 
 def _write_links(dynamodb: Any, count: int, sites: bool = False) -> str:
-    from shortener.dal.link_items import link_to_item
-    from shortener.models.links import Link
+    from shortener.links.model import Link
+    from shortener.links.store_items import link_to_item
 
     created = datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
     job_id = "5f0c1e9e-4a57-4a0e-9d4b-2b0d3f6c1a77"

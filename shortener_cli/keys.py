@@ -7,10 +7,10 @@ from typing import Any
 
 import boto3
 
-from shortener.dal.keys import KeysStore
-from shortener.dal.usage_plans import ApiGatewayUsagePlan
-from shortener.logic.access import KeyManager
-from shortener.models.access import ApiKey
+from shortener.access.keys import KeyManager
+from shortener.access.model import ApiKey
+from shortener.access.store_keys import KeysStore
+from shortener.access.usage_plans import ApiGatewayUsagePlan
 from shortener_cli.config import LocalStack
 
 # The stack outputs the key commands need (template.yaml declares them).

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shortener.models.exceptions import InvalidKeyRequestError, ShortenerError
+from shortener.exceptions import InvalidKeyRequestError, ShortenerError
 from shortener_cli import keys, output
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint

@@ -1,6 +1,6 @@
 """docs/api-reference.md, rendered from the API's OpenAPI document (GET /openapi.json).
 
-`python -m stack_tools.api_reference` writes it; tests/unit/test_api_reference.py fails when the
+`python -m stack_tools.api_reference` writes it; tests/tooling/test_api_reference.py fails when the
 page is not what the current document renders to."""
 
 import json
@@ -16,7 +16,7 @@ _REF = "#/components/schemas/"
 def api_document() -> dict[str, Any]:
     """The document the API function serves (without its per-request ``servers``)."""
     from functions.api import app
-    from shortener import openapi
+    from shortener.http import openapi
 
     return openapi.document(app.app)
 

@@ -29,9 +29,9 @@ from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.cloudformation.template import create_table_arguments
 from local_stack.embedded.server import EmbeddedAws, install_moto_fixes
+from shortener import aws as aws_clients
 from shortener import settings
-from shortener.dal import aws as aws_clients
-from shortener.logic.codes import code_generator
+from shortener.links.codes import code_generator
 from shortener.services import api as api_services
 from shortener.services import collector as collector_services
 from shortener.services import files as files_services

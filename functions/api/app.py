@@ -18,12 +18,13 @@ from links import router as links_router
 from qr import router as qr_router
 from request import base_url, body_fields, caller, stage_cache
 
-from shortener import clock, openapi, security_headers, web
-from shortener.models.api import ErrorBody
-from shortener.models.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
-from shortener.models.links import ShortenRequest, ShortenResult
+from shortener import clock
+from shortener.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
+from shortener.http import openapi, security_headers, web
+from shortener.http.api import ErrorBody
+from shortener.http.openapi import Answer, link_to, operation
+from shortener.links.model import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 

@@ -1,14 +1,14 @@
 """Changes in bulk: ``POST /links/batch`` (disable, enable, delete or set the fields of every link
 a selector matches) and ``GET /links/batch/{batch_id}``. Included into the API's resolver by
-app.py; errors raised here are mapped to JSON there. The rules live in shortener.logic.batches."""
+app.py; errors raised here are mapped to JSON there. The rules live in shortener.jobs.batches."""
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from request import base_url, body_fields, caller, stage_base_url
 
-from shortener import web
-from shortener.models.batches import BatchAccepted, BatchRequest, BatchStatusQuery, BatchView
-from shortener.openapi import Answer, link_to, operation
+from shortener.http import web
+from shortener.http.openapi import Answer, link_to, operation
+from shortener.jobs.batches_model import BatchAccepted, BatchRequest, BatchStatusQuery, BatchView
 from shortener.services.api import api_batches
 
 router = APIGatewayRouter()

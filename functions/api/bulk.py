@@ -1,6 +1,6 @@
 """Bulk routes: CSV uploads (in the body, or straight to S3), the caller's jobs, job status and
 job results. Each route reads its request, calls one method of the job services
-(shortener.logic.bulk.job_service) and answers; errors raised are mapped to JSON by app.py."""
+(shortener.jobs.service) and answers; errors raised are mapped to JSON by app.py."""
 
 import json
 
@@ -9,13 +9,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from request import base_url, body_fields, caller, job_origin, link_defaults
 
-from shortener import web
-from shortener.logic.bulk.job_service import CsvAnswer, FileLink, status_url
-from shortener.models.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
-from shortener.models.jobs import DirectUploadRequest, JobAccepted, JobList, JobStatusView, UploadAccepted
-from shortener.models.links import ATTRIBUTE_COLUMNS
+from shortener.http import web
+from shortener.http.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
+from shortener.http.openapi import Answer, link_to, operation
+from shortener.jobs.model import DirectUploadRequest, JobAccepted, JobList, JobStatusView, UploadAccepted
+from shortener.jobs.service import CsvAnswer, FileLink, status_url
+from shortener.links.model import ATTRIBUTE_COLUMNS
 from shortener.observability import metrics
-from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import job_queries, job_submissions
 from shortener.settings import api_settings
 

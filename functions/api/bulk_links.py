@@ -6,12 +6,12 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from request import base_url, caller, stage_cache
 
-from shortener import web
-from shortener.logic.bulk.inline import read_bulk_request
-from shortener.logic.stage_cache import refresh_codes
-from shortener.models.bulk_links import BulkLinksRequest, BulkLinksResult
+from shortener.http import web
+from shortener.http.openapi import Answer, operation
+from shortener.links.bulk_create import read_bulk_request
+from shortener.links.bulk_create_model import BulkLinksRequest, BulkLinksResult
+from shortener.links.cache_refresh import refresh_codes
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, operation
 from shortener.services.api import api_bulk_links
 from shortener.settings import api_settings
 

@@ -8,10 +8,10 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from request import base_url, caller
 
-from shortener.logic.bulk.job_service import CsvAnswer, FileLink
-from shortener.models.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
-from shortener.models.clicks import LinkClicks, TopLinks
-from shortener.openapi import Answer, operation
+from shortener.clicks.model import LinkClicks, TopLinks
+from shortener.http.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
+from shortener.http.openapi import Answer, operation
+from shortener.jobs.service import CsvAnswer, FileLink
 from shortener.services.api import click_reports, job_queries
 
 router = APIGatewayRouter()

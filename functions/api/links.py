@@ -9,18 +9,18 @@ from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from request import base_url, body_fields, caller, stage_cache
 
-from shortener import web
-from shortener.logic.blocklist import HostGuard
-from shortener.logic.link_management import Change
-from shortener.logic.paging import LINKS_PAGE_SIZE
-from shortener.logic.takedown import HostTakedowns
-from shortener.models.access import Caller
-from shortener.models.api import ListLinksQuery
-from shortener.models.blocklist import BlockAnswer, Blocklist, BlockRequest
-from shortener.models.exceptions import ForbiddenError, NotBlockedError
-from shortener.models.links import Link, LinkList, LinkUpdate, LinkView
+from shortener.access.blocklist import HostGuard
+from shortener.access.blocklist_model import BlockAnswer, Blocklist, BlockRequest
+from shortener.access.model import Caller
+from shortener.access.takedown import HostTakedowns
+from shortener.exceptions import ForbiddenError, NotBlockedError
+from shortener.http import web
+from shortener.http.api import ListLinksQuery
+from shortener.http.openapi import Answer, link_to, operation
+from shortener.http.paging import LINKS_PAGE_SIZE
+from shortener.links.management import Change
+from shortener.links.model import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
-from shortener.openapi import Answer, link_to, operation
 from shortener.services.api import api_link_manager, api_links, api_takedowns
 from shortener.settings import api_settings
 

@@ -7,12 +7,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from request import base_url, caller
 
-from shortener import web
-from shortener.logic.bulk.job_service import FileLink
-from shortener.logic.qr import MEDIA_TYPES, qr_image
-from shortener.models.api import ErrorBody
-from shortener.models.qr import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
-from shortener.openapi import Answer, operation
+from shortener.http import web
+from shortener.http.api import ErrorBody
+from shortener.http.openapi import Answer, operation
+from shortener.jobs.service import FileLink
+from shortener.links.qr import MEDIA_TYPES, qr_image
+from shortener.links.qr_model import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
 from shortener.services.api import api_link_manager, job_queries
 
 router = APIGatewayRouter()

@@ -11,12 +11,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from shortener import web
-from shortener.logic.bulk import JobOrigin
-from shortener.logic.bulk.topics import job_topic
-from shortener.logic.link_management import StageCacheInvalidator
-from shortener.models.access import Caller
-from shortener.models.links import ATTRIBUTE_COLUMNS, LinkAttributes
+from shortener.access.model import Caller
+from shortener.http import web
+from shortener.jobs.submit import JobOrigin
+from shortener.jobs.topics import job_topic
+from shortener.links.management import StageCacheInvalidator
+from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.services.api import stage_cache_invalidator
 from shortener.settings import api_settings
 

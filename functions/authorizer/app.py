@@ -1,14 +1,14 @@
 """The Lambda authorizer of the REST API (REQUEST type): checks the X-Api-Key header against the
 keys table and answers with a policy for the whole stage, the caller as context, and the key's
-usage identifier for the usage plan. The rules live in shortener.logic.access."""
+usage identifier for the usage plan. The rules live in shortener.access.keys."""
 
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener import web
-from shortener.logic import access
+from shortener.access import keys as access
+from shortener.http import web
 from shortener.observability import logger, metrics
 from shortener.services.authorizer import keys
 from shortener.settings import authorizer_settings

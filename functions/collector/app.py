@@ -1,12 +1,12 @@
 """The click collector: batches of the API's access log lines, delivered by its log group's
-subscription filter, counted into hourly per-link counters (shortener.logic.clicks). A malformed
+subscription filter, counted into hourly per-link counters (shortener.clicks.counting). A malformed
 line is skipped and counted in a metric; the batch goes on. A batch delivered twice counts once."""
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.logic.clicks import batch_key
+from shortener.clicks.counting import batch_key
 from shortener.observability import logger, metrics
 from shortener.services.collector import click_collector
 

@@ -1,6 +1,6 @@
 """The expirer. Every minute on the prod stage: refresh the stage cache entry of every link whose
 ``expires_at`` has come, so API Gateway stops answering it with the cached redirect
-(shortener.logic.expiry)."""
+(shortener.links.expiry)."""
 
 from typing import Any
 

@@ -1,14 +1,14 @@
 """The files function: an uploaded file's S3 event (or a split handed over by the invocation
 before) -> its rows read into the queue; a complete job -> its results file written once; a done
-job's QR labels -> their ZIP. The rules live in shortener.logic.bulk.split, shortener.logic.bulk.results
-and shortener.logic.labels."""
+job's QR labels -> their ZIP. The rules live in shortener.jobs.split, shortener.jobs.results
+and shortener.jobs.labels."""
 
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.models.files import FilesTask, LabelsRequest, S3Event, SplitRequest
+from shortener.jobs.tasks_model import FilesTask, LabelsRequest, S3Event, SplitRequest
 from shortener.observability import logger, metrics, tracer
 from shortener.services.files import (
     batch_runner,

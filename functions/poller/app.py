@@ -1,11 +1,11 @@
 """The poller: one loop over the bulk queue. Started (and re-invoked by itself) with a
-LoopInvocation {queue_url, token, loop_id, seq}; the loop itself is shortener.logic.poller."""
+LoopInvocation {queue_url, token, loop_id, seq}; the loop itself is shortener.loops.poller."""
 
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.models.loops import LoopInvocation
+from shortener.loops.model import LoopInvocation
 from shortener.observability import logger, metrics, tracer
 from shortener.services.poller import poll_loop
 

@@ -2,15 +2,15 @@
 invocation that failed: it revives that loop at once. On a schedule: reconcile every configured
 queue with its backlog (which also keeps the minimum number of loops running), revive loops whose
 heartbeat went stale, and settle the rows of messages that reached a dead-letter queue, so every
-job ends. The rules live in shortener.logic.healing, shortener.logic.scaling and
-shortener.logic.dead_letters."""
+job ends. The rules live in shortener.loops.healing, shortener.loops.scaling and
+shortener.jobs.dead_letters."""
 
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.logic.healing import failed_invocations, heal_and_reconcile, revive_failed_loops
+from shortener.loops.healing import failed_invocations, heal_and_reconcile, revive_failed_loops
 from shortener.observability import logger, metrics, tracer
 from shortener.services.restarter import dead_letters, scaler, targets, tokens
 from shortener.settings import restarter_settings

@@ -1,12 +1,12 @@
 """The scaler: CloudWatch alarm notifications (via SNS) -> add or remove loops, then reconcile the
-alarm's queue with its backlog. The rules live in shortener.logic.scaling."""
+alarm's queue with its backlog. The rules live in shortener.loops.scaling."""
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import envelopes, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.models.alarms import AlarmNotification
-from shortener.models.scaling import ScalingOutcome
+from shortener.loops.alarms_model import AlarmNotification
+from shortener.loops.scaling_model import ScalingOutcome
 from shortener.observability import logger, metrics, tracer
 from shortener.services.scaler import scaler
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from local_stack.embedded.client import aws_client
-from shortener.dal.keys import KeysStore
-from shortener.dal.usage_plans import ApiGatewayUsagePlan
-from shortener.logic.access import KeyManager
+from shortener.access.keys import KeyManager
+from shortener.access.store_keys import KeysStore
+from shortener.access.usage_plans import ApiGatewayUsagePlan
 
 log = logging.getLogger(__name__)
 

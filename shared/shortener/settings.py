@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from shortener.logic.urls import UrlPolicy
+from shortener.links.urls import UrlPolicy
 
 
 def _comma_separated(value: Any) -> Any:
@@ -162,7 +162,7 @@ class PollerSettings(TablesMixin, LinksMixin):
     METRICS_FLUSH_SECONDS: float = Field(default=60, gt=0)
     # Parallel DynamoDB writes while one message is processed.
     WRITE_THREADS: int = Field(default=8, ge=1, le=64)
-    # Pace the loop's batch writes to the links table's throttles (logic.pacing).
+    # Pace the loop's batch writes to the links table's throttles (shortener.loops.pacing).
     WRITE_PACING: bool = True
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
     # The function that writes a job's results file once its last chunk is counted.

@@ -4,7 +4,7 @@ JSON, and the job-ended event."""
 import json
 import time
 
-from shortener.models.job_events import DETAIL_TYPE, SOURCE
+from shortener.jobs.events_model import DETAIL_TYPE, SOURCE
 from tests.e2e.conftest import RunningStack, StartStack
 
 

@@ -12,8 +12,8 @@ import freezegun
 import freezegun.api
 
 from shortener import clock
-from shortener.models.loops import LoopInvocation, LoopToken
-from shortener.models.scaling import QueueDepth
+from shortener.loops.model import LoopInvocation, LoopToken
+from shortener.loops.scaling_model import QueueDepth
 
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/shortener-BulkQueue-QWERTY123456"
 FUNCTION_NAME = "shortener-poller"

@@ -8,6 +8,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The shortener's adapters (the only modules that may import boto3, shortener/__init__.py): named for
+# what they talk to, in any domain package.
+ADAPTER_NAMES = (
+    "store",
+    "bucket",
+    "events_bus",
+    "invoke",
+    "queue",
+    "queue_metrics",
+    "stage_cache",
+    "usage_plans",
+)
+SHARED_ADAPTERS = ("shortener.aws", "shortener.aws_serializer", "shortener.aws_usage")
+
+
+def is_adapter(module: str) -> bool:
+    """Whether ``module`` (dotted) is one of the shortener's AWS adapters, or inside one."""
+    parts = module.split(".")
+    if parts[0] != "shortener" or parts[1:2] == ["services"]:
+        return False
+    if any(module == name or module.startswith(name + ".") for name in SHARED_ADAPTERS):
+        return True
+    return any(part in ADAPTER_NAMES or part.startswith("store_") for part in parts[2:])
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -75,7 +100,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def functions_longer_than(folder: Path, limit: int) -> Iterator[str]:
+def functions_longer_than(folder: Path, limit: int, root: Path = ROOT) -> Iterator[str]:
     """``path:line name (N lines)`` for every function or method under ``folder`` longer than
     ``limit`` lines, its decorators, docstring and nested definitions included."""
     for path in sorted(folder.rglob("*.py")):
@@ -85,4 +110,4 @@ def functions_longer_than(folder: Path, limit: int) -> Iterator[str]:
                 start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
                 length = (node.end_lineno or node.lineno) - start + 1
                 if length > limit:
-                    yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)"
+                    yield f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)"

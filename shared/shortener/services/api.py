@@ -3,27 +3,27 @@ container). Each is named for what the routes do with it; none hands a store to 
 
 from functools import lru_cache
 
-from shortener.dal.api_cache import StageCache
-from shortener.dal.batches import BatchStore
-from shortener.dal.clicks import ClicksStore
-from shortener.dal.files import BulkFiles
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.link_hosts import LinkHostScan
-from shortener.dal.links import LinksStore
-from shortener.dal.queue import BulkQueue
-from shortener.dal.usage import metering
-from shortener.logic.batches import Batches
-from shortener.logic.bulk import BulkOptions
-from shortener.logic.bulk.inline import InlineBulk
-from shortener.logic.bulk.job_service import JobQueries, JobReadOptions, JobSubmissions, UploadLimits
-from shortener.logic.codes import code_generator
-from shortener.logic.link_clicks import ClickReports
-from shortener.logic.link_management import LinkManager, StageCacheInvalidator
-from shortener.logic.links import LinkService
-from shortener.logic.scaling import WorkStarter
-from shortener.logic.takedown import HostTakedowns
-from shortener.models.exceptions import ServiceUnavailableError
+from shortener.access.takedown import HostTakedowns
+from shortener.aws_usage import metering
+from shortener.clicks.reports import ClickReports
+from shortener.clicks.store import ClicksStore
+from shortener.exceptions import ServiceUnavailableError
+from shortener.jobs.batches import Batches
+from shortener.jobs.bucket import BulkFiles
+from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.service import JobQueries, JobReadOptions, JobSubmissions, UploadLimits
+from shortener.jobs.store import JobsStore
+from shortener.jobs.store.batches import BatchStore
+from shortener.jobs.submit import BulkOptions
+from shortener.links.bulk_create import InlineBulk
+from shortener.links.codes import code_generator
+from shortener.links.management import LinkManager, StageCacheInvalidator
+from shortener.links.shortening import LinkService
+from shortener.links.stage_cache import StageCache
+from shortener.links.store import LinksStore
+from shortener.links.store_hosts import LinkHostScan
+from shortener.loops.queue import BulkQueue
+from shortener.loops.scaling import WorkStarter
 from shortener.observability import logger
 from shortener.services import links, loops, quotas
 from shortener.settings import api_settings

@@ -2,7 +2,7 @@
 
 from functools import lru_cache
 
-from shortener.dal.keys import KeysStore
+from shortener.access.store_keys import KeysStore
 from shortener.settings import authorizer_settings
 
 

@@ -4,14 +4,14 @@ whose link each clicked code is and, on a cached stage, to count click limits.""
 from collections.abc import Mapping
 from functools import lru_cache
 
-from shortener.dal.api_cache import StageCache
-from shortener.dal.click_limits import ClickLimitStore
-from shortener.dal.clicks import ClicksStore
-from shortener.dal.links import LinksStore
-from shortener.logic.click_limits import count_limited_clicks
-from shortener.logic.clicks import ClickCollector, ClickLimits
-from shortener.models.clicks import LimitOutcome
-from shortener.models.links import Link
+from shortener.clicks.counting import ClickCollector, ClickLimits
+from shortener.clicks.limits import count_limited_clicks
+from shortener.clicks.model import LimitOutcome
+from shortener.clicks.store import ClicksStore
+from shortener.clicks.store_limits import ClickLimitStore
+from shortener.links.model import Link
+from shortener.links.stage_cache import StageCache
+from shortener.links.store import LinksStore
 from shortener.settings import collector_settings
 
 

@@ -4,9 +4,9 @@ from datetime import datetime
 from functools import lru_cache
 
 from shortener import clock
-from shortener.dal.api_cache import StageCache
-from shortener.dal.link_expiry import ExpiryIndex
-from shortener.logic.expiry import ExpiryReport, enforce_expiries
+from shortener.links.expiry import ExpiryReport, enforce_expiries
+from shortener.links.stage_cache import StageCache
+from shortener.links.store_expiry import ExpiryIndex
 from shortener.settings import expirer_settings
 
 

@@ -2,22 +2,22 @@
 
 from functools import lru_cache
 
-from shortener.dal.api_cache import StageCache
-from shortener.dal.batches import BatchStore, JobCodes, TaggedLinks
-from shortener.dal.clicks import ClicksStore
-from shortener.dal.files import BulkFiles, FileChangedError
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.job_events import JobEventsBus, JobTopics
-from shortener.dal.jobs import JobsStore
-from shortener.dal.link_listing import LinkIndex
-from shortener.dal.queue import BulkQueue
-from shortener.dal.usage import metering
-from shortener.logic.batches import BatchRunner
-from shortener.logic.bulk.events import JobEndAnnouncer
-from shortener.logic.bulk.results import ResultsWriter
-from shortener.logic.bulk.split import SplitOptions, Splitter
-from shortener.logic.click_reports import ClickReportWriter
-from shortener.logic.labels import LabelsOptions, LabelsWriter
+from shortener.aws_usage import metering
+from shortener.clicks.store import ClicksStore
+from shortener.jobs.batches import BatchRunner
+from shortener.jobs.bucket import BulkFiles, FileChangedError
+from shortener.jobs.click_reports import ClickReportWriter
+from shortener.jobs.events import JobEndAnnouncer
+from shortener.jobs.events_bus import JobEventsBus, JobTopics
+from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.labels import LabelsOptions, LabelsWriter
+from shortener.jobs.results import ResultsWriter
+from shortener.jobs.split import SplitOptions, Splitter
+from shortener.jobs.store import JobsStore
+from shortener.jobs.store.batches import BatchStore, JobCodes, TaggedLinks
+from shortener.links.stage_cache import StageCache
+from shortener.links.store_listing import LinkIndex
+from shortener.loops.queue import BulkQueue
 from shortener.observability import logger
 from shortener.services import links
 from shortener.services.loops import work_loops

@@ -2,15 +2,15 @@
 
 from functools import lru_cache
 
-from shortener.dal.blocklist import BlocklistStore
-from shortener.dal.link_changes import LinkChangesStore
-from shortener.dal.link_listing import LinkIndex
-from shortener.dal.links import LinksStore
-from shortener.logic.blocklist import HostGuard
-from shortener.logic.codes import code_generator
-from shortener.logic.link_management import LinkManager
-from shortener.logic.links import LinkService
-from shortener.logic.takedown import BlockedHostsSnapshot
+from shortener.access.blocklist import HostGuard
+from shortener.access.store_blocklist import BlocklistStore
+from shortener.access.takedown import BlockedHostsSnapshot
+from shortener.links.codes import code_generator
+from shortener.links.management import LinkManager
+from shortener.links.shortening import LinkService
+from shortener.links.store import LinksStore
+from shortener.links.store_changes import LinkChangesStore
+from shortener.links.store_listing import LinkIndex
 from shortener.settings import ApiSettings, FilesSettings, PollerSettings
 
 

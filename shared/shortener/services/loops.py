@@ -1,10 +1,10 @@
 """The LoopScaler (built here only), used by the scaler, the restarter, and the functions that
 queue work and start the loops it needs (the API and the files function)."""
 
-from shortener.dal.loops import LoopsStore, LoopStarter
-from shortener.dal.queue_metrics import QueueMetrics
-from shortener.logic.scaling import LoopBounds, LoopScaler, WorkStarter
-from shortener.models.scaling import LoopTarget
+from shortener.loops.queue_metrics import QueueMetrics
+from shortener.loops.scaling import LoopBounds, LoopScaler, WorkStarter
+from shortener.loops.scaling_model import LoopTarget
+from shortener.loops.store import LoopsStore, LoopStarter
 from shortener.observability import logger
 from shortener.settings import (
     ApiSettings,

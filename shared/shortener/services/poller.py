@@ -2,16 +2,16 @@
 
 from functools import lru_cache
 
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.links import LinksStore
-from shortener.dal.loops import LoopsStore, LoopStarter
-from shortener.dal.queue import BulkQueue
-from shortener.dal.usage import metering
-from shortener.logic.bulk import ChunkProcessor
-from shortener.logic.codes import code_generator
-from shortener.logic.pacing import PacedHeartbeats, WritePacer
-from shortener.logic.poller import LoopOptions, PollLoop
+from shortener.aws_usage import metering
+from shortener.jobs.bulk import ChunkProcessor
+from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.store import JobsStore
+from shortener.links.codes import code_generator
+from shortener.links.store import LinksStore
+from shortener.loops.pacing import PacedHeartbeats, WritePacer
+from shortener.loops.poller import LoopOptions, PollLoop
+from shortener.loops.queue import BulkQueue
+from shortener.loops.store import LoopsStore, LoopStarter
 from shortener.observability import logger, metrics
 from shortener.services.links import link_service
 from shortener.settings import poller_settings

@@ -1,8 +1,8 @@
 """Each owner's daily quota of bulk rows and bytes, shared by the API (a job accepted) and the files
 function (a file split)."""
 
-from shortener.dal.quotas import DailyQuotaStore
-from shortener.logic.bulk.quotas import DailyQuota
+from shortener.jobs.quotas import DailyQuota
+from shortener.jobs.store.quotas import DailyQuotaStore
 from shortener.settings import ApiSettings, FilesSettings
 
 

@@ -2,14 +2,14 @@
 
 from functools import lru_cache
 
-from shortener.dal.invoke import FilesFunction
-from shortener.dal.jobs import JobsStore
-from shortener.dal.loops import LoopsStore
-from shortener.dal.queue import BulkQueue
-from shortener.dal.queue_metrics import QueueMetrics
-from shortener.logic.dead_letters import DeadLetterSettler
-from shortener.logic.scaling import LoopScaler
-from shortener.models.scaling import LoopTarget
+from shortener.jobs.dead_letters import DeadLetterSettler
+from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.store import JobsStore
+from shortener.loops.queue import BulkQueue
+from shortener.loops.queue_metrics import QueueMetrics
+from shortener.loops.scaling import LoopScaler
+from shortener.loops.scaling_model import LoopTarget
+from shortener.loops.store import LoopsStore
 from shortener.services.loops import loop_scaler
 from shortener.settings import restarter_settings
 

@@ -2,7 +2,7 @@
 
 from functools import lru_cache
 
-from shortener.logic.scaling import LoopScaler
+from shortener.loops.scaling import LoopScaler
 from shortener.services.loops import loop_scaler
 from shortener.settings import scaler_settings
 

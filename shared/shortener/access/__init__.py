@@ -1,0 +1,1 @@
+"""Access: API keys and the authorizer's rules, usage plans, the blocklist of hosts and takedown."""

@@ -1,0 +1,351 @@
+"""Counting clicks from the API's access log (docs/clicks.md): each line of a delivered batch is
+parsed (a malformed one is skipped and counted, the batch goes on), a redirect of GET /{code} is
+classified (country from the address, which is then dropped; device class, browser and OS from
+the user agent; bot or human from the crawler list), and the batch's clicks are added up per link
+per hour before anything is written: one counter update per link hour, not one write per click."""
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+from typing import Protocol, cast
+from urllib.parse import unquote
+
+import crawleruseragents
+import iptocc
+import ua_parser
+from pydantic import ValidationError
+
+from shortener.access.model import ANONYMOUS_OWNER
+from shortener.clicks.model import (
+    DIMENSIONS,
+    MAX_RANGE_DAYS,
+    MAX_TOP_RANGE_DAYS,
+    MAX_VALUE_LENGTH,
+    STAGE_CACHE_REFRESH_AGENT,
+    TOP_LINKS,
+    TOP_VALUES,
+    UNKNOWN,
+    AccessLogLine,
+    AllTime,
+    BatchOutcome,
+    Click,
+    DeviceClass,
+    HourCounts,
+    Interval,
+    LimitOutcome,
+    LinkClicks,
+    LinkTotals,
+    OwnerDay,
+    SeriesPoint,
+    SkipReason,
+    StoredHour,
+    TopLink,
+    TopLinks,
+    ValueCount,
+)
+from shortener.exceptions import InvalidRequestError
+from shortener.links.model import Link
+
+REDIRECT_ROUTE = "/{code}"
+# A code is one path segment; "#" never appears in one (the links table's own items use it).
+_CODE = re.compile(r"^[^/#\s]{1,128}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Tablets announce themselves in a few ways that ua-parser's device family does not always carry.
+_TABLET = re.compile(r"iPad|Tablet|Kindle|Silk/|PlayBook|Nexus (7|9|10)\b|SM-T\d", re.IGNORECASE)
+_DESKTOP_OS = ("Windows", "Mac OS X", "Linux", "Ubuntu", "Fedora", "Chrome OS", "FreeBSD", "OpenBSD")
+_MOBILE_OS = ("iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "HarmonyOS")
+
+
+class ClickCounter(Protocol):
+    """Where counted clicks go (shortener.clicks.store.ClicksStore)."""
+
+    def add(
+        self, batch_key: str, hours: Sequence[HourCounts], owner_days: Sequence[OwnerDay] = ()
+    ) -> int | None:
+        """Add the hours' counts once per ``batch_key``: the items written, None when every part of
+        the batch had been counted before."""
+        ...
+
+
+# codes -> the link of each that exists.
+LinkLookup = Callable[[Sequence[str]], Mapping[str, Link]]
+# A batch's redirects by code, and its links -> what became of the click-limited ones.
+ClickLimits = Callable[[Mapping[str, int], Mapping[str, Link]], LimitOutcome]
+
+
+def batch_key(log_group: str, log_stream: str, event_ids: Iterable[str]) -> str:
+    """The same for every delivery of one batch: a digest of where its events come from and their
+    ids (CloudWatch Logs gives each event an id unique in its log group)."""
+    digest = hashlib.sha256(f"{log_group}\n{log_stream}\n".encode())
+    for event_id in sorted(event_ids):
+        digest.update(event_id.encode() + b"\n")
+    return digest.hexdigest()[:40]
+
+
+def parse_line(message: str) -> AccessLogLine | None:
+    """The access log line, or None when it is not one (junk, truncated, a field out of bounds)."""
+    try:
+        return AccessLogLine.model_validate(json.loads(message))
+    except (ValueError, ValidationError):
+        return None
+
+
+def click_of(line: AccessLogLine) -> Click | SkipReason:
+    """The click a line records, or why it is none."""
+    if line.resource_path != REDIRECT_ROUTE or line.method != "GET":
+        return "not_a_follow"  # HEAD from link checkers, other routes
+    if line.user_agent == STAGE_CACHE_REFRESH_AGENT:
+        return "cache_refresh"
+    if not 300 <= line.status < 400:
+        return "not_a_redirect"  # 404, 410, throttled, errors
+    code = unquote(line.path).lstrip("/")
+    if not _CODE.match(code):
+        return "not_a_follow"
+    bot, device, browser, os_family = classify_agent(line.user_agent or "")
+    return Click(
+        code=code,
+        at=datetime.fromtimestamp(line.time_ms / 1000, UTC),
+        bot=bot,
+        country=country_of(line.ip),
+        device=device,
+        browser=browser,
+        os=os_family,
+    )
+
+
+def country_of(address: str | None) -> str:
+    """The ISO country code of a client address from the offline table iptocc ships; "unknown" for
+    a private, reserved, unallocated or malformed address. Never a network lookup."""
+    if not address:
+        return UNKNOWN
+    try:
+        code = iptocc.country_code(address.strip())
+    except (ValueError, TypeError):
+        return UNKNOWN
+    return code if isinstance(code, str) and len(code) == 2 else UNKNOWN
+
+
+@lru_cache(maxsize=4096)
+def classify_agent(user_agent: str) -> tuple[bool, DeviceClass, str, str]:
+    """(bot, device class, browser family, OS family) of a user agent. Bots are what the maintained
+    crawler list (crawler-user-agents) or ua-parser names a spider: search engines, scanners and
+    link-preview fetchers (Slack, X, Facebook, WhatsApp, iMessage, Mastodon, LinkedIn)."""
+    if not user_agent.strip():
+        return True, "bot", UNKNOWN, UNKNOWN  # browsers always send one
+    parsed = ua_parser.parse(user_agent)
+    browser = _value(parsed.user_agent.family if parsed.user_agent else None)
+    os_family = _value(parsed.os.family if parsed.os else None)
+    device_family = parsed.device.family if parsed.device else ""
+    if device_family == "Spider" or crawleruseragents.is_crawler(user_agent):
+        return True, "bot", browser, os_family
+    return False, _device_class(user_agent, device_family or "", os_family), browser, os_family
+
+
+def _device_class(user_agent: str, device_family: str, os_family: str) -> DeviceClass:
+    if _TABLET.search(user_agent) or _TABLET.search(device_family):
+        return "tablet"
+    if os_family == "Android" and "Mobile" not in user_agent:
+        return "tablet"  # Android tablets' browsers leave "Mobile" out
+    if os_family in _MOBILE_OS:
+        return "mobile"
+    if os_family in _DESKTOP_OS:
+        return "desktop"
+    return "other"
+
+
+def _value(text: str | None) -> str:
+    if not text or text == "Other":
+        return UNKNOWN
+    return _CONTROL.sub("", text)[:MAX_VALUE_LENGTH] or UNKNOWN
+
+
+def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:
+    """The clicks added up per link per hour, in a stable order (link, then hour)."""
+    hours: dict[tuple[str, datetime], HourCounts] = {}
+    for click in clicks:
+        hour = click.at.replace(minute=0, second=0, microsecond=0)
+        counts = hours.get((click.code, hour))
+        if counts is None:
+            counts = hours[(click.code, hour)] = HourCounts(click.code, hour)
+        counts.add(click)
+    return [hours[key] for key in sorted(hours)]
+
+
+class ClickCollector:
+    """Counts the clicks of delivered access log batches, once per batch."""
+
+    def __init__(
+        self, counter: ClickCounter, links: LinkLookup | None = None, limits: ClickLimits | None = None
+    ) -> None:
+        self.counter = counter
+        self.links = links
+        # On a cached stage: the click limits counted from the batch (shortener.clicks.limits).
+        self.limits = limits
+
+    def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
+        outcome = BatchOutcome()
+        clicks = []
+        for message in messages:
+            line = parse_line(message)
+            if line is None:
+                outcome.skip("malformed")
+                continue
+            click = click_of(line)
+            if isinstance(click, str):
+                outcome.skip(click)
+                continue
+            clicks.append(click)
+            outcome.clicks += 1
+            outcome.bots += click.bot
+            outcome.humans += not click.bot
+        hours = aggregate(clicks)
+        if hours:
+            # One BatchGetItem of the batch's distinct links: their owners, their click limits.
+            links = self.links(sorted({counts.code for counts in hours})) if self.links else {}
+            written = self.counter.add(key, hours, _owner_days(hours, links))
+            outcome.already_counted = written is None
+            outcome.items_written = written or 0
+            limited = {code: link for code, link in links.items() if link.click_limited and link.active}
+            # Counted once: a batch delivered again adds nothing to the limits either.
+            if self.limits is not None and limited and written is not None:
+                per_code: dict[str, int] = {}
+                for counts in hours:
+                    per_code[counts.code] = per_code.get(counts.code, 0) + counts.clicks
+                outcome.limits = self.limits(per_code, limited)
+        return outcome
+
+
+def _owner_days(hours: Sequence[HourCounts], links: Mapping[str, Link]) -> list[OwnerDay]:
+    """The hours added up per link per day, under each link's owner (links made without a key,
+    Access=open, have no top list of their own)."""
+    days: dict[tuple[str, date, str], list[int]] = {}
+    for counts in hours:
+        link = links.get(counts.code)
+        owner = link.owner if link is not None and link.owner != ANONYMOUS_OWNER else None
+        if owner:
+            day = days.setdefault((owner, counts.hour.date(), counts.code), [0, 0])
+            day[0] += counts.clicks
+            day[1] += counts.humans
+    return [OwnerDay(o, d, c, clicks, humans) for (o, d, c), (clicks, humans) in sorted(days.items())]
+
+
+def parse_range(
+    start: str | None, end: str | None, interval: str | None, now: datetime
+) -> tuple[datetime, datetime, Interval]:
+    """A report's range from its query parameters (ISO 8601; a date or a time, UTC when no offset is
+    given); defaults: the last 30 days, by day. InvalidRequestError for anything else."""
+    chosen = interval or "day"
+    if chosen not in ("hour", "day"):
+        raise InvalidRequestError("interval must be hour or day.")
+    to = _instant(end, "to") if end else now
+    begin = _instant(start, "from") if start else to - timedelta(days=30)
+    if begin > to:
+        raise InvalidRequestError("from must not be after to.")
+    if to - begin > timedelta(days=MAX_RANGE_DAYS[chosen]):
+        raise InvalidRequestError(
+            f"A range by {chosen} covers at most {MAX_RANGE_DAYS[chosen]} days; ask for a shorter one."
+        )
+    return begin, to, cast(Interval, chosen)
+
+
+def _instant(text: str, name: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequestError(f"{name} must be an ISO 8601 date or time, such as 2026-11-01.") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def link_report(
+    code: str,
+    hours: Sequence[StoredHour],
+    totals: LinkTotals,
+    *,
+    begin: datetime,
+    end: datetime,
+    interval: Interval,
+) -> LinkClicks:
+    """The report of a link's stored hours within [begin, end], bucketed by ``interval``."""
+    inside = [hour for hour in hours if hour_of(begin) <= hour.hour <= end]
+    buckets: dict[datetime, list[int]] = {}
+    start = _bucket(begin, interval)
+    step = timedelta(hours=1) if interval == "hour" else timedelta(days=1)
+    while start <= end:
+        buckets[start] = [0, 0]
+        start += step
+    tops: dict[str, dict[str, int]] = {name: {} for name in DIMENSIONS}
+    for hour in inside:
+        bucket = buckets.setdefault(_bucket(hour.hour, interval), [0, 0])
+        bucket[0] += hour.clicks
+        bucket[1] += hour.humans
+        for name, counts in hour.values.items():
+            if name in tops:
+                for value, number in counts.items():
+                    tops[name][value] = tops[name].get(value, 0) + number
+    return LinkClicks(
+        code=code,
+        total=sum(hour.clicks for hour in inside),
+        humans=sum(hour.humans for hour in inside),
+        bots=sum(hour.bots for hour in inside),
+        **{"from": begin},
+        to=end,
+        interval=interval,
+        series=[SeriesPoint(start=at, clicks=c, humans=h) for at, (c, h) in sorted(buckets.items())],
+        countries=_top(tops["country"]),
+        referrers=_top(tops["referrer"]),
+        devices=_top(tops["device"]),
+        browsers=_top(tops["browser"]),
+        os=_top(tops["os"]),
+        all_time=AllTime(
+            clicks=totals.clicks,
+            humans=totals.humans,
+            bots=totals.bots,
+            first_click=totals.first_click,
+            last_click=totals.last_click,
+        ),
+    )
+
+
+def _bucket(moment: datetime, interval: Interval) -> datetime:
+    hour = hour_of(moment)
+    return hour if interval == "hour" else hour.replace(hour=0)
+
+
+def _top(counts: dict[str, int]) -> list[ValueCount]:
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_VALUES]
+    return [ValueCount(value=value, clicks=number) for value, number in ranked]
+
+
+def top_range(start: str | None, end: str | None, now: datetime) -> tuple[datetime, datetime, list[date]]:
+    """GET /clicks' range in whole UTC days (defaults: the last 30 days) and the days it covers."""
+    begin, to, _ = parse_range(start, end, "day", now)
+    days = [(begin + timedelta(days=offset)).date() for offset in range((to.date() - begin.date()).days + 1)]
+    if len(days) > MAX_TOP_RANGE_DAYS:
+        raise InvalidRequestError(
+            f"GET /clicks covers at most {MAX_TOP_RANGE_DAYS} days; ask for a shorter range."
+        )
+    return begin, to, days
+
+
+def top_links(
+    counts: dict[str, tuple[int, int]], begin: datetime, end: datetime, base_url: str, limit: int = TOP_LINKS
+) -> TopLinks:
+    """The most followed links of ``counts`` (code -> clicks, humans), most clicks first."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+    return TopLinks(
+        **{"from": begin},
+        to=end,
+        total=sum(clicks for clicks, _ in counts.values()),
+        humans=sum(humans for _, humans in counts.values()),
+        links=[
+            TopLink(code=code, short_url=base_url + code, clicks=clicks, humans=humans)
+            for code, (clicks, humans) in ranked
+        ],
+    )

@@ -1,0 +1,235 @@
+"""Clicks: the access log line a redirect leaves (what the collector reads), one classified click,
+and the hourly counts the collector adds up (docs/clicks.md)."""
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+# The user agent of the stack's own refresh of a stage-cache entry (shortener.links.stage_cache): the
+# access log records that request like any other, and it is not a click.
+STAGE_CACHE_REFRESH_AGENT = "shortener-stage-cache-refresh/1"
+# Longer user agents are junk (browsers send a few hundred characters): such a line is skipped.
+MAX_USER_AGENT_LENGTH = 2048
+# Dimension values are cut to this length (a value names a country, device class, family or host).
+MAX_VALUE_LENGTH = 64
+UNKNOWN = "unknown"
+
+DeviceClass = Literal["desktop", "mobile", "tablet", "bot", "other"]
+Dimension = Literal["country", "device", "browser", "os", "referrer"]
+DIMENSIONS: tuple[Dimension, ...] = ("country", "device", "browser", "os", "referrer")
+SkipReason = Literal["malformed", "not_a_redirect", "not_a_follow", "cache_refresh"]
+
+
+def _dash_is_none(value: object) -> object:
+    # API Gateway writes "-" for a variable without a value.
+    return None if value in ("-", "") else value
+
+
+class AccessLogLine(BaseModel):
+    """One line of the API's access log (template.yaml, AccessLogSetting.Format)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    request_id: str = Field(alias="requestId", min_length=1, max_length=128)
+    time_ms: int = Field(alias="time", gt=0)
+    method: str = Field(max_length=16)
+    resource_path: str = Field(alias="resourcePath", max_length=256)
+    path: str = Field(max_length=2048)
+    status: int = Field(ge=100, le=599)
+    ip: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(default=None, max_length=64)
+    user_agent: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="userAgent", max_length=MAX_USER_AGENT_LENGTH
+    )
+
+
+@dataclass(frozen=True)
+class Click:
+    """One counted follow of a link: no address, only what it was classified as."""
+
+    code: str
+    at: datetime
+    bot: bool
+    country: str
+    device: DeviceClass
+    browser: str
+    os: str
+    referrer: str | None = None
+
+    def dimension(self, name: Dimension) -> str | None:
+        return {
+            "country": self.country,
+            "device": self.device,
+            "browser": self.browser,
+            "os": self.os,
+            "referrer": self.referrer,
+        }[name]
+
+
+@dataclass
+class HourCounts:
+    """The clicks of one link in one hour: totals, and a counter per value of each dimension."""
+
+    code: str
+    hour: datetime
+    clicks: int = 0
+    humans: int = 0
+    bots: int = 0
+    first_ms: int = 0
+    last_ms: int = 0
+    values: dict[Dimension, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, click: Click) -> None:
+        self.clicks += 1
+        self.bots += click.bot
+        self.humans += not click.bot
+        at_ms = int(click.at.timestamp() * 1000)
+        self.first_ms = min(self.first_ms, at_ms) if self.first_ms else at_ms
+        self.last_ms = max(self.last_ms, at_ms)
+        for name in DIMENSIONS:
+            value = click.dimension(name)
+            if value is not None:
+                counts = self.values.setdefault(name, {})
+                counts[value] = counts.get(value, 0) + 1
+
+
+@dataclass
+class LimitOutcome:
+    """A batch's click-limited links on a cached stage: how many were counted, which reached their
+    limit (and were ended), and which of those the stage cache refresh did not reach."""
+
+    counted: int = 0
+    ended: list[str] = field(default_factory=list)
+    refresh_failed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BatchOutcome:
+    """What the collector made of one delivered batch."""
+
+    clicks: int = 0
+    humans: int = 0
+    bots: int = 0
+    skipped: dict[SkipReason, int] = field(default_factory=dict)
+    # Counter items written (link hours and link totals); 0 when the batch was counted before.
+    items_written: int = 0
+    already_counted: bool = False
+    # On a cached stage, what became of the batch's click-limited links.
+    limits: LimitOutcome | None = None
+
+    def skip(self, reason: SkipReason) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+Interval = Literal["hour", "day"]
+# The longest range a report covers, per interval (a series of at most about 750 points).
+MAX_RANGE_DAYS: dict[str, int] = {"hour": 31, "day": 731}
+# How many values each top list names.
+TOP_VALUES = 10
+
+
+@dataclass(frozen=True)
+class StoredHour:
+    """One link hour as the clicks table holds it."""
+
+    code: str
+    hour: datetime
+    clicks: int
+    humans: int
+    bots: int
+    values: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class LinkTotals:
+    """A link's totals since its first click (kept as long as the link)."""
+
+    clicks: int = 0
+    humans: int = 0
+    bots: int = 0
+    first_click: datetime | None = None
+    last_click: datetime | None = None
+
+
+class SeriesPoint(BaseModel):
+    start: datetime
+    clicks: int
+    humans: int
+
+
+class ValueCount(BaseModel):
+    value: str
+    clicks: int
+
+
+class AllTime(BaseModel):
+    clicks: int
+    humans: int
+    bots: int
+    first_click: datetime | None
+    last_click: datetime | None
+
+
+class LinkClicks(BaseModel):
+    """GET /links/{code}/clicks: a link's clicks over a range."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    code: str
+    total: int
+    humans: int
+    bots: int
+    from_: datetime = Field(alias="from")
+    to: datetime
+    interval: Interval
+    series: list[SeriesPoint]
+    countries: list[ValueCount]
+    referrers: list[ValueCount]
+    devices: list[ValueCount]
+    browsers: list[ValueCount]
+    os: list[ValueCount]
+    all_time: AllTime
+
+
+@dataclass(frozen=True)
+class ReportState:
+    """What the clicks table knows of a job's click report file."""
+
+    requested_at: datetime | None = None
+    built_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class OwnerDay:
+    """One link's clicks on one day, filed under its owner (for the owner's top links)."""
+
+    owner: str
+    day: date
+    code: str
+    clicks: int
+    humans: int
+
+
+# The longest range GET /clicks covers (one Query per day of it).
+MAX_TOP_RANGE_DAYS = 92
+TOP_LINKS = 25
+
+
+class TopLink(BaseModel):
+    code: str
+    short_url: str
+    clicks: int
+    humans: int
+
+
+class TopLinks(BaseModel):
+    """GET /clicks: the caller's most followed links over a range (whole days, UTC)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: datetime = Field(alias="from")
+    to: datetime
+    total: int
+    humans: int
+    links: list[TopLink]

@@ -1,0 +1,349 @@
+"""Changes in bulk: disable, enable, delete or set the fields of every link a selector matches.
+
+``POST /links/batch`` checks the request and records the batch; the files function runs it (an
+asynchronous invoke), one page of links at a time: it selects the page (a slice of the listed
+codes, a chunk of the job's rows, a page of the tag's links), changes each link through the same
+rules as ``PATCH``/``DELETE /links/{code}`` (takedowns reach every cache at once, the prod stage's
+included), stores the page's outcomes once and counts them once. An invocation near its end hands
+over to a fresh one, so a batch of any size finishes (a 1,000,000-row job is 4,000 pages).
+
+It survives a crash: Lambda retries a failed invocation; the invocation holds a lease on the
+batch, renewed with every page; a status read of a batch whose lease lapsed starts it again; a
+page run twice is stored and counted once. A batch taken over from a crashed holder
+``MAX_TAKEOVERS`` times ends as "failed" instead of running forever."""
+
+import re
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from shortener import clock
+from shortener.access.model import Caller
+from shortener.exceptions import (
+    BatchNotFoundError,
+    ConflictError,
+    LinkGoneError,
+    LinkNotFoundError,
+    ShortenerError,
+)
+from shortener.jobs.batches_model import (
+    BATCH_ID_TEXT,
+    BATCH_OUTCOMES_PAGE,
+    Batch,
+    BatchOutcome,
+    BatchPage,
+    BatchRequest,
+    BatchView,
+)
+from shortener.jobs.model import Job
+from shortener.jobs.submit import job_for
+from shortener.links.management import LinkManager, StageCacheInvalidator, require_key
+from shortener.links.model import Link, LinkUpdate
+from shortener.links.store_listing import LinkPage
+from shortener.links.urls import UrlPolicy
+
+# Links per page of a batch by codes or by tag (a job's page is one of its chunks: at most 1,000).
+PAGE_LINKS = 250
+# Links table items one page of an admin's batch by tag scans.
+SCAN_ITEMS = 1_000
+# A holder that has not renewed its lease for this long is taken to have crashed.
+LEASE_SECONDS = 300
+MAX_TAKEOVERS = 3
+# An invocation with less than this left hands over to a fresh one (a page takes far less).
+HANDOVER_SECONDS = 120.0
+_BATCH_ID = re.compile(BATCH_ID_TEXT)
+# Pages of outcomes one status read answers (each at most 1,000 outcomes).
+_STATUS_PAGES = 4
+
+
+class BatchRecords(Protocol):
+    """``shortener.jobs.store.batches.BatchStore``."""
+
+    def create(self, batch: Batch, *, expires_at: int, lease_until: int) -> None: ...
+    def get(self, batch_id: str) -> tuple[Batch, int] | None: ...
+    def claim(self, batch_id: str, holder: str, *, now: int, lease_until: int) -> int | None: ...
+    def release(self, batch_id: str, holder: str, *, lease_until: int) -> None: ...
+    def get_page(self, batch_id: str, page: int) -> BatchPage | None: ...
+    def put_page(self, batch_id: str, page: int, outcomes: BatchPage, *, expires_at: int) -> BatchPage: ...
+    def count_page(
+        self, batch_id: str, page: int, outcomes: BatchPage, *, now: datetime, lease_until: int
+    ) -> bool: ...
+    def fail(self, batch_id: str, error: str, *, now: datetime) -> None: ...
+    def read_pages(self, batch_id: str, first: int, *, most: int) -> list[tuple[int, BatchPage]]: ...
+
+
+class Jobs(Protocol):
+    def get_job(self, job_id: str) -> Job | None: ...
+
+
+class JobCodeReader(Protocol):
+    """``shortener.jobs.store.batches.JobCodes``."""
+
+    def codes_from(self, job_id: str, chunk: int, *, chunks: int) -> tuple[list[str], int | None]: ...
+
+
+class OwnerLinks(Protocol):
+    """``shortener.links.store_listing.LinkIndex``."""
+
+    def list_links(
+        self,
+        owner: str,
+        *,
+        before: str | None,
+        limit: int,
+        tag: str | None = None,
+        contains: str | None = None,
+    ) -> LinkPage: ...
+
+
+class TaggedLinkScan(Protocol):
+    """``shortener.jobs.store.batches.TaggedLinks``."""
+
+    def page(self, tag: str, start: str | None, *, limit: int) -> tuple[list[Link], str | None]: ...
+
+
+# Starts (or continues) a batch in a fresh asynchronous invocation.
+BatchStarter = Callable[[str], None]
+# The stage cache refresher for a stage's base URL.
+StageCacheFor = Callable[[str], StageCacheInvalidator]
+
+
+class Batches:
+    """Accepting batches and reporting on them (the API function)."""
+
+    def __init__(
+        self, records: BatchRecords, jobs: Jobs, start: BatchStarter, *, retention_days: int
+    ) -> None:
+        self._records = records
+        self._jobs = jobs
+        self._start = start
+        self._retention_seconds = retention_days * 86_400
+
+    def submit(self, caller: Caller, request: BatchRequest, *, stage_base_url: str | None) -> Batch:
+        """Record the batch and start it; a job of another owner is JobNotFoundError (404), a job
+        still being shortened a ConflictError (its links are not all made yet)."""
+        require_key(caller)
+        if request.job_id is not None:
+            job = job_for(caller, self._jobs.get_job(request.job_id), request.job_id)
+            if job.status != "done":
+                raise ConflictError(
+                    f"The job '{job.job_id}' is not done yet; change its links once it is done."
+                )
+        batch = Batch(
+            batch_id=uuid.uuid4().hex,
+            owner=caller.owner_id,
+            role=caller.role,
+            action=request.action,
+            selector=request.selector,
+            # Each code once, in the order given.
+            codes=list(dict.fromkeys(request.codes or [])),
+            job_id=request.job_id,
+            tag=request.tag,
+            set_fields=request.set.model_dump(mode="json", exclude_unset=True) if request.set else {},
+            stage_base_url=stage_base_url,
+            created_at=clock.now(),
+        )
+        now = clock.epoch_seconds()
+        self._records.create(batch, expires_at=now + self._retention_seconds, lease_until=now + LEASE_SECONDS)
+        self._start(batch.batch_id)
+        return batch
+
+    def status(self, caller: Caller, batch_id: str, cursor: str | None) -> BatchView:
+        """The batch's counts and a page of its outcomes (from ``cursor``, a page number). A
+        running batch whose holder stopped renewing its lease is started again."""
+        require_key(caller)
+        # A malformed id is unknown without a read (nor a key DynamoDB would refuse).
+        found = self._records.get(batch_id) if _BATCH_ID.fullmatch(batch_id) else None
+        if found is None or not (caller.is_admin or found[0].owner == caller.owner_id):
+            raise BatchNotFoundError(f"You have no batch with the id '{batch_id[:64]}'.")
+        batch, lease_until = found
+        if batch.status == "running" and lease_until < clock.epoch_seconds():
+            self._start(batch_id)
+        first = int(cursor) if cursor and cursor.isdigit() and len(cursor) <= 7 else 0
+        pages = [
+            (number, page)
+            for number, page in self._records.read_pages(batch_id, first, most=_STATUS_PAGES)
+            if number < batch.pages
+        ]
+        outcomes = [outcome for _, page in pages for outcome in page.outcomes]
+        after = pages[-1][0] + 1 if pages else first
+        return BatchView(
+            batch_id=batch.batch_id,
+            action=batch.action,
+            status=batch.status,
+            total=batch.total,
+            changed=batch.changed,
+            unchanged=batch.unchanged,
+            failed=batch.failed,
+            created_at=batch.created_at,
+            finished_at=batch.finished_at,
+            error=batch.error or None,
+            outcomes=outcomes[: BATCH_OUTCOMES_PAGE * _STATUS_PAGES],
+            next_cursor=str(after) if after < batch.pages else None,
+        )
+
+
+class BatchRunner:
+    """Runs batches, one page at a time (the files function)."""
+
+    def __init__(
+        self,
+        records: BatchRecords,
+        manager: LinkManager,
+        *,
+        job_codes: JobCodeReader,
+        owner_links: OwnerLinks,
+        tagged_links: TaggedLinkScan,
+        start: BatchStarter,
+        stage_cache_for: StageCacheFor,
+        policy: UrlPolicy,
+        retention_days: int,
+        on_stale_cache: Callable[[str], None] = lambda code: None,
+    ) -> None:
+        self._records = records
+        self._manager = manager
+        self._job_codes = job_codes
+        self._owner_links = owner_links
+        self._tagged_links = tagged_links
+        self._start = start
+        self._stage_cache_for = stage_cache_for
+        self._policy = policy
+        self._retention_seconds = retention_days * 86_400
+        self._on_stale_cache = on_stale_cache
+
+    def run(self, batch_id: str, holder: str, seconds_left: Callable[[], float]) -> str:
+        """Work on the batch until it is done or this invocation's time runs short (then hand over):
+        "done", "failed", "handed_over", or "busy" (another invocation holds it, or it ended)."""
+        now = clock.epoch_seconds()
+        takeovers = self._records.claim(batch_id, holder, now=now, lease_until=now + LEASE_SECONDS)
+        found = self._records.get(batch_id)
+        if takeovers is None or found is None:
+            return "busy"
+        batch = found[0]
+        if takeovers > MAX_TAKEOVERS:
+            self._records.fail(
+                batch_id, f"stalled: its work stopped {takeovers} times without finishing", now=clock.now()
+            )
+            return "failed"
+        stage_cache = self._stage_cache_for(batch.stage_base_url) if batch.stage_base_url else None
+        while batch.status == "running":
+            if seconds_left() < HANDOVER_SECONDS:
+                self._records.release(batch_id, holder, lease_until=clock.epoch_seconds() + LEASE_SECONDS)
+                self._start(batch_id)
+                return "handed_over"
+            page = self._records.get_page(batch_id, batch.pages)
+            if page is None:
+                page = self._records.put_page(
+                    batch_id,
+                    batch.pages,
+                    self._run_page(batch, stage_cache),
+                    expires_at=clock.epoch_seconds() + self._retention_seconds,
+                )
+            self._records.count_page(
+                batch_id,
+                batch.pages,
+                page,
+                now=clock.now(),
+                lease_until=clock.epoch_seconds() + LEASE_SECONDS,
+            )
+            found = self._records.get(batch_id)
+            if found is None:
+                return "busy"
+            batch = found[0]
+        self._records.release(batch_id, holder, lease_until=0)
+        return batch.status
+
+    def _run_page(self, batch: Batch, stage_cache: StageCacheInvalidator | None) -> BatchPage:
+        codes, next_cursor = self._select(batch)
+        try:
+            update = _update_for(batch)
+        except ValidationError as exc:
+            # Checked when accepted: an expires_at has passed since, say.
+            message = f"The batch's change is no longer valid: {exc.errors()[0]['msg']}."
+            return BatchPage(
+                [BatchOutcome(code=code, outcome="invalid", message=message) for code in codes], next_cursor
+            )
+        caller = Caller(owner_id=batch.owner, role=batch.role)
+        outcomes = [self._apply(caller, batch.action, code, update, stage_cache) for code in codes]
+        return BatchPage(outcomes, next_cursor)
+
+    def _select(self, batch: Batch) -> tuple[list[str], str | None]:
+        """The codes of the batch's next page, and where the page after starts (None: none)."""
+        cursor = batch.cursor
+        if batch.selector == "codes":
+            start = int(cursor or 0)
+            end = start + PAGE_LINKS
+            return batch.codes[start:end], (str(end) if end < len(batch.codes) else None)
+        if batch.selector == "job_id":
+            assert batch.job_id is not None
+            codes, next_chunk = self._job_codes.codes_from(batch.job_id, int(cursor or 0), chunks=1)
+            return codes, (str(next_chunk) if next_chunk is not None else None)
+        assert batch.tag is not None
+        if batch.role == "admin":
+            links, next_code = self._tagged_links.page(batch.tag, cursor, limit=SCAN_ITEMS)
+            return [link.code for link in links], next_code
+        page = self._owner_links.list_links(batch.owner, before=cursor, limit=PAGE_LINKS, tag=batch.tag)
+        return [link.code for link in page.links], page.next_position
+
+    def _apply(
+        self,
+        caller: Caller,
+        action: str,
+        code: str,
+        update: LinkUpdate | None,
+        stage_cache: StageCacheInvalidator | None,
+    ) -> BatchOutcome:
+        try:
+            return self._change(caller, code, update, stage_cache)
+        except LinkNotFoundError as exc:
+            return BatchOutcome(code=code, outcome="not_found", message=str(exc))
+        except LinkGoneError as exc:
+            if action == "delete":
+                return BatchOutcome(code=code, outcome="unchanged")
+            return BatchOutcome(code=code, outcome="gone", message=str(exc))
+        except ConflictError as exc:
+            return BatchOutcome(code=code, outcome="conflict", message=str(exc))
+        except ShortenerError as exc:
+            return BatchOutcome(code=code, outcome="invalid", message=str(exc))
+
+    def _change(
+        self, caller: Caller, code: str, update: LinkUpdate | None, stage_cache: StageCacheInvalidator | None
+    ) -> BatchOutcome:
+        link = self._manager.get(caller, code)
+        if update is None:
+            change = self._manager.delete_link(link, stage_cache)
+        elif _already(link, update):
+            return BatchOutcome(code=code, outcome="unchanged")
+        else:
+            change = self._manager.update_link(link, update, self._policy, stage_cache)
+        if change.stage_cache_invalidated is False:
+            self._on_stale_cache(code)
+        return BatchOutcome(code=code, outcome="changed")
+
+
+def _update_for(batch: Batch) -> LinkUpdate | None:
+    """The PATCH a batch's action amounts to (None: a delete); ValidationError for a "set" whose
+    values are no longer valid."""
+    if batch.action == "disable":
+        return LinkUpdate(status="disabled")
+    if batch.action == "enable":
+        return LinkUpdate(status="active")
+    if batch.action == "set":
+        return LinkUpdate.model_validate(batch.set_fields)
+    return None
+
+
+def _already(link: Link, update: LinkUpdate) -> bool:
+    """Whether ``link`` already is what ``update`` would make it (nothing to write)."""
+    wanted = update.model_dump(exclude_unset=True)
+    current = {
+        "status": link.status,
+        "title": link.title,
+        "tags": list(link.tags),
+        "expires_at": link.expires_at,
+        "max_clicks": link.max_clicks,
+    }
+    return all(current.get(name) == value for name, value in wanted.items())

@@ -1,0 +1,46 @@
+"""Asking the files function for work with an asynchronous invoke: continue a split in a fresh
+invocation, or write a complete job's results file. Lambda keeps an accepted event and retries a
+failed invocation twice; the work itself is idempotent, so a duplicate only costs a little."""
+
+import json
+from typing import TYPE_CHECKING
+
+from shortener import aws
+from shortener.jobs.tasks_model import FilesTask, LabelsRequest, SplitRequest
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+
+
+class FilesFunction:
+    """The files function by name. The client is created lazily unless one is passed."""
+
+    def __init__(self, function_name: str, client: "LambdaClient | None" = None) -> None:
+        self.function_name = function_name
+        self._client = client
+
+    @property
+    def client(self) -> "LambdaClient":
+        return self._client or aws.lambda_()
+
+    def continue_split(self, request: SplitRequest) -> None:
+        self._send(FilesTask(split=request))
+
+    def request_results(self, job_id: str) -> None:
+        self._send(FilesTask(write_results=job_id))
+
+    def request_click_report(self, job_id: str) -> None:
+        self._send(FilesTask(write_click_report=job_id))
+
+    def request_labels(self, request: LabelsRequest) -> None:
+        self._send(FilesTask(write_labels=request))
+
+    def run_batch(self, batch_id: str) -> None:
+        self._send(FilesTask(run_batch=batch_id))
+
+    def _send(self, task: FilesTask) -> None:
+        self.client.invoke(
+            FunctionName=self.function_name,
+            InvocationType="Event",
+            Payload=json.dumps(task.model_dump(exclude_none=True)).encode(),
+        )

@@ -1,0 +1,197 @@
+"""``POST /links/bulk``: up to 1,000 links shortened in the call, each as ``POST /`` would, with
+the bulk path's batched writes (generated codes: one batched read, BatchWriteItem of 25, claims
+100 a transaction; custom codes: a conditional write each, in parallel)."""
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pydantic import ValidationError
+
+from shortener import clock
+from shortener.exceptions import (
+    BlockedHostError,
+    InvalidFieldsError,
+    PayloadTooLargeError,
+    ShortenerError,
+)
+from shortener.jobs.metering import map_in_context
+from shortener.links.bulk_create_model import (
+    MAX_BULK_BYTES,
+    MAX_BULK_LINKS,
+    BulkLinkItem,
+    BulkLinkOutcome,
+    BulkLinksEnvelope,
+)
+from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
+from shortener.links.codes import CodeGenerator
+from shortener.links.model import Link
+from shortener.links.shortening import IdPool, LinkService
+from shortener.links.urls import UrlPolicy, normalise_url
+
+# A message names what is wrong, not the whole (up to 32 KB) URL again.
+_MESSAGE_CHARS = 300
+
+
+def read_bulk_request(raw: bytes, fields_of: Any) -> list[Any]:
+    """The links of a ``POST /links/bulk`` body (each still to be read), or PayloadTooLargeError
+    above 1 MB or 1,000 links. ``fields_of`` parses the body (``shortener.http.web.parse_fields``)."""
+    if len(raw) > MAX_BULK_BYTES:
+        raise PayloadTooLargeError(
+            f"The body is {len(raw):,} bytes; POST /links/bulk takes up to {MAX_BULK_BYTES:,} "
+            "(split the links into several calls, or upload a CSV file to POST /bulk/uploads)."
+        )
+    fields = fields_of(raw)
+    links = fields.get("links")
+    if isinstance(links, list) and len(links) > MAX_BULK_LINKS:
+        raise PayloadTooLargeError(
+            f"{len(links):,} links; POST /links/bulk takes up to {MAX_BULK_LINKS:,} a call "
+            "(split them, or upload a CSV file to POST /bulk)."
+        )
+    try:
+        return BulkLinksEnvelope.model_validate(fields).links
+    except ValidationError as exc:
+        raise InvalidFieldsError('Send {"links": [{"url": ...}, ...]} with 1 to 1,000 links.') from exc
+
+
+class InlineBulk:
+    """Shortens a list of links in the call. One instance per container (it keeps a pool of ids
+    and of writer threads)."""
+
+    def __init__(
+        self,
+        links: GeneratedLinks,
+        link_service: LinkService,
+        generator: CodeGenerator,
+        *,
+        strategy: str = "counter",
+        find_if_exists: bool = True,
+        threads: int = 8,
+    ) -> None:
+        self._link_service = link_service
+        self._generator = generator
+        self._strategy = strategy
+        self._find_if_exists = find_if_exists
+        # One counter write per block of up to a call's worth of ids.
+        self._ids = IdPool(links, MAX_BULK_LINKS, generator.fingerprint)
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bulk-json-writer")
+        self._writer = GeneratedLinkWriter(links, self._ids, generator, self._pool)
+
+    def shorten(
+        self, items: Sequence[Any], policy: UrlPolicy, base_url: str, *, owner: str | None
+    ) -> list[BulkLinkOutcome]:
+        """One outcome per item, in input order."""
+        outcomes: list[BulkLinkOutcome | None] = [None] * len(items)
+        requests: dict[int, BulkLinkItem] = {}
+        urls: dict[int, str] = {}
+        for index, item in enumerate(items):
+            try:
+                request = _read_item(item)
+                urls[index] = normalise_url(request.url, policy)
+                requests[index] = request
+            except ShortenerError as exc:
+                outcomes[index] = _failed(exc)
+        guard = self._link_service.guard
+        blocked = guard.blocked(urls.values()) if guard is not None else {}
+        generated: list[int] = []
+        conditional: list[int] = []
+        for index, request in requests.items():
+            if urls[index] in blocked:
+                outcomes[index] = _failed(BlockedHostError(blocked[urls[index]]))
+            elif request.code or self._strategy == "hash":
+                conditional.append(index)
+            else:
+                generated.append(index)
+        if generated:
+            links = [
+                self._link(requests[index], urls[index], owner, link_id)
+                for index, link_id in zip(generated, self._ids.take(len(generated)), strict=True)
+            ]
+            written = self._writer.write(links, find_if_exists=self._find_if_exists)
+            for index, outcome in zip(generated, written, strict=True):
+                outcomes[index] = BulkLinkOutcome(
+                    status=201 if outcome.created else 200,
+                    code=outcome.code,
+                    short_url=base_url + outcome.code,
+                    url=urls[index],
+                )
+        for index, outcome in self._write_conditional(conditional, requests, policy, base_url, owner):
+            outcomes[index] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _link(self, request: BulkLinkItem, url: str, owner: str | None, link_id: int) -> Link:
+        return Link(
+            code=self._generator.encode(link_id),
+            url=url,
+            created_at=clock.now(),
+            owner=owner,
+            title=request.title,
+            tags=tuple(request.tags),
+            # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
+            # found by its URL (shortener.links.bulk_writes).
+            expires_at=request.expires_at,
+            max_clicks=request.max_clicks,
+        )
+
+    def _write_conditional(
+        self,
+        indexes: list[int],
+        requests: dict[int, BulkLinkItem],
+        policy: UrlPolicy,
+        base_url: str,
+        owner: str | None,
+    ) -> list[tuple[int, BulkLinkOutcome]]:
+        """Custom codes (and every link under the hash strategy): a conditional write each, as
+        ``POST /`` makes it. Links asking for the same code run in input order: the first wins."""
+        by_code: dict[str, list[int]] = defaultdict(list)
+        for index in indexes:
+            by_code[requests[index].code or f"#{index}"].append(index)
+
+        def shorten_one(index: int) -> BulkLinkOutcome:
+            try:
+                result = self._link_service.shorten(
+                    requests[index], policy, base_url, owner=owner, screen=False
+                )
+            except ShortenerError as exc:
+                return _failed(exc)
+            return BulkLinkOutcome(
+                status=201 if result.created else 200,
+                code=result.code,
+                short_url=result.short_url,
+                url=result.url,
+            )
+
+        def shorten_group(group: list[int]) -> list[tuple[int, BulkLinkOutcome]]:
+            return [(index, shorten_one(index)) for index in group]
+
+        return [
+            pair for pairs in map_in_context(self._pool, shorten_group, by_code.values()) for pair in pairs
+        ]
+
+
+def _read_item(item: Any) -> BulkLinkItem:
+    if not isinstance(item, dict):
+        raise InvalidFieldsError(
+            f'A link is an object such as {{"url": "https://example.com/"}}, not {_kind(item)}.'
+        )
+    try:
+        return BulkLinkItem.model_validate(item)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            location = ".".join(str(part) for part in error["loc"])
+            problems.append(f"{location}: {error['msg']}" if location else error["msg"])
+        raise InvalidFieldsError("; ".join(problems)) from exc
+
+
+def _kind(item: Any) -> str:
+    return json.dumps(item)[:40] if not isinstance(item, list) else "a list"
+
+
+def _failed(error: ShortenerError) -> BulkLinkOutcome:
+    message = (
+        error.message if len(error.message) <= _MESSAGE_CHARS else error.message[: _MESSAGE_CHARS - 1] + "…"
+    )
+    return BulkLinkOutcome(status=error.status_code, error=error.error, message=message)

@@ -1,0 +1,256 @@
+"""Link management: an owner lists, reads, changes, disables and deletes their links; an admin
+any link. A member never learns that another owner's link exists (it is a 404, as an unknown code
+is). A change that redirects see (a new target, disabling, deleting) reaches every cache at once:
+this container's, the other containers' (the takedown generation), and API Gateway's stage cache
+(one entry invalidated, when the stage caches)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from shortener import clock
+from shortener.access.model import Caller
+from shortener.exceptions import (
+    ConflictError,
+    ForbiddenError,
+    LinkGoneError,
+    LinkNotFoundError,
+)
+from shortener.http.paging import (
+    LINKS_PAGE_SIZE,
+    MAX_LINKS_PAGE_SIZE,
+    decode_cursor,
+    encode_cursor,
+    page_size,
+)
+from shortener.links.codes import is_well_formed
+from shortener.links.model import Link, LinkUpdate
+from shortener.links.shortening import LinkService
+from shortener.links.store_changes import LinkChangedError
+from shortener.links.store_listing import LinkPage
+from shortener.links.urls import UrlPolicy, normalise_url, url_key
+
+
+class StoredLinks(Protocol):
+    """``shortener.links.store.LinksStore``."""
+
+    def get(self, code: str, *, consistent: bool = False) -> Link | None: ...
+
+
+class LinkChanges(Protocol):
+    """``shortener.links.store_changes.LinkChangesStore``."""
+
+    def replace(self, seen: Link, changed: Link, *, drop_claim: str | None, takedown: bool) -> None: ...
+
+
+class OwnerIndex(Protocol):
+    """``shortener.links.store_listing.LinkIndex``."""
+
+    def list_links(
+        self,
+        owner: str,
+        *,
+        before: str | None,
+        limit: int,
+        tag: str | None = None,
+        contains: str | None = None,
+        job_id: str | None = None,
+    ) -> LinkPage: ...
+
+    def position(self, link: Link) -> str:
+        """Where ``link`` is in its owner's listing (a page that ends with it continues below it)."""
+        ...
+
+
+# What GET /links may answer in one page (Lambda answers at most 6 MB), and a bound on what a link's
+# view adds to its own JSON (its short URL's base, the field names).
+LIST_PAGE_BYTES = 5_000_000
+_VIEW_OVERHEAD = 400
+
+# Refreshes the stage cache's entry of a code: the status of the fresh answer (None: no answer).
+StageCacheInvalidator = Callable[[str], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A change made, and whether API Gateway's cache took it (None: the stage has no cache)."""
+
+    link: Link
+    stage_cache_invalidated: bool | None = None
+
+
+class LinkManager:
+    """The link routes' rules (one instance per container)."""
+
+    def __init__(
+        self,
+        links: StoredLinks,
+        changes: LinkChanges,
+        index: OwnerIndex,
+        service: LinkService,
+        *,
+        redirect_status: int = 301,
+    ) -> None:
+        self._links = links
+        self._changes = changes
+        self._index = index
+        self._service = service
+        self._redirect_status = redirect_status
+
+    def get(self, caller: Caller, code: str) -> Link:
+        """The caller's link ``code`` (any link for an admin)."""
+        link = self._visible(caller, code)
+        if link.status == "deleted":
+            raise LinkGoneError(f"The link '{code}' was deleted.")
+        return link
+
+    def list(
+        self,
+        caller: Caller,
+        *,
+        owner: str | None = None,
+        cursor: str | None = None,
+        limit: int = LINKS_PAGE_SIZE,
+        tag: str | None = None,
+        contains: str | None = None,
+        job_id: str | None = None,
+    ) -> tuple[list[Link], str | None]:
+        """A page of the caller's links (an admin may name another ``owner``), newest first, and
+        the cursor of the next page; only those with ``tag``, with ``contains`` in their URL or
+        title, and of the bulk job ``job_id``, when given."""
+        require_key(caller)
+        wanted = owner or caller.owner_id
+        if wanted != caller.owner_id and not caller.is_admin:
+            raise ForbiddenError("Only an admin can list another owner's links.")
+        before, size = decode_cursor(cursor), page_size(limit, MAX_LINKS_PAGE_SIZE)
+        page = self._index.list_links(
+            wanted,
+            before=before,
+            limit=size,
+            tag=tag or None,
+            contains=contains or None,
+            job_id=job_id or None,
+        )
+        links, next_position = page.links, page.next_position
+        # A page of long URLs ends early, its answer under Lambda's 6 MB; the cursor goes on from there.
+        shown = _within_bytes(links, LIST_PAGE_BYTES)
+        if shown < len(links):
+            links, next_position = links[:shown], self._index.position(links[shown - 1])
+        next_cursor = encode_cursor(next_position) if next_position else None
+        return links, next_cursor
+
+    def update(
+        self,
+        caller: Caller,
+        code: str,
+        update: LinkUpdate,
+        policy: UrlPolicy,
+        stage_cache: StageCacheInvalidator | None = None,
+    ) -> Change:
+        """Change the link's target, title, tags or status; the code stays the same."""
+        return self.update_link(self.get(caller, code), update, policy, stage_cache)
+
+    def update_link(
+        self,
+        link: Link,
+        update: LinkUpdate,
+        policy: UrlPolicy,
+        stage_cache: StageCacheInvalidator | None = None,
+    ) -> Change:
+        """``update`` applied to ``link`` (as read for a caller who may change it)."""
+        fields: dict[str, object] = {"updated_at": clock.now()}
+        if update.url is not None:
+            url = normalise_url(update.url, policy)
+            if url != link.url and self._service.guard is not None:
+                self._service.guard.check(url)
+            fields["url"] = url
+        if update.title is not None:
+            fields["title"] = update.title
+        if update.tags is not None:
+            fields["tags"] = tuple(update.tags)
+        if update.status is not None:
+            fields["status"] = update.status
+        # Sent as null, a limit is removed; a click count is kept while the link has a limit.
+        if "expires_at" in update.model_fields_set:
+            fields["expires_at"] = update.expires_at
+        if "max_clicks" in update.model_fields_set:
+            fields["max_clicks"] = update.max_clicks
+            if update.max_clicks is None:
+                fields["clicks"] = 0
+                fields["served"] = 0
+        changed = link.model_copy(update=fields)
+        retargeted = changed.url != link.url
+        limits_changed = (changed.expires_at, changed.max_clicks) != (link.expires_at, link.max_clicks)
+        # The old URL's find-if-exists claim must not hand out this code for it any more; nor
+        # may a disabled link be handed out. A re-enabled link does not claim its URL again.
+        leaves_claim = retargeted or (changed.status != "active" and link.status == "active")
+        return self._apply(
+            link,
+            changed,
+            drop_claim=url_key(link.url, link.owner) if leaves_claim else None,
+            # New limits change what redirects answer: every cache must forget the old ones.
+            takedown=retargeted or changed.status != link.status or limits_changed,
+            stage_cache=stage_cache,
+        )
+
+    def delete(self, caller: Caller, code: str, stage_cache: StageCacheInvalidator | None = None) -> Change:
+        """Delete the link: its code answers 410 from now on and is never given out again."""
+        return self.delete_link(self.get(caller, code), stage_cache)
+
+    def delete_link(self, link: Link, stage_cache: StageCacheInvalidator | None = None) -> Change:
+        """Delete ``link`` (as read for a caller who may delete it)."""
+        tombstone = link.model_copy(update={"status": "deleted", "updated_at": clock.now()})
+        return self._apply(
+            link, tombstone, drop_claim=url_key(link.url, link.owner), takedown=True, stage_cache=stage_cache
+        )
+
+    def _apply(
+        self,
+        link: Link,
+        changed: Link,
+        *,
+        drop_claim: str | None,
+        takedown: bool,
+        stage_cache: StageCacheInvalidator | None,
+    ) -> Change:
+        try:
+            self._changes.replace(link, changed, drop_claim=drop_claim, takedown=takedown)
+        except LinkChangedError as exc:
+            raise ConflictError(
+                f"The link '{link.code}' changed meanwhile; read it again and retry."
+            ) from exc
+        if not takedown:
+            return Change(changed)
+        self._service.forget(link.code)
+        if stage_cache is None:
+            return Change(changed)
+        # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.
+        expected = self._redirect_status if changed.active and not changed.expired(clock.now()) else 410
+        return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected)
+
+    def _visible(self, caller: Caller, code: str) -> Link:
+        require_key(caller)
+        link = self._links.get(code, consistent=True) if is_well_formed(code) else None
+        if link is None or not (
+            caller.is_admin or (link.owner is not None and link.owner == caller.owner_id)
+        ):
+            # Another owner's link is indistinguishable from no link at all.
+            raise LinkNotFoundError(f"You have no link with the code '{code[:64]}'.")
+        return link
+
+
+def _within_bytes(links: list[Link], budget: int) -> int:
+    """How many of ``links`` (at least one) a page shows within about ``budget`` bytes of JSON."""
+    used = 0
+    for count, link in enumerate(links):
+        # The link's own JSON, its short URL (a base and the code) and the view's field names.
+        used += len(link.model_dump_json()) + len(link.code) + _VIEW_OVERHEAD
+        if used > budget and count:
+            return count
+    return len(links)
+
+
+def require_key(caller: Caller) -> None:
+    """ForbiddenError for a caller without a key (everyone is the same anonymous owner then)."""
+    if caller.role == "anonymous":
+        raise ForbiddenError("Managing links needs an API key (send it in X-Api-Key).")

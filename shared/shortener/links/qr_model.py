@@ -1,0 +1,62 @@
+"""QR code requests: which image of a short URL, and how large."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QrFormat = Literal["png", "svg"]
+# Pixels across the whole image, quiet zone included (a 33-module code at 512 gets 12 px a module).
+DEFAULT_QR_SIZE = 512
+MIN_QR_SIZE = 64
+MAX_QR_SIZE = 4096
+
+
+class QrRequest(BaseModel):
+    """``GET /links/{code}/qr?format=png|svg&size=``: the image format and its width in pixels
+    (at most; the code is drawn with whole pixels per module)."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    format: QrFormat = "png"
+    size: int = Field(default=DEFAULT_QR_SIZE, ge=MIN_QR_SIZE, le=MAX_QR_SIZE)
+
+
+class QrLabelsQuery(BaseModel):
+    """``GET /jobs/{job_id}/qr?format=png|svg``: the image format of the labels in the ZIP."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    format: QrFormat = "png"
+
+
+class LabelsFileLink(BaseModel):
+    """``GET /jobs/{job_id}/qr`` once built: where the labels ZIP is, for how long."""
+
+    labels_url: str
+    expires_at: datetime
+
+
+class LabelsBuilding(BaseModel):
+    """``GET /jobs/{job_id}/qr`` meanwhile: the labels are being drawn (ask again after Retry-After)."""
+
+    status: Literal["building"]
+    message: str
+
+
+class LabelsBuild(BaseModel):
+    """Where a job's labels ZIP build stands, saved between invocations (shortener.jobs.labels):
+    its multipart upload, the parts uploaded, the next outcome to draw (``skip`` outcomes into
+    chunk ``chunk``), the archive's bytes and entries so far, its central directory spilled as
+    ``segments`` objects (``directory_bytes`` in all), and the ``carry`` bytes written after the
+    last part, kept in an object until the next part."""
+
+    upload_id: str = Field(min_length=1)
+    parts: int = Field(default=0, ge=0)
+    chunk: int = Field(default=0, ge=0)
+    skip: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0)
+    entries: int = Field(default=0, ge=0)
+    directory_bytes: int = Field(default=0, ge=0)
+    segments: int = Field(default=0, ge=0)
+    carry: int = Field(default=0, ge=0)

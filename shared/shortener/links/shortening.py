@@ -1,0 +1,379 @@
+"""Shortening and resolving single links."""
+
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from cachetools import TTLCache
+
+from shortener import clock
+from shortener.access.blocklist import HostGuard
+from shortener.access.takedown import BlockedHostsSnapshot, check_host
+from shortener.exceptions import (
+    CodeKeyChangedError,
+    CodesExhaustedError,
+    CodeTakenError,
+    LinkExpiredError,
+    LinkGoneError,
+    LinkNotFoundError,
+)
+from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
+from shortener.links.model import Link, ShortenRequest, ShortenResult
+from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
+from shortener.links.urls import UrlPolicy, normalise_url, url_key
+
+_MAX_AGE = re.compile(r"max-age=(\d+)")
+# A generated code is taken only where an old custom or hash code predates its reservation: rare.
+_MAX_CODE_ATTEMPTS = 20
+
+
+class LinksStorage(Protocol):
+    """What the link logic needs of storage (``shortener.links.store.LinksStore``, or a fake)."""
+
+    def get(self, code: str, *, consistent: bool = False) -> Link | None: ...
+    def find_claim(self, key: str) -> Link | None: ...
+    def counter_key(self) -> str | None: ...
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
+    def insert(self, link: Link) -> Link | None: ...
+    def insert_reserving_id(self, link: Link, link_id: int, key_fingerprint: str) -> Link | None: ...
+    def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome: ...
+    def takedown_generation(self) -> int: ...
+    def take_click(self, code: str) -> ClickOutcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where a code leads, whether this container already knew it, and the link's limits (a
+    redirect of a limited link must not be kept by browsers past them)."""
+
+    url: str
+    from_cache: bool
+    expires_at: datetime | None = None
+    click_limited: bool = False
+
+    def cache_control(self, configured: str, now: datetime) -> str:
+        """The redirect's Cache-Control: ``configured``, except that a click-limited link's
+        redirect is never stored (each follow must reach the function to be counted) and an
+        expiring link's is kept at most until its expiry."""
+        if self.click_limited:
+            return "private, no-store"
+        if self.expires_at is None:
+            return configured
+        left = max(int((self.expires_at - now).total_seconds()), 0)
+        found = _MAX_AGE.search(configured)
+        if found is None:
+            return f"{configured}, max-age={left}" if configured else f"private, max-age={left}"
+        return _MAX_AGE.sub(f"max-age={min(int(found[1]), left)}", configured)
+
+
+def key_changed_error(stored: str, current: str) -> CodeKeyChangedError:
+    """The 503 that says what changed and what to do."""
+    return CodeKeyChangedError(
+        f"The links table's id counter was started under another code key (fingerprint {stored}); "
+        f"this function runs under {current}. CodeAlphabet (or the stack's own key) changed, and codes "
+        "made now could equal existing ones, so no code is written and queued bulk rows wait. Deploy "
+        "again with the CodeAlphabet the table was started with (empty if it never had one)."
+    )
+
+
+class IdCounter(Protocol):
+    """The id counter (``shortener.links.store.LinksStore.allocate_ids``)."""
+
+    def allocate_ids(self, count: int, key_fingerprint: str) -> list[int]: ...
+
+
+class IdPool:
+    """Counter ids reserved in blocks, one counter write per block, handed out one at a time
+    (``next_id``) or many at once (``take``). Ids a container reserved and never handed out are
+    simply never used (codes come from a permutation of the ids, so a gap shows nowhere).
+    Thread-safe: one pool serves a container."""
+
+    def __init__(self, storage: IdCounter, block_size: int, key_fingerprint: str) -> None:
+        self._storage = storage
+        self._block_size = block_size
+        self._key_fingerprint = key_fingerprint
+        self._ids: deque[int] = deque()
+        self._handed_out = 0
+        self._lock = threading.Lock()
+
+    def next_id(self) -> int:
+        return self.take(1)[0]
+
+    def take(self, count: int) -> list[int]:
+        """``count`` ids. A pool short of them reserves the missing ones, or more: as many as it has
+        handed out so far, up to its block size. A container that shortens little so wastes little
+        when it ends; one that runs a bulk job writes the counter once per block, not per chunk."""
+        with self._lock:
+            while len(self._ids) < count:
+                missing = count - len(self._ids)
+                wanted = max(missing, min(self._block_size, self._handed_out))
+                try:
+                    # Fewer may come back: ids that custom codes reserved are skipped.
+                    self._ids.extend(self._storage.allocate_ids(wanted, self._key_fingerprint))
+                except CounterKeyMismatchError as exc:
+                    raise key_changed_error(exc.stored, self._key_fingerprint) from exc
+            self._handed_out += count
+            return [self._ids.popleft() for _ in range(count)]
+
+    def give_back(self, ids: list[int]) -> None:
+        """Ids taken but not used (nothing was written with them): they are handed out next."""
+        with self._lock:
+            self._ids.extendleft(reversed(ids))
+            self._handed_out -= len(ids)
+
+
+class RedirectCache:
+    """The container's memory of the links it resolved. A link can change (a takedown, a new
+    target), and another container may have changed it: the whole memory is dropped whenever the
+    table's takedown generation moved, which is read at most every ``check_seconds``."""
+
+    def __init__(
+        self,
+        generation: Callable[[], int],
+        *,
+        ttl_seconds: float,
+        size: int,
+        check_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._generation = generation
+        self._entries: TTLCache[str, Link] = TTLCache(maxsize=size, ttl=ttl_seconds, timer=monotonic)
+        self._check_seconds = check_seconds
+        self._monotonic = monotonic
+        self._known_generation: int | None = None
+        self._checked_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def get(self, code: str) -> Link | None:
+        with self._lock:
+            now = self._monotonic()
+            if now - self._checked_at >= self._check_seconds:
+                generation = self._generation()
+                if generation != self._known_generation:
+                    self._entries.clear()
+                    self._known_generation = generation
+                self._checked_at = now
+            return self._entries.get(code)
+
+    def put(self, link: Link) -> None:
+        with self._lock:
+            self._entries[link.code] = link
+
+    def forget(self, code: str) -> None:
+        with self._lock:
+            self._entries.pop(code, None)
+
+
+class LinkService:
+    """Creates links (custom, hash-keyed or generated, never overwriting one) and resolves codes
+    through a small in-container cache. One instance per container."""
+
+    def __init__(
+        self,
+        storage: LinksStorage,
+        generator: CodeGenerator,
+        *,
+        strategy: str = "counter",
+        find_if_exists: bool = True,
+        id_block_size: int = 10,
+        cache_seconds: float = 300,
+        cache_size: int = 10_000,
+        cache_check_seconds: float = 1.0,
+        guard: HostGuard | None = None,
+        blocked_hosts: BlockedHostsSnapshot | None = None,
+    ) -> None:
+        self._storage = storage
+        # Redirects to a blocked host answer 410 (see shortener.access.takedown).
+        self._blocked_hosts = blocked_hosts
+        self._generator = generator
+        self._strategy = strategy
+        self._find_if_exists = find_if_exists
+        self._guard = guard
+        self._ids = IdPool(storage, id_block_size, generator.fingerprint)
+        self._cache = (
+            RedirectCache(
+                storage.takedown_generation,
+                ttl_seconds=cache_seconds,
+                size=cache_size,
+                check_seconds=cache_check_seconds,
+            )
+            if cache_seconds > 0 and cache_size > 0
+            else None
+        )
+
+    @property
+    def guard(self) -> HostGuard | None:
+        return self._guard
+
+    def shorten(
+        self,
+        request: ShortenRequest,
+        policy: UrlPolicy,
+        base_url: str,
+        *,
+        owner: str | None = None,
+        screen: bool = True,
+    ) -> ShortenResult:
+        """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
+        link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once)."""
+        url = normalise_url(request.url, policy)
+        if screen and self._guard is not None:
+            self._guard.check(url)
+        template = Link(
+            code="-",
+            url=url,
+            created_at=clock.now(),
+            owner=owner,
+            title=request.title,
+            tags=tuple(request.tags),
+            expires_at=request.expires_at,
+            max_clicks=request.max_clicks,
+        )
+        if request.code:
+            link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)
+        elif self._strategy == "hash":
+            link, created = self._shorten_by_hash(template)
+        else:
+            link, created = self._shorten_generated(template)
+        return ShortenResult(code=link.code, short_url=base_url + link.code, url=link.url, created=created)
+
+    def resolve(self, code: str, *, fresh: bool = False, count_click: bool = True) -> Resolution:
+        """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
+        without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
+        past its time or its last allowed click. ``fresh`` skips the container's memory (a client
+        asked for it, or API Gateway is refilling its cache). A link without limits costs one
+        read (none when remembered); a click-limited one also one conditional write, which counts
+        the click unless ``count_click`` is False (HEAD: it only looks)."""
+        if not is_well_formed(code):
+            raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
+        link = None if fresh or self._cache is None else self._cache.get(code)
+        from_cache = link is not None
+        if link is None:
+            # A strongly consistent read: right after a takedown, an eventually consistent one
+            # could still return the old link, and API Gateway would cache that answer for its TTL.
+            link = self._storage.get(code, consistent=True)
+            if link is None:
+                raise LinkNotFoundError(f"No link has the code '{code}'.")
+            if self._cache is not None:
+                self._cache.put(link)
+        self._followable(link, fresh=fresh)
+        _unexpired(link)
+        if link.click_limited:
+            # The remembered link only said that it has a limit: the count is in the table.
+            link = self._take_click(code) if count_click else self._storage.get(code, consistent=True)
+            if link is None:
+                raise LinkNotFoundError(f"No link has the code '{code}'.")
+            self._followable(link, fresh=fresh)
+            _unexpired(link)
+        if not count_click and link.clicks_left == 0:
+            raise LinkExpiredError(f"The link '{code}' answered its last allowed click.")
+        return Resolution(
+            url=link.url, from_cache=from_cache, expires_at=link.expires_at, click_limited=link.click_limited
+        )
+
+    def _followable(self, link: Link, *, fresh: bool) -> Link:
+        link = _followable(link)
+        if self._blocked_hosts is None:
+            return link
+        # A fresh answer (API Gateway refreshing its cache after a block) reads the blocklist itself.
+        host = check_host(link.url, self._blocked_hosts, self._guard, fresh=fresh)
+        if host is not None:
+            raise LinkGoneError(
+                f"The link '{link.code}' leads to {host}, which is blocked on this shortener."
+            )
+        return link
+
+    def _take_click(self, code: str) -> Link | None:
+        outcome = self._storage.take_click(code)
+        link = outcome.link
+        if outcome.counted or link is None or not link.active or not link.click_limited:
+            # Not counted because the link is gone, taken down or lost its limit meanwhile: the
+            # caller judges the link as it is.
+            return link
+        _unexpired(link)
+        raise LinkExpiredError(f"The link '{code}' answered its last allowed click ({link.max_clicks}).")
+
+    def forget(self, code: str) -> None:
+        """Drop ``code`` from this container's memory (it was just changed here)."""
+        if self._cache is not None:
+            self._cache.forget(code)
+
+    def check_code_key(self) -> None:
+        """CodeKeyChangedError when the id counter was started under another code key."""
+        stored = self._storage.counter_key()
+        if stored and stored != self._generator.fingerprint:
+            raise key_changed_error(stored, self._generator.fingerprint)
+
+    def _claim_code(self, code: str, template: Link, *, is_custom: bool) -> tuple[Link, bool]:
+        """Write ``code`` -> the URL unless the code is held; the owner holding it for the same
+        URL is success. A code that was deleted or disabled is never given out again."""
+        link = template.model_copy(update={"code": code, "is_custom": is_custom})
+        generated_id = self._generator.id_of(code)
+        try:
+            existing = (
+                self._storage.insert(link)
+                if generated_id is None
+                else self._storage.insert_reserving_id(link, generated_id, self._generator.fingerprint)
+            )
+        except IdAlreadyAllocatedError as exc:
+            raise CodeTakenError(f"The code '{code}' is already in use.") from exc
+        except CounterKeyMismatchError as exc:
+            raise key_changed_error(exc.stored, self._generator.fingerprint) from exc
+        if existing is None:
+            return link, True
+        if not existing.active:
+            raise CodeTakenError(f"The code '{code}' was used before and is never given out again.")
+        if existing.url == link.url and existing.owner == link.owner and _same_limits(existing, link):
+            return existing, False
+        raise CodeTakenError(f"The code '{code}' is already in use for another URL.")
+
+    def _shorten_by_hash(self, template: Link) -> tuple[Link, bool]:
+        for candidate in self._generator.hash_candidates(template.url):
+            try:
+                return self._claim_code(candidate, template, is_custom=False)
+            except CodeTakenError:
+                continue
+        raise CodesExhaustedError(template.url)
+
+    def _shorten_generated(self, template: Link) -> tuple[Link, bool]:
+        key = url_key(template.url, template.owner)
+        # A link with limits is a link of its own: it is never the one find-if-exists returns for
+        # its URL, nor does it take the URL's plain link.
+        find_if_exists = self._find_if_exists and not _limited(template)
+        if find_if_exists and (existing := self._storage.find_claim(key)) is not None:
+            return existing, False
+        for _ in range(_MAX_CODE_ATTEMPTS):
+            link = template.model_copy(update={"code": self._generator.encode(self._ids.next_id())})
+            if find_if_exists:
+                outcome = self._storage.insert_with_claim(link, key)
+                if outcome.created:
+                    return link, True
+                if outcome.existing is not None:
+                    return outcome.existing, False
+            elif self._storage.insert(link) is None:
+                return link, True
+        raise CodesExhaustedError(template.url)
+
+
+def _limited(link: Link) -> bool:
+    return link.expires_at is not None or link.max_clicks is not None
+
+
+def _same_limits(one: Link, other: Link) -> bool:
+    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks
+
+
+def _unexpired(link: Link) -> None:
+    if link.expires_at is not None and link.expires_at <= clock.now():
+        raise LinkExpiredError(f"The link '{link.code}' expired at {link.expires_at.isoformat()}.")
+
+
+def _followable(link: Link) -> Link:
+    if not link.active:
+        raise LinkGoneError(f"The link '{link.code}' was taken down by its owner or an admin.")
+    return link

@@ -1,0 +1,91 @@
+"""Changing an existing link: a new target, title or tags, disabling, enabling, deleting (which
+leaves a tombstone). One transaction per change: the link itself (only if nobody changed it since
+it was read), the find-if-exists claim it may no longer hold, and the takedown generation that
+tells every container's redirect cache to forget what it knew."""
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shortener import aws
+from shortener.links.model import Link
+from shortener.links.store_items import CLAIM_PREFIX, TAKEDOWNS_KEY, link_to_item
+
+_CONFLICT_RETRIES = 5
+
+
+class LinkChangedError(Exception):
+    """The link was changed (or deleted) by someone else after it was read."""
+
+
+class LinkChangesStore(aws.DynamoDBTable):
+    """Data access for changes of links that exist."""
+
+    def replace(self, seen: Link, changed: Link, *, drop_claim: str | None, takedown: bool) -> None:
+        """Write ``changed`` over ``seen`` unless the stored link is no longer ``seen`` (compared by
+        its last change time): LinkChangedError. ``drop_claim`` is the URL key of a find-if-exists
+        claim to remove if it still names this link; ``takedown`` bumps the takedown generation."""
+        include_claim = drop_claim is not None
+        for _ in range(_CONFLICT_RETRIES):
+            items = self._items(seen, changed, drop_claim if include_claim else None, takedown)
+            try:
+                self.client.transact_write_items(TransactItems=items)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise
+                reasons = [reason.get("Code") for reason in exc.response.get("CancellationReasons", [])]
+                if "TransactionConflict" in reasons:
+                    continue
+                if reasons and reasons[0] == "ConditionalCheckFailed":
+                    raise LinkChangedError(seen.code) from exc
+                if include_claim and len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                    # The URL's claim names another link: it is not ours to remove.
+                    include_claim = False
+                    continue
+                raise
+        raise LinkChangedError(seen.code)
+
+    def _items(self, seen: Link, changed: Link, drop_claim: str | None, takedown: bool) -> list[Any]:
+        if seen.updated_at is None:
+            unchanged = "attribute_exists(code) AND attribute_not_exists(updated_at)"
+            values: dict[str, Any] = {}
+        else:
+            unchanged = "attribute_exists(code) AND updated_at = :seen"
+            values = {":seen": {"S": seen.updated_at.isoformat()}}
+        if seen.max_clicks is not None:
+            # Clicks are counted without touching updated_at: a click counted since the read makes
+            # the change a conflict rather than be lost by writing the count read.
+            unchanged += " AND clicks = :clicks"
+            values[":clicks"] = {"N": str(seen.clicks)}
+        put: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Item": link_to_item(changed),
+            "ConditionExpression": unchanged,
+        }
+        if values:
+            put["ExpressionAttributeValues"] = values
+        items: list[Any] = [{"Put": put}]
+        if drop_claim is not None:
+            items.append(
+                {
+                    "Delete": {
+                        "TableName": self.table_name,
+                        "Key": {"code": {"S": CLAIM_PREFIX + drop_claim}},
+                        "ConditionExpression": "attribute_not_exists(code) OR target = :code",
+                        "ExpressionAttributeValues": {":code": {"S": seen.code}},
+                    }
+                }
+            )
+        if takedown:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self.table_name,
+                        "Key": {"code": {"S": TAKEDOWNS_KEY}},
+                        "UpdateExpression": "ADD generation :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                }
+            )
+        return items

@@ -1,0 +1,159 @@
+"""How links and the links table's internal items are stored: one item per code, plus the id
+counter, find-if-exists claims, reserved ids and the takedown generation. "#" never appears in a
+code, so internal keys cannot clash with links.
+
+Links with an owner carry the keys of the ByOwner index (``list_pk`` = owner and a shard number,
+``list_sk`` = creation time and code); no internal item does, so the index holds links only. The
+partition is split in LIST_SHARDS because a bulk upload writes one owner's links faster than one
+index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice,
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-sharding.html).
+
+LIST_SHARDS is twice what a new on-demand table takes (4,000 write units a second, each bulk link
+one in the table and one in the index): with only as many shards as the table's rate, random
+unevenness between them throttles the index before the table is full. It may grow, never shrink: a
+listing reads shards 0 to LIST_SHARDS - 1, so links written under a smaller count still list (and
+move to their new shard when next written), with no migration.
+
+An active link with an ``expires_at`` also carries the keys of the sparse ByExpiry index
+(``expiry_pk`` = a shard number, ``expiry_sk`` = the expiry in UTC, fixed width so that text order
+is time order) until the expirer has refreshed its stage cache entry (shortener.links.expiry): the
+index holds only the expiries still to enforce, so the expirer's idle run reads nothing. Sharded
+for the same reason as ByOwner: one bulk job may write a million links with the same expiry."""
+
+import zlib
+from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
+from typing import Any
+
+from shortener.links.model import Link
+
+COUNTER_KEY = "#id-counter"
+CLAIM_PREFIX = "#url#"
+RESERVED_PREFIX = "#reserved#"
+TAKEDOWNS_KEY = "#takedowns"
+LIST_INDEX = "ByOwner"
+LIST_SHARDS = 8
+EXPIRY_INDEX = "ByExpiry"
+EXPIRY_SHARDS = 16
+
+
+def list_partition(owner: str, shard: int) -> str:
+    return f"{owner}#{shard}"
+
+
+def list_position(link: Link) -> str:
+    """The link's place in its owner's listing: newest first sorts by this, descending."""
+    return _position(_timestamp(link.created_at, link.created_at.tzinfo), link.code)
+
+
+def _position(created_at: str, code: str) -> str:
+    return f"{created_at}#{code}"
+
+
+@lru_cache(maxsize=64)
+def _timestamp(moment: datetime, _zone: tzinfo | None) -> str:
+    """``moment.isoformat()``, remembered: every link of a bulk chunk has the same creation time,
+    and formatting it was a microsecond a time, twice a link (make bench ARGS=cpu). Keyed by the
+    zone too: equal moments in other zones are written otherwise."""
+    return moment.isoformat()
+
+
+def shard_of(code: str) -> int:
+    return zlib.crc32(code.encode()) % LIST_SHARDS
+
+
+def expiry_shard_of(code: str) -> int:
+    return zlib.crc32(code.encode()) % EXPIRY_SHARDS
+
+
+def expiry_position(moment: datetime) -> str:
+    """``moment`` in UTC as fixed-width text (microseconds always written): ByExpiry's sort key."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def link_to_item(link: Link) -> dict[str, Any]:
+    created_at = _timestamp(link.created_at, link.created_at.tzinfo)
+    item: dict[str, Any] = {
+        "code": {"S": link.code},
+        "url": {"S": link.url},
+        "created_at": {"S": created_at},
+    }
+    # Only custom codes say so: a generated link (every bulk row) is smaller and cheaper to build
+    # without it, and link_from_item reads a missing flag as False.
+    if link.is_custom:
+        item["is_custom"] = {"BOOL": True}
+    if link.owner:
+        item["owner"] = {"S": link.owner}
+        if link.status != "deleted":
+            item["list_pk"] = {"S": list_partition(link.owner, shard_of(link.code))}
+            item["list_sk"] = {"S": _position(created_at, link.code)}
+    if link.title:
+        item["title"] = {"S": link.title}
+    if link.tags:
+        item["tags"] = {"SS": list(link.tags)}
+    if link.status != "active":
+        item["status"] = {"S": link.status}
+    if link.updated_at is not None:
+        item["updated_at"] = {"S": link.updated_at.isoformat()}
+    if link.job_id:
+        item["job_id"] = {"S": link.job_id}
+    if link.expires_at is not None:
+        item["expires_at"] = {"S": link.expires_at.isoformat()}
+        if link.status == "active":
+            item["expiry_pk"] = {"S": str(expiry_shard_of(link.code))}
+            item["expiry_sk"] = {"S": expiry_position(link.expires_at)}
+    if link.max_clicks is not None:
+        item["max_clicks"] = {"N": str(link.max_clicks)}
+        item["clicks"] = {"N": str(link.clicks)}
+        if link.served:
+            item["served"] = {"N": str(link.served)}
+    return item
+
+
+def link_from_item(item: dict[str, Any]) -> Link:
+    updated_at = item.get("updated_at", {}).get("S")
+    expires_at = item.get("expires_at", {}).get("S")
+    max_clicks = item.get("max_clicks", {}).get("N")
+    return Link(
+        code=item["code"]["S"],
+        url=item["url"]["S"],
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        is_custom=item.get("is_custom", {}).get("BOOL", False),
+        owner=item.get("owner", {}).get("S"),
+        title=item.get("title", {}).get("S", ""),
+        tags=tuple(sorted(item.get("tags", {}).get("SS", []))),
+        status=item.get("status", {}).get("S", "active"),
+        updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
+        job_id=item.get("job_id", {}).get("S"),
+        expires_at=datetime.fromisoformat(expires_at) if expires_at else None,
+        max_clicks=int(max_clicks) if max_clicks else None,
+        clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
+        served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
+    )
+
+
+def is_link_item(item: dict[str, Any] | None) -> bool:
+    """Whether ``item`` is a link (a tombstone included), not one of the table's internal items."""
+    return item is not None and "url" in item and not item["code"]["S"].startswith("#")
+
+
+def claim_item(key: str, link: Link) -> dict[str, Any]:
+    """The find-if-exists claim that makes ``link`` the one generated link of its URL (per owner)."""
+    item = {
+        "code": {"S": CLAIM_PREFIX + key},
+        "target": {"S": link.code},
+        "url": {"S": link.url},
+        "created_at": {"S": link.created_at.isoformat()},
+    }
+    if link.owner:
+        item["owner"] = {"S": link.owner}
+    return item
+
+
+def claim_to_link(item: dict[str, Any]) -> Link:
+    return Link(
+        code=item["target"]["S"],
+        url=item["url"]["S"],
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        owner=item.get("owner", {}).get("S"),
+    )

@@ -1,0 +1,116 @@
+"""The collector function under moto: access log batches, as the local stack's log group delivers
+them, counted into the clicks table once per batch; no address is stored."""
+
+import json
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+
+from local_stack.cloudwatch.logs import AccessRecord, FilterPattern, LogGroup, Subscription
+from tests.shortener.clicks.test_counting import CHROME_WINDOWS, FORMAT_FIELDS
+from tests.support.loops import LambdaContext
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_764_133_200_000  # 2025-11-26T05:00:00Z
+
+
+@pytest.fixture
+def collector(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "collector")
+    monkeypatch.setenv("CLICK_RETENTION_DAYS", "30")
+    from functions.collector import app
+
+    monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
+    yield app
+
+
+def deliveries(records: list[AccessRecord]) -> list[dict[str, Any]]:
+    """The subscription events the local log group makes of these requests."""
+    events: list[dict[str, Any]] = []
+    group = LogGroup(
+        "/aws/apigateway/t-access",
+        FORMAT_FIELDS,
+        [Subscription("clicks", FilterPattern.parse('{ $.resourcePath = "/{code}" }'), "collector")],
+        lambda _, event: events.append(event),
+    )
+    for record in records:
+        group.write(record)
+    group.flush()
+    return events
+
+
+def follow(
+    code: str, agent: str = CHROME_WINDOWS, status: int = 301, at: int = T0, ip: str = "8.8.8.8"
+) -> AccessRecord:
+    return AccessRecord(
+        method="GET",
+        path=f"/{code}",
+        resource_path="/{code}",
+        status=status,
+        source_ip=ip,
+        user_agent=agent,
+        response_length=0,
+        api_id="a",
+        stage="local",
+        domain_name="127.0.0.1",
+        epoch_ms=at,
+    )
+
+
+def items(table: str) -> dict[tuple[str, str], dict[str, Any]]:
+    found = boto3.client("dynamodb").scan(TableName=table)["Items"]
+    return {(item["pk"]["S"], item["sk"]["S"]): item for item in found}
+
+
+def test_a_batch_is_counted_per_link_hour_with_totals_and_counted_once(
+    collector: ModuleType, tables: dict[str, str]
+) -> None:
+    records = [
+        follow("abc"),
+        follow("abc", "Twitterbot/1.0"),
+        follow("abc", at=T0 + 3_600_000),
+        follow("xyz"),
+    ]
+    [event] = deliveries([*records, follow("abc", status=404)])
+    summary = collector.lambda_handler(event, LambdaContext("collector"))
+    assert (summary["clicks"], summary["humans"], summary["bots"]) == (4, 3, 1)
+    assert summary["skipped"] == {"not_a_redirect": 1} and not summary["already_counted"]
+    stored = items(tables["CLICKS_TABLE"])
+    hour = stored[("abc", "h#2025-11-26T05")]
+    assert (hour["clicks"]["N"], hour["humans"]["N"], hour["bots"]["N"]) == ("2", "1", "1")
+    assert hour["country#US"]["N"] == "2" and hour["device#bot"]["N"] == "1"
+    # expires ClickRetentionDays (30) after the end of its hour
+    assert int(hour["expires_at"]["N"]) == (T0 + 3_600_000) // 1000 + 30 * 86_400
+    total = stored[("abc", "total")]
+    assert (total["clicks"]["N"], total["humans"]["N"], total["bots"]["N"]) == ("3", "2", "1")
+    assert (int(total["first_click"]["N"]), int(total["last_click"]["N"])) == (T0, T0 + 3_600_000)
+    assert "expires_at" not in total
+    # The same batch delivered again counts nothing
+    again = collector.lambda_handler(event, LambdaContext("collector"))
+    assert again["already_counted"] and again["items_written"] == 0
+    assert items(tables["CLICKS_TABLE"])[("abc", "total")]["clicks"]["N"] == "3"
+    # No address anywhere in the click data
+    assert "8.8.8.8" not in json.dumps(list(items(tables["CLICKS_TABLE"]).values()))
+
+
+def test_a_big_batch_is_written_in_parts_each_counted_once(
+    collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shortener.clicks.store.UPDATES_PER_TRANSACTION", 3)
+    [event] = deliveries([follow(f"c{number}") for number in range(5)])
+    first = collector.lambda_handler(event, LambdaContext("collector"))
+    assert first["items_written"] == 10  # 5 link hours and 5 totals, in 4 transactions
+    assert collector.lambda_handler(event, LambdaContext("collector"))["already_counted"]
+    totals = [item for key, item in items(tables["CLICKS_TABLE"]).items() if key[1] == "total"]
+    assert sorted(int(item["clicks"]["N"]) for item in totals) == [1] * 5
+
+
+def test_a_batch_of_only_junk_writes_nothing(collector: ModuleType, tables: dict[str, str]) -> None:
+    [event] = deliveries([follow("abc", agent="z" * 10_000), follow("gone", status=410)])
+    summary = collector.lambda_handler(event, LambdaContext("collector"))
+    assert summary["clicks"] == 0 and summary["skipped"] == {"malformed": 1, "not_a_redirect": 1}
+    assert items(tables["CLICKS_TABLE"]) == {}

@@ -1,0 +1,241 @@
+"""The rules of changes in bulk, against fakes: requests are checked as PATCH checks its fields;
+a runner selects pages by codes, job or tag, hands over before its time runs out, and a page is
+counted once however often it runs."""
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from shortener import clock
+from shortener.exceptions import LinkGoneError, LinkNotFoundError
+from shortener.jobs import batches as batch_logic
+from shortener.jobs.batches import BatchRunner
+from shortener.jobs.batches_model import Batch, BatchOutcome, BatchPage, BatchRequest
+from shortener.links.management import Change
+from shortener.links.model import Link, LinkUpdate
+from shortener.links.store_listing import LinkPage
+from shortener.links.urls import UrlPolicy
+
+
+class Records:
+    """An in-memory BatchStore with its conditional writes."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.lease: tuple[str | None, int] = (None, 0)
+        self.takeovers = 0
+        self.pages: dict[int, BatchPage] = {}
+        self.released: list[str] = []
+
+    def get(self, batch_id: str) -> tuple[Batch, int]:
+        return self.batch.model_copy(), self.lease[1]
+
+    def claim(self, batch_id: str, holder: str, *, now: int, lease_until: int) -> int | None:
+        current, until = self.lease
+        if self.batch.status != "running" or (current not in (None, holder) and until >= now):
+            return None
+        if current not in (None, holder):
+            self.takeovers += 1
+        self.lease = (holder, lease_until)
+        return self.takeovers
+
+    def release(self, batch_id: str, holder: str, *, lease_until: int) -> None:
+        self.released.append(holder)
+        self.lease = (None, lease_until)
+
+    def get_page(self, batch_id: str, page: int) -> BatchPage | None:
+        return self.pages.get(page)
+
+    def put_page(self, batch_id: str, page: int, outcomes: BatchPage, *, expires_at: int) -> BatchPage:
+        return self.pages.setdefault(page, outcomes)
+
+    def count_page(
+        self, batch_id: str, page: int, outcomes: BatchPage, *, now: datetime, lease_until: int
+    ) -> bool:
+        if self.batch.pages != page:
+            return False
+        words = [o.outcome for o in outcomes.outcomes]
+        self.batch = self.batch.model_copy(
+            update={
+                "pages": page + 1,
+                "total": self.batch.total + len(words),
+                "changed": self.batch.changed + words.count("changed"),
+                "unchanged": self.batch.unchanged + words.count("unchanged"),
+                "failed": self.batch.failed + sum(w not in ("changed", "unchanged") for w in words),
+                "cursor": outcomes.next_cursor,
+                "status": "running" if outcomes.next_cursor else "done",
+            }
+        )
+        return True
+
+    def fail(self, batch_id: str, error: str, *, now: datetime) -> None:
+        self.batch = self.batch.model_copy(update={"status": "failed", "error": error})
+
+    def read_pages(self, batch_id: str, first: int, *, most: int) -> list[tuple[int, BatchPage]]:
+        return [(n, self.pages[n]) for n in sorted(self.pages) if n >= first][:most]
+
+
+class Manager:
+    """A LinkManager over a dict of links, recording what it was asked to do."""
+
+    def __init__(self, links: dict[str, Link]) -> None:
+        self.links = links
+        self.writes: list[tuple[str, str]] = []
+
+    def get(self, caller: Any, code: str) -> Link:
+        link = self.links.get(code)
+        if link is None or (link.owner != caller.owner_id and not caller.is_admin):
+            raise LinkNotFoundError(code)
+        if link.status == "deleted":
+            raise LinkGoneError(code)
+        return link
+
+    def update_link(self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None) -> Change:
+        changed = link.model_copy(update=update.model_dump(exclude_unset=True))
+        self.links[link.code] = changed
+        self.writes.append((link.code, "update"))
+        return Change(changed, stage_cache(link.code) == 410 if stage_cache else None)
+
+    def delete_link(self, link: Link, stage_cache: Any = None) -> Change:
+        self.links[link.code] = link.model_copy(update={"status": "deleted"})
+        self.writes.append((link.code, "delete"))
+        return Change(link, None)
+
+
+class NoReads:
+    def codes_from(self, job_id: str, chunk: int, *, chunks: int) -> tuple[list[str], int | None]:
+        chunks_of_job = [["j0", "j1"], ["j2"]]
+        return chunks_of_job[chunk], (chunk + 1 if chunk + 1 < len(chunks_of_job) else None)
+
+    def list_links(self, owner: str, *, before: str | None, limit: int, **_: Any) -> LinkPage:
+        return LinkPage([], None)
+
+    def page(self, tag: str, start: str | None, *, limit: int) -> tuple[list[Link], str | None]:
+        return [], None
+
+
+def a_link(code: str, owner: str = "alice", status: str = "active") -> Link:
+    return Link(
+        code=code, url=f"https://example.com/{code}", created_at=clock.now(), owner=owner, status=status
+    )  # type: ignore[arg-type]
+
+
+def a_batch(**fields: Any) -> Batch:
+    defaults: dict[str, Any] = {
+        "batch_id": "b" * 32,
+        "owner": "alice",
+        "role": "member",
+        "action": "disable",
+        "selector": "codes",
+        "created_at": clock.now(),
+    }
+    return Batch(**(defaults | fields))
+
+
+def runner(
+    records: Records, manager: Manager, started: list[str], refreshed: list[str] | None = None
+) -> BatchRunner:
+    reads = NoReads()
+    cache = refreshed if refreshed is not None else []
+
+    def stage_cache_for(base_url: str) -> Any:
+        def refresh(code: str) -> int:
+            cache.append(base_url + code)
+            return 410
+
+        return refresh
+
+    return BatchRunner(
+        records,  # type: ignore[arg-type]
+        manager,  # type: ignore[arg-type]
+        job_codes=reads,
+        owner_links=reads,
+        tagged_links=reads,
+        start=started.append,
+        stage_cache_for=stage_cache_for,
+        policy=UrlPolicy(allowed_schemes=frozenset({"https"}), max_length=2048, own_hosts=frozenset()),
+        retention_days=1,
+    )
+
+
+def test_a_request_needs_exactly_one_selector_and_set_only_with_set() -> None:
+    assert BatchRequest.model_validate({"action": "delete", "tag": "spring"}).selector == "tag"
+    for wrong in (
+        {"action": "delete"},
+        {"action": "delete", "tag": "a", "job_id": "a" * 32},
+        {"action": "set", "tag": "a"},
+        {"action": "enable", "tag": "a", "set": {"title": "x"}},
+        {"action": "set", "tag": "a", "set": {}},
+        {"action": "set", "tag": "a", "set": {"max_clicks": True}},
+        {"action": "disable", "codes": ["x"] * 10_001},
+    ):
+        with pytest.raises(ValidationError):
+            BatchRequest.model_validate(wrong)
+
+
+def test_codes_are_run_in_pages_each_counted_once() -> None:
+    # Given a batch of 5 codes (one of them another owner's) in pages of 2
+    links = {code: a_link(code) for code in "abcd"} | {"e": a_link("e", owner="bob")}
+    records = Records(a_batch(codes=list("abcde")))
+    manager = Manager(links)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_logic, "PAGE_LINKS", 2)
+        outcome = runner(records, manager, []).run("b" * 32, "one", lambda: 900.0)
+    # Then every page ran once and the counts add up
+    assert outcome == "done"
+    assert sorted(records.pages) == [0, 1, 2]
+    assert (records.batch.total, records.batch.changed, records.batch.failed) == (5, 4, 1)
+    assert [o.outcome for o in records.pages[2].outcomes] == ["not_found"]
+    assert all(link.status == "disabled" for code, link in links.items() if code != "e")
+
+
+def test_a_stored_page_is_counted_not_run_again() -> None:
+    records = Records(a_batch(codes=["a"]))
+    records.pages[0] = BatchPage([BatchOutcome(code="a", outcome="changed")], None)
+    manager = Manager({"a": a_link("a", status="disabled")})
+    runner(records, manager, []).run("b" * 32, "retry", lambda: 900.0)
+    assert manager.writes == []
+    assert (records.batch.changed, records.batch.unchanged) == (1, 0)
+
+
+def test_a_runner_short_of_time_hands_over_to_a_fresh_invocation() -> None:
+    records = Records(a_batch(selector="job_id", job_id="a" * 32, codes=[]))
+    links = {code: a_link(code) for code in ("j0", "j1", "j2")}
+    started: list[str] = []
+    left = iter([900.0, 10.0])
+    assert runner(records, Manager(links), started).run("b" * 32, "one", lambda: next(left)) == "handed_over"
+    assert started == ["b" * 32] and records.released == ["one"]
+    assert (records.batch.pages, records.batch.cursor) == (1, "1")
+    # The next invocation goes on from the next chunk
+    assert runner(records, Manager(links), started).run("b" * 32, "two", lambda: 900.0) == "done"
+    assert records.batch.total == 3
+
+
+def test_already_so_is_unchanged_and_a_deleted_code_is_gone_except_for_delete() -> None:
+    links = {"a": a_link("a", status="disabled"), "d": a_link("d", status="deleted")}
+    records = Records(a_batch(codes=["a", "d"]))
+    runner(records, Manager(links), []).run("b" * 32, "one", lambda: 900.0)
+    assert [o.outcome for o in records.pages[0].outcomes] == ["unchanged", "gone"]
+    records = Records(a_batch(action="delete", codes=["d"]))
+    runner(records, Manager(links), []).run("b" * 32, "one", lambda: 900.0)
+    assert [o.outcome for o in records.pages[0].outcomes] == ["unchanged"]
+
+
+def test_takedowns_refresh_the_stage_cache_entry_of_each_changed_code() -> None:
+    refreshed: list[str] = []
+    records = Records(a_batch(codes=["a", "b"], stage_base_url="https://api.example/prod/"))
+    links = {"a": a_link("a"), "b": a_link("b", status="disabled")}
+    runner(records, Manager(links), [], refreshed).run("b" * 32, "one", lambda: 900.0)
+    assert refreshed == ["https://api.example/prod/a"]
+
+
+def test_a_batch_taken_over_too_often_fails_instead_of_running_forever() -> None:
+    records = Records(a_batch(codes=["a"]))
+    records.takeovers = batch_logic.MAX_TAKEOVERS
+    records.lease = ("crashed", 0)
+    manager = Manager({"a": a_link("a")})
+    assert runner(records, manager, []).run("b" * 32, "next", lambda: 900.0) == "failed"
+    assert records.batch.status == "failed" and "stalled" in records.batch.error
+    assert manager.writes == []
