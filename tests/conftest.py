@@ -34,8 +34,8 @@ from shortener import settings
 from shortener.links.codes import code_generator
 from shortener.services import api as api_services
 from shortener.services import collector as collector_services
-from shortener.services import files as files_services
 from shortener.services import links as link_services
+from shortener.services import worker as worker_services
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
 # freezegun's fake datetime class in their annotations.
@@ -64,7 +64,7 @@ def _clear_container_caches() -> None:
     for getter in (
         settings.api_settings,
         settings.poller_settings,
-        settings.files_settings,
+        settings.worker_settings,
         settings.scaler_settings,
         settings.restarter_settings,
         settings.collector_settings,
@@ -87,7 +87,7 @@ def _clear_container_caches() -> None:
     api_services.api_bulk_links.cache_clear()
     api_services.api_takedowns.cache_clear()
     api_services.api_batches.cache_clear()
-    files_services.batch_runner.cache_clear()
+    worker_services.batch_runner.cache_clear()
     link_services._snapshot.cache_clear()
 
 

@@ -96,7 +96,7 @@ class BulkMixin(_FromEnvironment):
     # (0: none of their own; with Access=keys they never reach the functions).
     ANONYMOUS_DAILY_ROWS: int = Field(default=0, ge=0)
     ANONYMOUS_MAX_UPLOAD_BYTES: int = Field(default=0, ge=0)
-    # The function that splits uploads and writes results files ("" where there is none).
+    # The jobs worker: splits uploads, writes results files ("" where there is none).
     FILES_FUNCTION: str = ""
     # Set by Lambda: a job's compute is counted as time times this.
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
@@ -170,9 +170,9 @@ class PollerSettings(TablesMixin, LinksMixin):
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class FilesSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
-    """The files function: splits uploaded files into queued rows, writes results files, runs
-    batches of link changes."""
+class WorkerSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
+    """The jobs worker (the template's FilesFunction): splits uploaded files into queued rows,
+    writes results files, click reports and QR labels, runs batches of link changes."""
 
     # What a batch's takedowns expect the refreshed stage cache entry to answer (as the API's).
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
@@ -281,8 +281,8 @@ def poller_settings() -> PollerSettings:
 
 
 @lru_cache(maxsize=1)
-def files_settings() -> FilesSettings:
-    return FilesSettings.model_validate(os.environ)
+def worker_settings() -> WorkerSettings:
+    return WorkerSettings.model_validate(os.environ)
 
 
 @lru_cache(maxsize=1)

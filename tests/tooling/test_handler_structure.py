@@ -40,7 +40,7 @@ def test_every_function_has_handler_modules() -> None:
     assert {path.parent.name for path in HANDLER_MODULES} >= {
         "api",
         "authorizer",
-        "files",
+        "worker",
         "poller",
         "restarter",
         "scaler",

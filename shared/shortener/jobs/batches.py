@@ -1,6 +1,6 @@
 """Changes in bulk: disable, enable, delete or set the fields of every link a selector matches.
 
-``POST /links/batch`` checks the request and records the batch; the files function runs it (an
+``POST /links/batch`` checks the request and records the batch; the jobs worker runs it (an
 asynchronous invoke), one page of links at a time: it selects the page (a slice of the listed
 codes, a chunk of the job's rows, a page of the tag's links), changes each link through the same
 rules as ``PATCH``/``DELETE /links/{code}`` (takedowns reach every cache at once, the prod stage's
@@ -187,7 +187,7 @@ class Batches:
 
 
 class BatchRunner:
-    """Runs batches, one page at a time (the files function)."""
+    """Runs batches, one page at a time (the jobs worker)."""
 
     def __init__(
         self,

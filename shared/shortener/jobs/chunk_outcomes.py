@@ -39,7 +39,7 @@ class ChunkOutcomes(Protocol):
 
 
 class ResultsRequester(Protocol):
-    """Asks for a job's results file to be written (``shortener.jobs.invoke.FilesFunction``)."""
+    """Asks for a job's results file to be written (``shortener.jobs.invoke.JobsWorker``)."""
 
     def request_results(self, job_id: str) -> None: ...
 

@@ -1,6 +1,6 @@
 """A bulk job's click report (docs/clicks.md): one CSV line per input row, in input order, with
 the clicks of the row's link (a row that failed has no code and 0 clicks). Small jobs are answered
-inline; larger ones get a file built on request by the files function, kept fresh for an hour."""
+inline; larger ones get a file built on request by the jobs worker, kept fresh for an hour."""
 
 import csv
 import io
@@ -16,7 +16,7 @@ from shortener.jobs.results import RESULTS_BLOCK_BYTES, RESULTS_CONTENT_TYPE, ne
 CLICKS_REPORT_HEADER = ("row", "url", "code", "short_url", "clicks", "humans", "first_click", "last_click")
 # A report file older than this is built again.
 REPORT_FRESH = timedelta(hours=1)
-# A build asked for this recently is taken to be under way (the files function's timeout is 15 min).
+# A build asked for this recently is taken to be under way (the jobs worker's timeout is 15 min).
 BUILD_UNDER_WAY = timedelta(minutes=15)
 ReportDelivery = Literal["file", "wait", "build"]
 
@@ -111,7 +111,7 @@ class FileWriter(Protocol):
 
 
 class ClickReportWriter:
-    """Builds a job's click report file (the files function, asked by GET /jobs/{id}/clicks)."""
+    """Builds a job's click report file (the jobs worker, asked by GET /jobs/{id}/clicks)."""
 
     def __init__(self, jobs: JobChunks, records: ReportRecords, files: FileWriter) -> None:
         self._jobs = jobs

@@ -14,7 +14,7 @@ delivery's), and only then is the message deleted from the dead-letter queue. A 
 between finds the message again and repeats each step harmlessly. A late success of the same chunk
 (a slow delivery that finished after SQS had moved its message) finds the chunk recorded as a dead
 letter and leaves it so; whichever records first stands, and the chunk is counted once. The count
-that completes the job asks the files function for its results file, whoever made it.
+that completes the job asks the jobs worker for its results file, whoever made it.
 
 A last attempt before any row fails: a message reaches the dead-letter queue after
 ``maxReceiveCount`` failed deliveries, and under a burst of faults (throttles, crashed loops) those

@@ -1,19 +1,29 @@
-"""Asking the files function for work with an asynchronous invoke: continue a split in a fresh
-invocation, or write a complete job's results file. Lambda keeps an accepted event and retries a
-failed invocation twice; the work itself is idempotent, so a duplicate only costs a little."""
+"""Asking the jobs worker for work with an asynchronous invoke: one typed task per invocation
+(shortener.jobs.tasks_model.WorkerTask): continue a split in a fresh invocation, write a complete
+job's results file, build a click report or a labels archive, run a batch. Lambda keeps an accepted
+event and retries a failed invocation twice; the work itself is idempotent, so a duplicate only
+costs a little."""
 
 import json
 from typing import TYPE_CHECKING
 
 from shortener import aws
-from shortener.jobs.tasks_model import FilesTask, LabelsRequest, SplitRequest
+from shortener.jobs.tasks_model import (
+    BatchTask,
+    ClickReportTask,
+    LabelsRequest,
+    ResultsTask,
+    SplitRequest,
+    WorkerTask,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 
-class FilesFunction:
-    """The files function by name. The client is created lazily unless one is passed."""
+class JobsWorker:
+    """The jobs worker (the template's FilesFunction) by name. The client is created lazily unless
+    one is passed."""
 
     def __init__(self, function_name: str, client: "LambdaClient | None" = None) -> None:
         self.function_name = function_name
@@ -24,21 +34,21 @@ class FilesFunction:
         return self._client or aws.lambda_()
 
     def continue_split(self, request: SplitRequest) -> None:
-        self._send(FilesTask(split=request))
+        self._send(request)
 
     def request_results(self, job_id: str) -> None:
-        self._send(FilesTask(write_results=job_id))
+        self._send(ResultsTask(job_id=job_id))
 
     def request_click_report(self, job_id: str) -> None:
-        self._send(FilesTask(write_click_report=job_id))
+        self._send(ClickReportTask(job_id=job_id))
 
     def request_labels(self, request: LabelsRequest) -> None:
-        self._send(FilesTask(write_labels=request))
+        self._send(request)
 
     def run_batch(self, batch_id: str) -> None:
-        self._send(FilesTask(run_batch=batch_id))
+        self._send(BatchTask(batch_id=batch_id))
 
-    def _send(self, task: FilesTask) -> None:
+    def _send(self, task: WorkerTask) -> None:
         self.client.invoke(
             FunctionName=self.function_name,
             InvocationType="Event",

@@ -1,5 +1,5 @@
 """A job's QR labels: one image per shortened row, in one ZIP written to S3 as a file, built by
-the files function on request, whatever the job's size.
+the jobs worker on request, whatever the job's size.
 
 Memory stays flat: each image is drawn and added as the job's outcomes are read page by page;
 the archive's bytes go to S3's multipart upload in parts (``part_bytes``), and its central
@@ -121,7 +121,7 @@ class LabelFiles(Protocol):
 
 
 class LabelsSuccessor(Protocol):
-    """Starts the invocation that continues a build (``shortener.jobs.invoke.FilesFunction``)."""
+    """Starts the invocation that continues a build (``shortener.jobs.invoke.JobsWorker``)."""
 
     def request_labels(self, request: LabelsRequest) -> None: ...
 

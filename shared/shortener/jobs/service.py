@@ -74,7 +74,7 @@ class JobFiles(Protocol):
 
 
 class WorkerTasks(Protocol):
-    """The jobs worker, asked for work asynchronously (``shortener.jobs.invoke.FilesFunction``)."""
+    """The jobs worker, asked for work asynchronously (``shortener.jobs.invoke.JobsWorker``)."""
 
     def continue_split(self, request: SplitRequest) -> None: ...
     def request_results(self, job_id: str) -> None: ...
@@ -221,7 +221,7 @@ class JobQueries:
                 )
             )
         if self._worker is None:
-            raise ServiceUnavailableError("This stack cannot build click report files (no files function).")
+            raise ServiceUnavailableError("This stack cannot build click report files (no jobs worker).")
         if delivery == "build" and clicks.request_report(job.job_id, now, BUILD_UNDER_WAY):
             self._worker.request_click_report(job.job_id)
         return NotReady(

@@ -77,7 +77,7 @@ class FileReader(Protocol):
 
 class SplitSuccessor(Protocol):
     """Continues a split in a new invocation, and asks for results files
-    (``shortener.jobs.invoke.FilesFunction``)."""
+    (``shortener.jobs.invoke.JobsWorker``)."""
 
     def continue_split(self, request: SplitRequest) -> None: ...
     def request_results(self, job_id: str) -> None: ...

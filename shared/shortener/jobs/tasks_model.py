@@ -1,11 +1,16 @@
-"""What the files function is invoked with: S3 event notifications of uploaded files, a split to
-continue, or a job whose results file is to be written."""
+"""What the jobs worker is invoked with: S3 event notifications of uploaded files, or one typed
+task (``WorkerTask``, told apart by its ``task`` field): a split to continue, a results file, a
+click report, a QR labels archive, a batch of link changes. ``worker_tasks`` reads an invocation's
+event into the tasks it carries, including the keyed shape invocations had before tasks were typed
+(``{"write_results": <job id>}`` ...): Lambda keeps an asynchronous event for up to six hours, so
+an event sent before an update may arrive after it."""
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote_plus
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from shortener.jobs.model import JOB_ID_TEXT
 
@@ -22,6 +27,7 @@ class SplitRequest(BaseModel):
     """Read an upload's file into queued rows: from an S3 event, or an invocation continuing the
     split of the one before (``owner``: the split's lease holder, which it hands over)."""
 
+    task: Literal["split"] = "split"
     job_id: str = Field(pattern=JOB_ID_TEXT)
     bucket: str = Field(min_length=1)
     key: str = Field(min_length=1)
@@ -33,24 +39,60 @@ class LabelsRequest(BaseModel):
     """A job whose QR labels archive is to be built, in which image format (``owner``: the
     build's lease holder, handed to the invocation that continues it)."""
 
+    task: Literal["labels"] = "labels"
     job_id: str = Field(pattern=JOB_ID_TEXT)
     format: Literal["png", "svg"] = "png"
     owner: str | None = None
 
 
-class FilesTask(BaseModel):
-    """What the files function is invoked with besides S3 events: a split to continue, or a job
-    whose results file is to be written."""
+class ResultsTask(BaseModel):
+    """A complete job whose results file is to be written."""
+
+    task: Literal["results"] = "results"
+    job_id: str = Field(pattern=JOB_ID_TEXT)
+
+
+class ClickReportTask(BaseModel):
+    """A job whose click report file is to be built (docs/clicks.md)."""
+
+    task: Literal["click_report"] = "click_report"
+    job_id: str = Field(pattern=JOB_ID_TEXT)
+
+
+class BatchTask(BaseModel):
+    """A batch of link changes to run or go on with (shortener.jobs.batches)."""
+
+    task: Literal["batch"] = "batch"
+    batch_id: str = Field(pattern=JOB_ID_TEXT)
+
+
+WorkerTask = Annotated[
+    SplitRequest | ResultsTask | ClickReportTask | LabelsRequest | BatchTask, Field(discriminator="task")
+]
+_WORKER_TASK: TypeAdapter[WorkerTask] = TypeAdapter(WorkerTask)
+
+
+class _KeyedTasks(BaseModel):
+    """The shape of an invocation before tasks were typed: one key per kind of work."""
 
     model_config = ConfigDict(extra="ignore")
 
     split: SplitRequest | None = None
-    write_results: str | None = Field(default=None, pattern=JOB_ID_TEXT)
-    # A job whose click report file is to be built (docs/clicks.md).
     write_click_report: str | None = Field(default=None, pattern=JOB_ID_TEXT)
-    write_labels: LabelsRequest | None = None
-    # A batch of link changes to run or go on with (shortener.jobs.batches).
+    write_results: str | None = Field(default=None, pattern=JOB_ID_TEXT)
     run_batch: str | None = Field(default=None, pattern=JOB_ID_TEXT)
+    write_labels: LabelsRequest | None = None
+
+    def tasks(self) -> list[WorkerTask]:
+        # In the order the worker used to run them.
+        found: list[WorkerTask | None] = [
+            self.split,
+            ClickReportTask(job_id=self.write_click_report) if self.write_click_report else None,
+            ResultsTask(job_id=self.write_results) if self.write_results else None,
+            BatchTask(batch_id=self.run_batch) if self.run_batch else None,
+            self.write_labels,
+        ]
+        return [task for task in found if task is not None]
 
 
 class S3Object(BaseModel):
@@ -99,3 +141,15 @@ class S3Event(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     Records: list[S3EventRecord] = Field(min_length=1)
+
+
+def worker_tasks(event: Mapping[str, Any]) -> list[WorkerTask]:
+    """The tasks an invocation of the jobs worker carries: the splits an S3 event's uploads ask
+    for, one typed task, or the tasks of the keyed shape of before (ValidationError for a task
+    that does not parse)."""
+    if "Records" in event:
+        records = S3Event.model_validate(event).Records
+        return [request for record in records if (request := record.split_request()) is not None]
+    if "task" in event:
+        return [_WORKER_TASK.validate_python(event)]
+    return _KeyedTasks.model_validate(event).tasks()

@@ -1,5 +1,5 @@
 """Which SNS topic a job may name for its job-ended message: one in the stack's own account and
-region, where the stack allows it (AllowJobTopics). The files function may publish to those only."""
+region, where the stack allows it (AllowJobTopics). The jobs worker may publish to those only."""
 
 import re
 

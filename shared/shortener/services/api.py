@@ -10,7 +10,7 @@ from shortener.clicks.store import ClicksStore
 from shortener.exceptions import ServiceUnavailableError
 from shortener.jobs.batches import Batches
 from shortener.jobs.bucket import BulkFiles
-from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.service import JobQueries, JobReadOptions, JobSubmissions, UploadLimits
 from shortener.jobs.store import JobsStore
 from shortener.jobs.store.batches import BatchStore
@@ -110,9 +110,9 @@ def click_reports() -> ClickReports:
 
 
 @lru_cache(maxsize=1)
-def _jobs_worker() -> FilesFunction | None:
+def _jobs_worker() -> JobsWorker | None:
     name = api_settings().FILES_FUNCTION
-    return FilesFunction(name) if name else None
+    return JobsWorker(name) if name else None
 
 
 @lru_cache(maxsize=1)
@@ -127,11 +127,11 @@ def stage_cache_invalidator(base_url: str) -> StageCacheInvalidator:
 
 @lru_cache(maxsize=1)
 def api_batches() -> Batches:
-    """Accepting batches of link changes and reporting on them (the files function runs them)."""
+    """Accepting batches of link changes and reporting on them (the jobs worker runs them)."""
     settings = api_settings()
     function = _jobs_worker()
     if function is None:
-        raise ServiceUnavailableError("This stack has no files function to run batches.")
+        raise ServiceUnavailableError("This stack has no jobs worker to run batches.")
     return Batches(
         BatchStore(settings.JOBS_TABLE),
         JobsStore(settings.JOBS_TABLE),

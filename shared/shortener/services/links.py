@@ -11,10 +11,10 @@ from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore
 from shortener.links.store_changes import LinkChangesStore
 from shortener.links.store_listing import LinkIndex
-from shortener.settings import ApiSettings, FilesSettings, PollerSettings
+from shortener.settings import ApiSettings, PollerSettings, WorkerSettings
 
 
-def link_service(settings: ApiSettings | PollerSettings | FilesSettings) -> LinkService:
+def link_service(settings: ApiSettings | PollerSettings | WorkerSettings) -> LinkService:
     """A LinkService over the links table that ``settings`` names."""
     redirects = settings if isinstance(settings, ApiSettings) else None
     return LinkService(
@@ -43,12 +43,12 @@ def blocked_hosts(settings: ApiSettings) -> BlockedHostsSnapshot | None:
     return _snapshot(settings.BLOCKLIST_TABLE, settings.BLOCKLIST_REFRESH_SECONDS)
 
 
-def host_guard(settings: ApiSettings | PollerSettings | FilesSettings) -> HostGuard | None:
+def host_guard(settings: ApiSettings | PollerSettings | WorkerSettings) -> HostGuard | None:
     """The blocklist check, when the stack has a blocklist table."""
     return HostGuard(BlocklistStore(settings.BLOCKLIST_TABLE)) if settings.BLOCKLIST_TABLE else None
 
 
-def link_manager(settings: ApiSettings | FilesSettings, service: LinkService) -> LinkManager:
+def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -> LinkManager:
     """The link-management rules over the links table that ``settings`` names."""
     return LinkManager(
         LinksStore(settings.LINKS_TABLE),

@@ -1,5 +1,5 @@
 """The LoopScaler (built here only), used by the scaler, the restarter, and the functions that
-queue work and start the loops it needs (the API and the files function)."""
+queue work and start the loops it needs (the API and the jobs worker)."""
 
 from shortener.loops.queue_metrics import QueueMetrics
 from shortener.loops.scaling import LoopBounds, LoopScaler, WorkStarter
@@ -8,15 +8,15 @@ from shortener.loops.store import LoopsStore, LoopStarter
 from shortener.observability import logger
 from shortener.settings import (
     ApiSettings,
-    FilesSettings,
     LoopBoundsMixin,
     RestarterSettings,
     ScalerSettings,
+    WorkerSettings,
 )
 
 
 def loop_scaler(
-    settings: ApiSettings | FilesSettings | ScalerSettings | RestarterSettings,
+    settings: ApiSettings | WorkerSettings | ScalerSettings | RestarterSettings,
     tokens: LoopsStore | None = None,
 ) -> LoopScaler:
     """The loops of the queues ``settings.LOOP_FUNCTIONS`` names, over its tokens table (or
@@ -34,7 +34,7 @@ def loop_bounds(settings: LoopBoundsMixin) -> LoopBounds:
     return LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP)
 
 
-def work_loops(settings: ApiSettings | FilesSettings) -> WorkStarter | None:
+def work_loops(settings: ApiSettings | WorkerSettings) -> WorkStarter | None:
     """What starts the loops for work queued on the bulk queue (None when no loop function is
     configured for it: then the alarms and the restarter do)."""
     queue_name = settings.BULK_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 from shortener.aws_usage import metering
 from shortener.jobs.bulk import ChunkProcessor
-from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.store import JobsStore
 from shortener.links.codes import code_generator
 from shortener.links.store import LinksStore
@@ -34,8 +34,8 @@ def poll_loop() -> PollLoop:
         find_if_exists=settings.FIND_IF_EXISTS,
         retention_days=settings.JOB_RETENTION_DAYS,
         threads=settings.WRITE_THREADS,
-        # The count that completes a job asks the files function for its results file.
-        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+        # The count that completes a job asks the jobs worker for its results file.
+        results=JobsWorker(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
     )
     return PollLoop(

@@ -3,10 +3,10 @@ function (a file split)."""
 
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.store.quotas import DailyQuotaStore
-from shortener.settings import ApiSettings, FilesSettings
+from shortener.settings import ApiSettings, WorkerSettings
 
 
-def daily_quota(settings: ApiSettings | FilesSettings) -> DailyQuota | None:
+def daily_quota(settings: ApiSettings | WorkerSettings) -> DailyQuota | None:
     """The quota over the counters in the jobs table (None without one)."""
     if not settings.JOBS_TABLE:
         return None

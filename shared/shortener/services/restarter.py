@@ -3,7 +3,7 @@
 from functools import lru_cache
 
 from shortener.jobs.dead_letters import DeadLetterSettler
-from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.store import JobsStore
 from shortener.loops.queue import BulkQueue
 from shortener.loops.queue_metrics import QueueMetrics
@@ -32,8 +32,8 @@ def dead_letters() -> DeadLetterSettler:
         BulkQueue(),
         QueueMetrics(),
         retention_days=settings.JOB_RETENTION_DAYS,
-        # A settlement that completes a job asks the files function for its results file.
-        results=FilesFunction(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
+        # A settlement that completes a job asks the jobs worker for its results file.
+        results=JobsWorker(settings.FILES_FUNCTION) if settings.FILES_FUNCTION else None,
         last_attempt_delay_seconds=settings.LAST_ATTEMPT_DELAY_SECONDS,
     )
 

@@ -35,7 +35,7 @@ S3_PUT_EVENT = json.loads((Path(__file__).parents[2] / "support" / "s3_put.json"
 
 
 class Successor:
-    """Records the continuations and results requests instead of invoking the files function."""
+    """Records the continuations and results requests instead of invoking the jobs worker."""
 
     def __init__(self) -> None:
         self.continued: list[SplitRequest] = []
@@ -425,10 +425,10 @@ def s3_event(request: SplitRequest) -> dict[str, Any]:
 def test_the_files_function_splits_the_file_an_s3_event_names(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given the files function's environment and an uploaded file
+    # Given the jobs worker's environment and an uploaded file
     monkeypatch.setenv("BULK_QUEUE_URL", world.queue_url)
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "test-files")
-    from functions.files import app
+    from functions.worker import app
 
     app.splitter.cache_clear()
     request = world.upload(csv_bytes(42))

@@ -64,7 +64,7 @@ class Jobs:
 
 
 class Files:
-    """The files function: the jobs whose results file was asked for, in order."""
+    """The jobs worker: the jobs whose results file was asked for, in order."""
 
     def __init__(self) -> None:
         self.requested: list[str] = []
@@ -196,7 +196,7 @@ def test_a_settlement_that_leaves_rows_outstanding_asks_for_no_results_file() ->
     queue = DeadLetters([chunk("j1", 1)])
     # When the restarter settles it
     DeadLetterSettler(jobs, queue, queue, results=files).settle(TARGET)
-    # Then nothing is asked of the files function
+    # Then nothing is asked of the jobs worker
     assert files.requested == []
 
 

@@ -11,7 +11,7 @@ import pytest
 from freezegun import freeze_time
 
 from shortener.jobs.click_reports import report_key
-from shortener.services.files import click_report_writer
+from shortener.services.worker import click_report_writer
 from tests.support.api import ApiCaller, response_header
 from tests.support.bulk import create_bulk_bucket, create_bulk_queues, csv_text
 
@@ -56,12 +56,12 @@ def test_a_large_jobs_report_is_built_once_on_request_then_redirected_to(api: Mo
     with freeze_time("2026-11-26T10:00:00Z") as frozen:
         # When the report of a job larger than the inline limit is asked for, twice
         first, second = report(alice, job_id), report(alice, job_id)
-        # Then both are 202 with Retry-After, and one build was asked of the files function
+        # Then both are 202 with Retry-After, and one build was asked of the jobs worker
         assert [first["statusCode"], second["statusCode"]] == [202, 202]
         assert response_header(first, "Retry-After") == "5"
         assert json.loads(first["body"])["error"] == "report_not_ready"
         assert api.recorder.reports == [job_id]
-        # When the files function has built it
+        # When the jobs worker has built it
         click_report_writer.cache_clear()
         written = click_report_writer().write(job_id)
         assert written == report_key(job_id)

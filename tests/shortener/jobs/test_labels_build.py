@@ -33,7 +33,7 @@ ROWS, CHUNK_ROWS = 23, 5
 
 @dataclass
 class Successor:
-    """The files function's next invocations, as the events it would be sent."""
+    """The jobs worker's next invocations, as the events it would be sent."""
 
     asked: list[LabelsRequest] = field(default_factory=list)
 

@@ -1,5 +1,5 @@
 """Changes in bulk through the API and files handlers under moto: POST /links/batch records a
-batch and starts the files function, which changes every selected link as PATCH/DELETE would;
+batch and starts the jobs worker, which changes every selected link as PATCH/DELETE would;
 GET /links/batch/{batch_id} reports counts and outcomes; a page is counted once however often it
 runs; a batch whose worker crashed is started again and cannot stay "running" forever."""
 
@@ -19,7 +19,7 @@ from shortener.jobs.model import Job
 from shortener.jobs.store import JobsStore
 from shortener.jobs.store.batches import BatchStore
 from shortener.services import api as api_services
-from shortener.services import files as files_services
+from shortener.services import worker as worker_services
 from tests.support.api import ApiCaller
 from tests.support.lambda_context import FakeLambdaContext
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 
 class StartedBatches:
-    """Stands in for the files function's asynchronous invoke: records what was started."""
+    """Stands in for the jobs worker's asynchronous invoke: records what was started."""
 
     def __init__(self) -> None:
         self.started: list[str] = []
@@ -68,8 +68,8 @@ def start(caller: ApiCaller, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_files(batch_id: str, request_id: str = "run-1") -> Any:
-    """The files function's invocation for the batch (15 minutes left)."""
-    from functions.files import app
+    """The jobs worker's invocation for the batch (15 minutes left)."""
+    from functions.worker import app
 
     context = FakeLambdaContext(
         function_name="test-files", aws_request_id=request_id, remaining_millis=900_000
@@ -93,7 +93,7 @@ def test_a_batch_disables_the_callers_listed_links_and_not_anothers(
     # Given two links of alice and one of bob
     mine = [alice.shorten(f"https://example.com/a/{n}")["code"] for n in range(2)]
     theirs = bob.shorten("https://example.com/bob")["code"]
-    # When alice disables all three by code and the files function runs the batch
+    # When alice disables all three by code and the jobs worker runs the batch
     answer = start(alice, {"action": "disable", "codes": [*mine, theirs]})
     assert answer["statusCode"] == 202, answer["body"]
     accepted = body(answer)
@@ -224,7 +224,7 @@ def test_a_page_run_twice_is_counted_once(alice: ApiCaller, started: StartedBatc
     # Given a batch whose first run crashed after storing its page's outcomes, before counting them
     codes = [alice.shorten(f"https://example.com/c/{n}")["code"] for n in range(3)]
     batch_id = body(start(alice, {"action": "disable", "codes": codes}))["batch_id"]
-    runner = files_services.batch_runner()
+    runner = worker_services.batch_runner()
     store: BatchStore = runner._records  # type: ignore[assignment]
     real_count = store.count_page
 

@@ -769,8 +769,8 @@ def test_a_chunk_recorded_by_a_delivery_before_its_message_was_dead_lettered_kee
     assert dead_letters_waiting() == 0
 
 
-class RecordingFilesFunction:
-    """The files function by name; the results files asked of it are recorded (all instances share
+class RecordingJobsWorker:
+    """The jobs worker by name; the results files asked of it are recorded (all instances share
     one list) instead of invoked, as moto runs no Lambda code."""
 
     requested: list[str] = []
@@ -779,24 +779,24 @@ class RecordingFilesFunction:
         self.function_name = function_name
 
     def request_results(self, job_id: str) -> None:
-        RecordingFilesFunction.requested.append(job_id)
+        RecordingJobsWorker.requested.append(job_id)
 
 
 def test_a_job_completed_by_a_dead_letter_settlement_asks_for_its_results_file(
     api: ModuleType, bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a job of one message that SQS moved to the dead-letter queue, and a restarter that
-    # knows the files function
+    # knows the jobs worker
     queue_url, job_id = dead_lettered_job(api, bulk_env, monkeypatch)
     monkeypatch.setenv("FILES_FUNCTION", "test-files")
-    monkeypatch.setattr(RecordingFilesFunction, "requested", [])
+    monkeypatch.setattr(RecordingJobsWorker, "requested", [])
     restarter = restarter_for(queue_url, monkeypatch)
-    monkeypatch.setattr(restarter_services, "FilesFunction", RecordingFilesFunction)
+    monkeypatch.setattr(restarter_services, "JobsWorker", RecordingJobsWorker)
     # When the scheduled restarter settles it (nobody reads the job's status)
     run_restarter(restarter)
-    # Then the settlement that completed the job asked the files function for its results file,
+    # Then the settlement that completed the job asked the jobs worker for its results file,
     # once, as the count of a delivery does
-    assert RecordingFilesFunction.requested == [job_id]
+    assert RecordingJobsWorker.requested == [job_id]
     assert status(api, job_id)["status"] == "done"
 
 

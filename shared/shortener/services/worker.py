@@ -1,4 +1,4 @@
-"""The files function's services, one per container."""
+"""The jobs worker's services, one per container."""
 
 from functools import lru_cache
 
@@ -9,7 +9,7 @@ from shortener.jobs.bucket import BulkFiles, FileChangedError
 from shortener.jobs.click_reports import ClickReportWriter
 from shortener.jobs.events import JobEndAnnouncer
 from shortener.jobs.events_bus import JobEventsBus, JobTopics
-from shortener.jobs.invoke import FilesFunction
+from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.labels import LabelsOptions, LabelsWriter
 from shortener.jobs.results import ResultsWriter
 from shortener.jobs.split import SplitOptions, Splitter
@@ -22,19 +22,19 @@ from shortener.observability import logger
 from shortener.services import links
 from shortener.services.loops import work_loops
 from shortener.services.quotas import daily_quota
-from shortener.settings import files_settings
+from shortener.settings import worker_settings
 
 
 @lru_cache(maxsize=1)
 def splitter() -> Splitter:
     """The splitter of uploaded files."""
-    settings = files_settings()
+    settings = worker_settings()
     return Splitter(
         JobsStore(settings.JOBS_TABLE),
         BulkFiles(),
         BulkQueue(),
         settings.BULK_QUEUE_URL,
-        FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
+        JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME),
         loops=work_loops(settings),
         quota=daily_quota(settings),
         options=SplitOptions(
@@ -52,7 +52,7 @@ def splitter() -> Splitter:
 @lru_cache(maxsize=1)
 def batch_runner() -> BatchRunner:
     """The runner of batches of link changes (POST /links/batch)."""
-    settings = files_settings()
+    settings = worker_settings()
     service = links.link_service(settings)
     return BatchRunner(
         BatchStore(settings.JOBS_TABLE),
@@ -60,7 +60,7 @@ def batch_runner() -> BatchRunner:
         job_codes=JobCodes(settings.JOBS_TABLE),
         owner_links=LinkIndex(settings.LINKS_TABLE),
         tagged_links=TaggedLinks(settings.LINKS_TABLE),
-        start=FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME).run_batch,
+        start=JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME).run_batch,
         stage_cache_for=lambda base_url: StageCache(base_url, settings.AWS_REGION).invalidate,
         policy=settings.url_policy(),
         retention_days=settings.JOB_RETENTION_DAYS,
@@ -72,12 +72,12 @@ def batch_runner() -> BatchRunner:
 
 @lru_cache(maxsize=1)
 def labels_writer() -> LabelsWriter:
-    """The builder of a job's QR labels archive, continued by a new invocation of this function."""
-    settings = files_settings()
+    """The builder of a job's QR labels archive, continued by a new invocation of the worker."""
+    settings = worker_settings()
     return LabelsWriter(
         JobsStore(settings.JOBS_TABLE),
         BulkFiles(),
-        FilesFunction(settings.AWS_LAMBDA_FUNCTION_NAME),
+        JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME),
         LabelsOptions(handover_seconds=settings.LABELS_HANDOVER_SECONDS),
     )
 
@@ -85,7 +85,7 @@ def labels_writer() -> LabelsWriter:
 @lru_cache(maxsize=1)
 def results_writer() -> ResultsWriter:
     """The writer of results files."""
-    settings = files_settings()
+    settings = worker_settings()
     return ResultsWriter(
         JobsStore(settings.JOBS_TABLE),
         BulkFiles(),
@@ -99,5 +99,5 @@ def results_writer() -> ResultsWriter:
 @lru_cache(maxsize=1)
 def click_report_writer() -> ClickReportWriter:
     """The builder of jobs' click report files (docs/clicks.md)."""
-    settings = files_settings()
+    settings = worker_settings()
     return ClickReportWriter(JobsStore(settings.JOBS_TABLE), ClicksStore(settings.CLICKS_TABLE), BulkFiles())

@@ -1,0 +1,101 @@
+"""The jobs worker (the template's FilesFunction): runs the background work of jobs, one handler
+per kind of task. An uploaded file's S3 event (or a split handed over by the invocation before) ->
+its rows read into the queue; a complete job -> its results file written once; a job's click
+report file; a done job's QR labels -> their ZIP; a batch of link changes. The rules live in
+shortener.jobs (split, results, click_reports, labels, batches); the tasks in
+shortener.jobs.tasks_model."""
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shortener.jobs.tasks_model import (
+    BatchTask,
+    ClickReportTask,
+    LabelsRequest,
+    ResultsTask,
+    SplitRequest,
+    WorkerTask,
+    worker_tasks,
+)
+from shortener.observability import logger, metrics, tracer
+from shortener.services.worker import (
+    batch_runner,
+    click_report_writer,
+    labels_writer,
+    results_writer,
+    splitter,
+)
+
+SecondsLeft = Callable[[], float]
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def seconds_left() -> float:
+        return context.get_remaining_time_in_millis() / 1000
+
+    # An S3 event answers its list of splits, even an empty one.
+    answer: dict[str, Any] = {"splits": []} if "Records" in event else {}
+    for task in worker_tasks(event):
+        run(task, context, seconds_left, answer)
+    return answer
+
+
+def run(task: WorkerTask, context: LambdaContext, seconds_left: SecondsLeft, answer: dict[str, Any]) -> None:
+    """Runs ``task`` with its own handler and files its outcome in ``answer``."""
+    match task:
+        case SplitRequest():
+            answer.setdefault("splits", []).append(split(task, context, seconds_left))
+        case ClickReportTask():
+            answer["click_report"] = click_report_writer().write(task.job_id)
+        case ResultsTask():
+            answer["results"] = results(task, context)
+        case BatchTask():
+            answer["batch"] = batch(task, context, seconds_left)
+        case LabelsRequest():
+            answer["labels"] = labels(task, context, seconds_left)
+
+
+def split(request: SplitRequest, context: LambdaContext, seconds_left: SecondsLeft) -> dict[str, Any]:
+    report = splitter().split(request, context.aws_request_id, seconds_left)
+    logger.info(
+        "Split",
+        extra={
+            "job_id": request.job_id,
+            "outcome": report.outcome,
+            "rows": report.rows,
+            "messages": report.messages,
+        },
+    )
+    metrics.add_metric(name="RowsSplit", unit=MetricUnit.Count, value=report.rows)
+    return {"job_id": request.job_id, "outcome": report.outcome, "rows": report.rows}
+
+
+def results(task: ResultsTask, context: LambdaContext) -> dict[str, Any] | None:
+    written = results_writer().write(task.job_id, owner=context.aws_request_id)
+    return written.model_dump(mode="json") if written else None
+
+
+def batch(task: BatchTask, context: LambdaContext, seconds_left: SecondsLeft) -> Any:
+    outcome = batch_runner().run(task.batch_id, context.aws_request_id, seconds_left)
+    logger.info("Batch", extra={"batch_id": task.batch_id, "outcome": outcome})
+    return outcome
+
+
+def labels(request: LabelsRequest, context: LambdaContext, seconds_left: SecondsLeft) -> dict[str, Any]:
+    report = labels_writer().write(request, context.aws_request_id, seconds_left)
+    logger.info(
+        "Labels",
+        extra={
+            "job_id": request.job_id,
+            "outcome": report.outcome,
+            "labels": report.labels,
+            "parts": report.parts,
+        },
+    )
+    return {"job_id": request.job_id, "outcome": report.outcome, "key": report.key, "labels": report.labels}
