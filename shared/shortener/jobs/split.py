@@ -83,6 +83,16 @@ class SplitSuccessor(Protocol):
     def request_results(self, job_id: str) -> None: ...
 
 
+@dataclass(slots=True)
+class SplitReport:
+    """What one invocation of the split did."""
+
+    outcome: SplitOutcome
+    rows: int = 0  # rows queued by this invocation
+    messages: int = 0
+    job: Job | None = field(default=None, repr=False)
+
+
 @dataclass(frozen=True, slots=True)
 class SplitOptions:
     """How rows are packed, how often the split is checkpointed, and its timing."""
@@ -95,16 +105,6 @@ class SplitOptions:
     handover_seconds: float = 60
     # How long a lease outlives its invocation's deadline, and how long a successor has to start.
     lease_grace_seconds: int = 60
-
-
-@dataclass(slots=True)
-class SplitReport:
-    """What one invocation of the split did."""
-
-    outcome: SplitOutcome
-    rows: int = 0  # rows queued by this invocation
-    messages: int = 0
-    job: Job | None = field(default=None, repr=False)
 
 
 class Splitter:
