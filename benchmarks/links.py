@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# The API function's code root: Lambda imports its modules by their own names (``import app``).
+API_FOLDER = ROOT / "functions" / "api"
 
 
 def main() -> None:
@@ -87,7 +89,11 @@ class RequestCounter:
 
 def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
     from benchmarks._api_calls import get_code, post_json
-    from functions.api import app
+
+    if str(API_FOLDER) not in sys.path:
+        sys.path.insert(0, str(API_FOLDER))
+    import app  # the API function, as Lambda imports it
+
     from shortener import aws
     from shortener.settings import api_settings
 
@@ -162,7 +168,7 @@ print(time.perf_counter() - started)
 _API = """
 import time
 started = time.perf_counter()
-from functions.api import app
+import app
 from shortener import aws
 app.links()
 aws.dynamodb()
@@ -174,7 +180,8 @@ def measure_start_up(rounds: int) -> dict[str, float]:
     """Fresh interpreters, as a cold Lambda container: imports plus the first client."""
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "shared")]),
+        # As Lambda: the function's folder first, then the layer.
+        "PYTHONPATH": os.pathsep.join([str(API_FOLDER), str(ROOT / "shared")]),
         "AWS_DEFAULT_REGION": "us-east-1",
         "LINKS_TABLE": "bench-links",
         "POWERTOOLS_SERVICE_NAME": "api",

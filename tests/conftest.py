@@ -71,7 +71,16 @@ def _clear_container_caches() -> None:
     ):
         getter.cache_clear()
     collector_services.click_collector.cache_clear()
-    api_services.api_clicks.cache_clear()
+    for service in (
+        api_services.job_queries,
+        api_services.job_submissions,
+        api_services.click_reports,
+        api_services._jobs_worker,
+        api_services._work_loops,
+        api_services._click_counters,
+    ):
+        # A test may have put a plain function in a builder's place (monkeypatch undoes it later).
+        getattr(service, "cache_clear", lambda: None)()
     code_generator.cache_clear()
     api_services.api_links.cache_clear()
     api_services.api_link_manager.cache_clear()

@@ -10,6 +10,13 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from batches import router as batches_router
+from bulk import router as bulk_router
+from bulk_links import router as bulk_links_router
+from clicks import router as clicks_router
+from links import router as links_router
+from qr import router as qr_router
+from request import base_url, body_fields, caller, stage_cache
 
 from shortener import clock
 from shortener.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
@@ -20,23 +27,6 @@ from shortener.links.model import ShortenRequest, ShortenResult
 from shortener.observability import logger, metrics
 from shortener.services.api import api_links as links
 from shortener.settings import api_settings
-
-try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
-    from batches import router as batches_router
-    from bulk import router as bulk_router
-    from bulk_links import router as bulk_links_router
-    from clicks import router as clicks_router
-    from links import router as links_router
-    from links import stage_cache
-    from qr import router as qr_router
-except ModuleNotFoundError:
-    from functions.api.batches import router as batches_router
-    from functions.api.bulk import router as bulk_router
-    from functions.api.bulk_links import router as bulk_links_router
-    from functions.api.clicks import router as clicks_router
-    from functions.api.links import router as links_router
-    from functions.api.links import stage_cache
-    from functions.api.qr import router as qr_router
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
 # models) would add about 130 ms to every cold start for path parameters that are plain strings.
@@ -95,23 +85,20 @@ def index_page() -> Response[str]:
 )
 def shorten() -> Response[str]:
     event = app.current_event
-    fields = web.parse_fields(
-        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
-    )
-    request = web.parse_request(ShortenRequest, fields)
+    request = web.parse_request(ShortenRequest, body_fields(event))
     settings = api_settings()
     result = links().shorten(
         request,
         settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
-        web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage),
-        owner=web.caller_from_event(event.raw_event).owner_id,
+        base_url(event),
+        owner=caller(event).owner_id,
     )
     metrics.add_metric(
         name="LinksCreated" if result.created else "LinksFound", unit=MetricUnit.Count, value=1
     )
     # A custom code may have been followed before it existed (people check whether a code is free
     # that way): the stage cache would keep answering 404 for its TTL.
-    refresh = stage_cache() if result.created and request.code else None
+    refresh = stage_cache(event) if result.created and request.code else None
     if refresh is not None and refresh(result.code) != settings.REDIRECT_STATUS:
         logger.warning("The stage cache entry of a new code was not refreshed", extra={"code": result.code})
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
@@ -142,7 +129,7 @@ def app_site_association() -> Response[str]:
 )
 def openapi_document() -> Response[str]:
     spec = dict(_openapi_document())
-    spec["servers"] = [{"url": _base_url()}]
+    spec["servers"] = [{"url": base_url(app.current_event)}]
     return Response(200, content_types.APPLICATION_JSON, json.dumps(spec))
 
 
@@ -244,11 +231,6 @@ def domain_error(error: ShortenerError) -> Response[str]:
 @app.not_found
 def route_not_found(_: Exception) -> Response[str]:
     return _error(404, "not_found", "No such path or method.")
-
-
-def _base_url() -> str:
-    event = app.current_event
-    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
 
 
 def _error(status: int, error: str, message: str, headers: dict[str, str] | None = None) -> Response[str]:

@@ -4,13 +4,12 @@ app.py; errors raised here are mapped to JSON there. The rules live in shortener
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from request import base_url, body_fields, caller, stage_base_url
 
-from shortener.access.model import Caller
 from shortener.http import web
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.jobs.batches_model import BatchAccepted, BatchRequest, BatchStatusQuery, BatchView
 from shortener.services.api import api_batches
-from shortener.settings import api_settings
 
 router = APIGatewayRouter()
 
@@ -34,18 +33,9 @@ router = APIGatewayRouter()
 )
 def start_batch() -> Response[str]:
     event = router.current_event
-    settings = api_settings()
-    fields = web.parse_fields(
-        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
-    )
-    request = web.parse_request(BatchRequest, fields)
-    stage_base_url = (
-        web.stage_base_url(event.raw_event, settings.AWS_REGION, settings.AWS_ENDPOINT_URL_EXECUTE_API)
-        if settings.API_CACHE_ENABLED
-        else None
-    )
-    batch = api_batches().submit(_caller(), request, stage_base_url=stage_base_url)
-    status_url = _base_url() + f"links/batch/{batch.batch_id}"
+    request = web.parse_request(BatchRequest, body_fields(event))
+    batch = api_batches().submit(caller(event), request, stage_base_url=stage_base_url(event))
+    status_url = base_url(event) + f"links/batch/{batch.batch_id}"
     accepted = BatchAccepted(batch_id=batch.batch_id, status_url=status_url)
     return Response(
         202, content_types.APPLICATION_JSON, accepted.model_dump_json(), headers={"Location": status_url}
@@ -62,15 +52,6 @@ def start_batch() -> Response[str]:
     ),
 )
 def show_batch(batch_id: str) -> Response[str]:
-    cursor = router.current_event.get_query_string_value("cursor", None)
-    view = api_batches().status(_caller(), batch_id, cursor)
-    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
-
-
-def _caller() -> Caller:
-    return web.caller_from_event(router.current_event.raw_event)
-
-
-def _base_url() -> str:
     event = router.current_event
-    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
+    view = api_batches().status(caller(event), batch_id, event.get_query_string_value("cursor", None))
+    return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())

@@ -4,6 +4,7 @@ Included into the API's resolver by app.py; errors raised here are mapped to JSO
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
+from request import base_url, caller, stage_cache
 
 from shortener.http import web
 from shortener.http.openapi import Answer, operation
@@ -13,11 +14,6 @@ from shortener.links.cache_refresh import refresh_codes
 from shortener.observability import logger, metrics
 from shortener.services.api import api_bulk_links
 from shortener.settings import api_settings
-
-try:  # Lambda (and the local stack) import the function's folder as the root; tests, as a package.
-    from links import stage_cache
-except ModuleNotFoundError:
-    from functions.api.links import stage_cache
 
 router = APIGatewayRouter()
 
@@ -44,8 +40,8 @@ def shorten_links() -> Response[str]:
     outcomes = api_bulk_links().shorten(
         items,
         settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
-        web.public_base_url(settings.PUBLIC_BASE_URL, event.headers, event.request_context.stage),
-        owner=web.caller_from_event(event.raw_event).owner_id,
+        base_url(event),
+        owner=caller(event).owner_id,
     )
     created = sum(1 for outcome in outcomes if outcome.status == 201)
     metrics.add_metric(name="LinksCreated", unit=MetricUnit.Count, value=created)
@@ -57,7 +53,7 @@ def shorten_links() -> Response[str]:
         for item, outcome in zip(items, outcomes, strict=False)
         if outcome.status == 201 and outcome.code and isinstance(item, dict) and item.get("code")
     ]
-    refresh = stage_cache() if custom else None
+    refresh = stage_cache(event) if custom else None
     if refresh is not None:
         statuses = refresh_codes(custom, refresh)
         stale = [code for code, status in statuses.items() if status != settings.REDIRECT_STATUS]

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
+from request import base_url, body_fields, caller, stage_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.blocklist_model import BlockAnswer, Blocklist, BlockRequest
@@ -17,10 +18,10 @@ from shortener.http import web
 from shortener.http.api import ListLinksQuery
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.http.paging import LINKS_PAGE_SIZE
-from shortener.links.management import Change, StageCacheInvalidator
+from shortener.links.management import Change
 from shortener.links.model import Link, LinkList, LinkUpdate, LinkView
 from shortener.observability import logger, metrics
-from shortener.services.api import api_link_manager, api_links, api_takedowns, stage_cache_invalidator
+from shortener.services.api import api_link_manager, api_links, api_takedowns
 from shortener.settings import api_settings
 
 router = APIGatewayRouter()
@@ -38,7 +39,7 @@ router = APIGatewayRouter()
 def list_links() -> Response[str]:
     event = router.current_event
     found, cursor = api_link_manager().list(
-        _caller(),
+        caller(event),
         owner=event.get_query_string_value("owner", None),
         cursor=event.get_query_string_value("cursor", None),
         limit=web.whole_number(event.get_query_string_value("limit", None) or str(LINKS_PAGE_SIZE), "limit"),
@@ -46,7 +47,7 @@ def list_links() -> Response[str]:
         contains=event.get_query_string_value("q", None),
         job_id=event.get_query_string_value("job_id", None),
     )
-    base = _base_url()
+    base = base_url(event)
     page = LinkList(links=[LinkView.of(link, base) for link in found], next_cursor=cursor)
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
@@ -56,7 +57,7 @@ def list_links() -> Response[str]:
     **operation("One of the caller's links", {200: Answer("The link", LinkView)}, errors=(404, 410)),
 )
 def show_link(code: str) -> Response[str]:
-    return _link_answer(api_link_manager().get(_caller(), code))
+    return _link_answer(api_link_manager().get(caller(router.current_event), code))
 
 
 @router.patch(
@@ -77,12 +78,9 @@ def show_link(code: str) -> Response[str]:
 def change_link(code: str) -> Response[str]:
     event = router.current_event
     settings = api_settings()
-    fields = web.parse_fields(
-        web.body_bytes(event.body, event.is_base64_encoded), web.header(event.headers, "content-type")
-    )
-    update = web.parse_request(LinkUpdate, fields)
+    update = web.parse_request(LinkUpdate, body_fields(event))
     policy = settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION))
-    change = api_link_manager().update(_caller(), code, update, policy, stage_cache())
+    change = api_link_manager().update(caller(event), code, update, policy, stage_cache(event))
     return _changed(change)
 
 
@@ -95,7 +93,7 @@ def change_link(code: str) -> Response[str]:
     ),
 )
 def delete_link(code: str) -> Response[str]:
-    change = api_link_manager().delete(_caller(), code, stage_cache())
+    change = api_link_manager().delete(caller(router.current_event), code, stage_cache(router.current_event))
     metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
     return _changed(change)
 
@@ -126,15 +124,15 @@ def show_blocklist() -> Response[str]:
     ),
 )
 def block_host(host: str) -> Response[str]:
-    caller = _admin()
+    admin = _admin()
     event = router.current_event
     raw = web.body_bytes(event.body, event.is_base64_encoded)
     fields = web.parse_fields(raw, web.header(event.headers, "content-type")) if raw.strip() else {}
     request = web.parse_request(BlockRequest, fields)
     entry, report = _takedowns().block(
-        host, added_by=caller.owner_id, reason=request.reason, stage_cache=stage_cache()
+        host, added_by=admin.owner_id, reason=request.reason, stage_cache=stage_cache(event)
     )
-    logger.info("Host blocked", extra={"host": entry.host, "by": caller.owner_id, **asdict(report)})
+    logger.info("Host blocked", extra={"host": entry.host, "by": admin.owner_id, **asdict(report)})
     answer = BlockAnswer(
         **entry.model_dump(),
         links_taken_down=report.links,
@@ -151,23 +149,19 @@ def block_host(host: str) -> Response[str]:
     ),
 )
 def unblock_host(host: str) -> Response[str]:
-    caller = _admin()
-    report = _takedowns().unblock(host, stage_cache=stage_cache())
+    admin = _admin()
+    report = _takedowns().unblock(host, stage_cache=stage_cache(router.current_event))
     if report is None:
         raise NotBlockedError(f"{host[:80]} is not on the blocklist.")
-    logger.info("Host unblocked", extra={"by": caller.owner_id, **asdict(report)})
+    logger.info("Host unblocked", extra={"by": admin.owner_id, **asdict(report)})
     return Response(204, content_types.APPLICATION_JSON, "")
 
 
-def _caller() -> Caller:
-    return web.caller_from_event(router.current_event.raw_event)
-
-
 def _admin() -> Caller:
-    caller = _caller()
-    if not caller.is_admin:
+    admin = caller(router.current_event)
+    if not admin.is_admin:
         raise ForbiddenError("Only an admin can read or change the blocklist.")
-    return caller
+    return admin
 
 
 def _guard() -> HostGuard:
@@ -184,16 +178,6 @@ def _takedowns() -> HostTakedowns:
     return takedowns
 
 
-def stage_cache() -> StageCacheInvalidator | None:
-    """The prod stage's cache of GET /{code}, when the stage has one: refreshes one code's entry."""
-    settings = api_settings()
-    if not settings.API_CACHE_ENABLED:
-        return None
-    event = router.current_event.raw_event
-    base_url = web.stage_base_url(event, settings.AWS_REGION, settings.AWS_ENDPOINT_URL_EXECUTE_API)
-    return stage_cache_invalidator(base_url)
-
-
 def _changed(change: Change) -> Response[str]:
     if change.stage_cache_invalidated is False:
         # The change stands; API Gateway may serve the old answer until its TTL ends.
@@ -203,10 +187,5 @@ def _changed(change: Change) -> Response[str]:
 
 
 def _link_answer(link: Link) -> Response[str]:
-    view = LinkView.of(link, _base_url())
+    view = LinkView.of(link, base_url(router.current_event))
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
-
-
-def _base_url() -> str:
-    event = router.current_event
-    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)

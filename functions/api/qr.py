@@ -5,17 +5,15 @@ import json
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+from request import base_url, caller
 
 from shortener.http import web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, operation
-from shortener.jobs import bulk
-from shortener.jobs.labels import labels_key, labels_state
-from shortener.jobs.tasks_model import LabelsRequest
+from shortener.jobs.service import FileLink
 from shortener.links.qr import MEDIA_TYPES, qr_image
 from shortener.links.qr_model import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
-from shortener.services.api import api_link_manager, files, files_function, jobs
-from shortener.settings import api_settings
+from shortener.services.api import api_link_manager, job_queries
 
 router = APIGatewayRouter()
 # How long a client waits before asking again for a labels archive being built.
@@ -44,11 +42,8 @@ def link_qr(code: str) -> Response[bytes | str]:
         name: value for name in ("format", "size") if (value := event.get_query_string_value(name, None))
     }
     request = web.parse_request(QrRequest, fields)
-    link = api_link_manager().get(web.caller_from_event(event.raw_event), code)
-    short_url = web.public_base_url(
-        api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage
-    )
-    image = qr_image(short_url + link.code, request.format, request.size)
+    link = api_link_manager().get(caller(event), code)
+    image = qr_image(base_url(event) + link.code, request.format, request.size)
     headers = {
         "Content-Disposition": f'inline; filename="{link.code}.{request.format}"',
         # The image depends only on the short URL, which never changes for a code.
@@ -81,31 +76,13 @@ def job_qr(job_id: str) -> Response[str]:
     image_format = web.parse_request(
         QrLabelsQuery, {"format": event.get_query_string_value("format", None) or "png"}
     ).format
-    caller = web.caller_from_event(event.raw_event)
-    found = jobs().get_job(job_id) if bulk.is_job_id(job_id) else None
-    job = bulk.job_for(caller, found, job_id)
+    answer = job_queries().labels(caller(event), job_id, image_format)
     retry = {"Retry-After": str(LABELS_RETRY_SECONDS)}
-    if job.status != "done" or not job.bucket:
-        body = json.dumps(
-            {
-                "error": "job_not_done",
-                "message": "The job's labels are made once the job is done; ask again then.",
-            }
-        )
+    if isinstance(answer, FileLink):
+        body = json.dumps({"labels_url": answer.url, "expires_at": answer.expires_at.isoformat()})
+        return Response(303, "application/json", body, headers={"Location": answer.url})
+    if answer is not None:
+        body = json.dumps({"error": answer.error, "message": answer.message})
         return Response(409, "application/json", body, headers=retry)
-    state = labels_state(files(), job, image_format)
-    if state == "ready":
-        url, expires_at = files().download_url(
-            job.bucket,
-            labels_key(job.job_id, image_format),
-            f"{job.job_id}-qr-{image_format}.zip",
-            api_settings().RESULTS_URL_SECONDS,
-            content_type="application/zip",
-        )
-        body = json.dumps({"labels_url": url, "expires_at": expires_at.isoformat()})
-        return Response(303, "application/json", body, headers={"Location": url})
-    invoker = files_function()
-    if state == "absent" and invoker is not None:
-        invoker.request_labels(LabelsRequest(job_id=job.job_id, format=image_format))
     body = json.dumps({"status": "building", "message": "The labels are being drawn; ask again shortly."})
     return Response(202, "application/json", body, headers=retry)

@@ -17,14 +17,9 @@ SHARED = frozenset(
     {"__init__", "exceptions", "clock", "observability", "settings", "aws", "aws_serializer", "aws_usage"}
 )
 LONGEST_FUNCTION = 120
-# Store getters handlers still call until the `routes` work (issue 29, "one service call per route")
-# replaces them with services named for what they do; the strict xfail below fails once they are gone,
-# and then this set goes.
-REMOVED_BY_ROUTES = frozenset(
-    {"services.api.jobs", "services.api.files", "services.api.files_function", "services.api.api_clicks"}
-)
-# Store getters outside that work, left as they are (the lead decides).
-TOLERATED = frozenset({"services.api.queue", "services.restarter.tokens", "services.authorizer.keys"})
+# Store getters of functions whose handlers are not routes of the API, left as they are (the lead
+# decides).
+TOLERATED = frozenset({"services.restarter.tokens", "services.authorizer.keys"})
 
 
 def stray_modules(package: Path) -> list[str]:
@@ -118,13 +113,8 @@ def test_the_store_getters_are_found() -> None:
 
 
 def test_no_handler_calls_a_store_getter_of_services() -> None:
-    getters = store_getters(SHORTENER / "services", ROOT) - REMOVED_BY_ROUTES - TOLERATED
+    getters = store_getters(SHORTENER / "services", ROOT) - TOLERATED
     assert handler_store_calls(ROOT / "functions", ROOT, getters) == []
-
-
-@pytest.mark.xfail(strict=True, reason="the routes work removes these getters (issue 29); then drop the set")
-def test_no_handler_calls_the_getters_the_routes_work_removes() -> None:
-    assert handler_store_calls(ROOT / "functions", ROOT, set(REMOVED_BY_ROUTES)) == []
 
 
 def test_the_getter_check_finds_a_handler_taking_a_store(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ class BulkUploadQuery(BaseModel):
         "message (where the stack's AllowJobTopics parameter allows it).",
     )
     # The job's defaults for its rows' link attributes (docs/campaign-links.md); a row's own cell
-    # wins. Read and validated by functions/api/bulk.py's _defaults (LinkAttributes).
+    # wins. Read and validated by functions/api/request.py's link_defaults (LinkAttributes).
     expires_at: str | None = Field(
         default=None,
         description="Default expiry of every row's link (ISO 8601 with an offset, in the future).",

@@ -1,19 +1,20 @@
 """The API function's services, one per container (its redirect cache lives as long as the
-container)."""
+container). Each is named for what the routes do with it; none hands a store to a handler."""
 
 from functools import lru_cache
 
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
+from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
 from shortener.exceptions import ServiceUnavailableError
 from shortener.jobs.batches import Batches
 from shortener.jobs.bucket import BulkFiles
 from shortener.jobs.invoke import FilesFunction
-from shortener.jobs.metering import Metering
-from shortener.jobs.quotas import DailyQuota
+from shortener.jobs.service import JobQueries, JobReadOptions, JobSubmissions, UploadLimits
 from shortener.jobs.store import JobsStore
 from shortener.jobs.store.batches import BatchStore
+from shortener.jobs.submit import BulkOptions
 from shortener.links.bulk_create import InlineBulk
 from shortener.links.codes import code_generator
 from shortener.links.management import LinkManager, StageCacheInvalidator
@@ -23,8 +24,13 @@ from shortener.links.store import LinksStore
 from shortener.links.store_hosts import LinkHostScan
 from shortener.loops.queue import BulkQueue
 from shortener.loops.scaling import WorkStarter
+from shortener.observability import logger
 from shortener.services import links, loops, quotas
 from shortener.settings import api_settings
+
+# A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
+# which only small jobs with very long URLs need (larger jobs are served as a file).
+RESULTS_PAGE_BYTES = 5_000_000
 
 
 @lru_cache(maxsize=1)
@@ -49,40 +55,69 @@ def api_takedowns() -> HostTakedowns | None:
     return HostTakedowns(guard, LinkHostScan(settings.LINKS_TABLE), snapshot=links.blocked_hosts(settings))
 
 
-def daily_quota() -> DailyQuota | None:
-    """Each owner's daily quota of bulk rows and bytes."""
-    return quotas.daily_quota(api_settings())
+@lru_cache(maxsize=1)
+def job_queries() -> JobQueries:
+    """A caller's jobs: each one's status, results, click report and QR labels (the jobs, clicks
+    and QR routes share it)."""
+    settings = api_settings()
+    return JobQueries(
+        JobsStore(settings.JOBS_TABLE),
+        BulkFiles(),
+        _jobs_worker(),
+        clicks=_click_counters,
+        options=JobReadOptions(
+            url_seconds=settings.RESULTS_URL_SECONDS,
+            inline_rows=settings.INLINE_RESULTS_ROWS,
+            results_page_bytes=RESULTS_PAGE_BYTES,
+        ),
+        logger=logger,
+    )
 
 
 @lru_cache(maxsize=1)
-def jobs() -> JobsStore:
-    return JobsStore(api_settings().JOBS_TABLE)
+def job_submissions() -> JobSubmissions:
+    """Starting jobs: a CSV in the body, or a job waiting for its file in the bulk bucket."""
+    settings = api_settings()
+    return JobSubmissions(
+        JobsStore(settings.JOBS_TABLE),
+        BulkQueue(),
+        BulkFiles(),
+        queue_url=settings.BULK_QUEUE_URL,
+        options=BulkOptions(
+            rows_per_message=settings.BULK_ROWS_PER_MESSAGE,
+            message_bytes=settings.BULK_MESSAGE_BYTES,
+            retention_days=settings.JOB_RETENTION_DAYS,
+        ),
+        limits=UploadLimits(
+            body_bytes=settings.MAX_UPLOAD_BYTES,
+            body_rows=settings.MAX_UPLOAD_ROWS,
+            direct_bytes=settings.MAX_DIRECT_UPLOAD_BYTES,
+            anonymous_bytes=settings.ANONYMOUS_MAX_UPLOAD_BYTES or None,
+            url_seconds=settings.UPLOAD_URL_SECONDS,
+        ),
+        check_code_key=lambda: api_links().check_code_key(),
+        loops=_work_loops,
+        quota=lambda: quotas.daily_quota(api_settings()),
+        # What counts the work of an upload, for its job's usage.
+        metering=lambda: metering(api_settings().AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+    )
 
 
 @lru_cache(maxsize=1)
-def queue() -> BulkQueue:
-    return BulkQueue()
+def click_reports() -> ClickReports:
+    """A link's clicks over a range, and the caller's most followed links."""
+    return ClickReports(api_link_manager(), _click_counters)
 
 
 @lru_cache(maxsize=1)
-def files() -> BulkFiles:
-    return BulkFiles()
-
-
-@lru_cache(maxsize=1)
-def files_function() -> FilesFunction | None:
+def _jobs_worker() -> FilesFunction | None:
     name = api_settings().FILES_FUNCTION
     return FilesFunction(name) if name else None
 
 
 @lru_cache(maxsize=1)
-def work_loops() -> WorkStarter | None:
+def _work_loops() -> WorkStarter | None:
     return loops.work_loops(api_settings())
-
-
-def bulk_metering() -> Metering:
-    """What counts the work of an upload, for its job's usage."""
-    return metering(api_settings().AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
 
 
 def stage_cache_invalidator(base_url: str) -> StageCacheInvalidator:
@@ -94,19 +129,19 @@ def stage_cache_invalidator(base_url: str) -> StageCacheInvalidator:
 def api_batches() -> Batches:
     """Accepting batches of link changes and reporting on them (the files function runs them)."""
     settings = api_settings()
-    function = files_function()
+    function = _jobs_worker()
     if function is None:
         raise ServiceUnavailableError("This stack has no files function to run batches.")
     return Batches(
         BatchStore(settings.JOBS_TABLE),
-        jobs(),
+        JobsStore(settings.JOBS_TABLE),
         function.run_batch,
         retention_days=settings.JOB_RETENTION_DAYS,
     )
 
 
 @lru_cache(maxsize=1)
-def api_clicks() -> ClicksStore:
+def _click_counters() -> ClicksStore:
     """The reader of click counters (and of large jobs' click report state)."""
     name = api_settings().CLICKS_TABLE
     if not name:

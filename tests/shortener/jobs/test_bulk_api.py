@@ -8,6 +8,7 @@ import boto3
 import pytest
 
 from shortener.jobs.model import ChunkMessage
+from shortener.jobs.store import JobsStore
 from shortener.settings import api_settings
 from tests.support.api import call
 from tests.support.bulk import BOUNDARY, create_bulk_queues, csv_text, multipart_body
@@ -25,11 +26,9 @@ def queue_url(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def api(queue_url: str) -> ModuleType:
-    from functions.api import app, bulk
+    from functions.api import app
 
     app.links.cache_clear()
-    bulk.jobs.cache_clear()
-    bulk.queue.cache_clear()
     return app
 
 
@@ -353,9 +352,7 @@ def test_a_job_names_a_topic_only_where_the_stack_allows_it(
     assert upload_naming_topic(api, "arn:aws:sns:eu-west-1:123456789012:x")["statusCode"] == 400
     accepted = upload_naming_topic(api, TOPIC)
     assert accepted["statusCode"] == 202, accepted["body"]
-    from functions.api import bulk
-
-    job = bulk.jobs().get_job(json.loads(accepted["body"])["job_id"])
+    job = JobsStore(api_settings().JOBS_TABLE).get_job(json.loads(accepted["body"])["job_id"])
     assert job is not None and job.notify_topic == TOPIC
 
 

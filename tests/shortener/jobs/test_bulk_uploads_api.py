@@ -16,6 +16,7 @@ from shortener.loops.queue_metrics import QueueMetrics
 from shortener.loops.scaling import LoopBounds, LoopScaler, WorkStarter
 from shortener.loops.scaling_model import LoopTarget
 from shortener.loops.store import LoopsStore
+from shortener.services import api as api_services
 from shortener.settings import api_settings
 from tests.support.api import call, response_header
 from tests.support.bulk import BUCKET, create_bulk_bucket, create_bulk_queues
@@ -41,19 +42,17 @@ class RecordingFiles:
 def api(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("BULK_QUEUE_URL", create_bulk_queues())
     monkeypatch.setenv("BULK_BUCKET", create_bulk_bucket())
-    from functions.api import app, bulk
+    from functions.api import app
 
-    for cached in (app.links, bulk.jobs, bulk.queue, bulk.files, bulk.files_function, bulk.work_loops):
-        cached.cache_clear()
+    app.links.cache_clear()
     return app
 
 
 @pytest.fixture
 def files_function(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> RecordingFiles:
-    from functions.api import bulk
-
     recording = RecordingFiles()
-    monkeypatch.setattr(bulk, "files_function", lambda: recording)
+    monkeypatch.setattr(api_services, "_jobs_worker", lambda: recording)
+    api_services.job_queries.cache_clear()
     return recording
 
 
@@ -232,7 +231,6 @@ def test_a_new_job_starts_the_loops_it_needs_itself(
     api: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given no loop running (MinLoops 0) and the API able to start loops
-    from functions.api import bulk
     from shortener.settings import api_settings
 
     starter = RecordingStarter()
@@ -245,7 +243,8 @@ def test_a_new_job_starts_the_loops_it_needs_itself(
         LoopBounds(0, 3, 2),
     )
     target = LoopTarget(queue_name="test-BulkQueue", queue_url=queue_url, function_name="poller")
-    monkeypatch.setattr(bulk, "work_loops", lambda: WorkStarter(scaler, target))
+    monkeypatch.setattr(api_services, "_work_loops", lambda: WorkStarter(scaler, target))
+    api_services.job_submissions.cache_clear()
     # When a job of 1,000 rows (4 messages) is accepted
     text = "url\n" + "".join(f"https://example.com/{n}\n" for n in range(1000))
     answer = call(api, api_event("POST", "/bulk", body=text.encode(), headers={"Content-Type": "text/csv"}))

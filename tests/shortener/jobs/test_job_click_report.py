@@ -31,13 +31,13 @@ def api(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("BULK_QUEUE_URL", create_bulk_queues())
     monkeypatch.setenv("BULK_BUCKET", create_bulk_bucket())
     monkeypatch.setenv("INLINE_RESULTS_ROWS", "2")
-    from functions.api import app, bulk, clicks
+    from functions.api import app
+    from shortener.services import api as api_services
 
     app.links.cache_clear()
-    for cached in (bulk.jobs, bulk.queue, bulk.files, bulk.files_function):
-        cached.cache_clear()
     recorder = RecordingFiles()
-    monkeypatch.setattr(clicks, "files_function", lambda: recorder)
+    monkeypatch.setattr(api_services, "_jobs_worker", lambda: recorder)
+    api_services.job_queries.cache_clear()
     app.recorder = recorder  # type: ignore[attr-defined]
     return app
 

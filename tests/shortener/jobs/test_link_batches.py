@@ -39,7 +39,7 @@ class StartedBatches:
 @pytest.fixture
 def started(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> StartedBatches:
     starter = StartedBatches()
-    monkeypatch.setattr(api_services, "files_function", lambda: starter)
+    monkeypatch.setattr(api_services, "_jobs_worker", lambda: starter)
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "test-files")
     return starter
 

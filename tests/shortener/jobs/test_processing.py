@@ -103,11 +103,9 @@ def queue_url(bulk_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def api(bulk_env: dict[str, str]) -> ModuleType:
-    from functions.api import app, bulk
+    from functions.api import app
 
     app.links.cache_clear()
-    bulk.jobs.cache_clear()
-    bulk.queue.cache_clear()
     return app
 
 
@@ -497,11 +495,12 @@ def test_results_of_a_very_large_job_continue_on_a_linked_page(
     api: ModuleType, bulk_env: dict[str, str], queue_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a processed job of 600 rows (3 chunks) and pages of about one chunk
-    from functions.api import bulk
+    from shortener.services import api as api_services
 
     job_id = upload(api, csv_text([[f"https://example.com/{n}"] for n in range(600)]))
     drain(bulk_env, queue_url)
-    monkeypatch.setattr(bulk, "RESULTS_PAGE_BYTES", 10_000)
+    monkeypatch.setattr(api_services, "RESULTS_PAGE_BYTES", 10_000)
+    api_services.job_queries.cache_clear()
     # When the results are read page by page, following the Link header
     rows: list[int] = []
     path = f"/jobs/{job_id}/results"

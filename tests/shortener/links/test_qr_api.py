@@ -75,7 +75,9 @@ def job_qr(api: ModuleType, job_id: str) -> dict[str, Any]:
 def test_a_jobs_labels_wait_for_the_job_and_any_size_of_done_job_is_built(
     api: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.api import qr
+    import qr  # the API function's module, by the name Lambda imports it (pytest's pythonpath)
+
+    from shortener.jobs.service import JobQueries
 
     # Given a running job and a done one of two million rows, alice's (as the jobs table gives them)
     running = Job(
@@ -86,10 +88,13 @@ def test_a_jobs_labels_wait_for_the_job_and_any_size_of_done_job_is_built(
         update={"job_id": "b" * 32, "total": 2_000_000, "succeeded": 2_000_000, "results": written}
     )
     known = {job.job_id: job for job in (running, done)}
-    monkeypatch.setattr(qr, "jobs", lambda: SimpleNamespace(get_job=known.get))
     asked: list[Any] = []
-    monkeypatch.setattr(qr, "files", lambda: SimpleNamespace(modified_at=lambda bucket, key: None))
-    monkeypatch.setattr(qr, "files_function", lambda: SimpleNamespace(request_labels=asked.append))
+    queries = JobQueries(
+        SimpleNamespace(get_job=known.get),  # type: ignore[arg-type]
+        SimpleNamespace(modified_at=lambda bucket, key: None),  # type: ignore[arg-type]
+        SimpleNamespace(request_labels=asked.append),  # type: ignore[arg-type]
+    )
+    monkeypatch.setattr(qr, "job_queries", lambda: queries)
     # A job still running: 409, ask again later
     waiting = job_qr(api, running.job_id)
     assert (waiting["statusCode"], json.loads(waiting["body"])["error"]) == (409, "job_not_done")
