@@ -14,7 +14,8 @@ from email.parser import BytesParser
 from email.policy import HTTP
 
 from shortener.exceptions import InvalidCsvError, PayloadTooLargeError, UnsupportedMediaTypeError
-from shortener.jobs.model import BulkRow, CsvFormat, FileEncoding, ReadPosition
+from shortener.jobs.message_model import BulkRow
+from shortener.jobs.model import CsvFormat, FileEncoding, ReadPosition
 from shortener.links.model import ATTRIBUTE_COLUMNS
 
 # Media types a CSV file arrives with from browsers, spreadsheets and scripts.

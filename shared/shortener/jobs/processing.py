@@ -18,8 +18,9 @@ from shortener.jobs.chunk_outcomes import (
     fail_chunk,
     request_results_if_complete,
 )
+from shortener.jobs.message_model import ChunkMessage, ChunkResult
 from shortener.jobs.metering import Meter, Metering, map_in_context, null_metering
-from shortener.jobs.model import ChunkIds, ChunkMessage, ChunkResult, JobUsage, RowOutcome
+from shortener.jobs.model import ChunkIds, JobUsage, RowOutcome
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
 from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields

@@ -21,8 +21,9 @@ from typing import Any, Literal, Protocol
 from shortener import clock
 from shortener.exceptions import InvalidCsvError
 from shortener.jobs.csv_reader import CsvRows
+from shortener.jobs.message_model import ChunkMessage
 from shortener.jobs.metering import Meter, Metering, null_metering
-from shortener.jobs.model import ChunkMessage, CsvFormat, Job, JobError, JobUsage, ReadPosition
+from shortener.jobs.model import CsvFormat, Job, JobError, JobUsage, ReadPosition
 from shortener.jobs.packing import MessagePacker
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.submit import MessageSender, WorkLoops
