@@ -56,7 +56,7 @@ def read_bulk_request(raw: bytes, fields_of: Any) -> list[Any]:
         raise InvalidFieldsError('Send {"links": [{"url": ...}, ...]} with 1 to 1,000 links.') from exc
 
 
-class InlineBulk:
+class BulkCreate:
     """Shortens a list of links in the call. One instance per container (it keeps a pool of ids
     and of writer threads)."""
 
