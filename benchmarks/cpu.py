@@ -42,7 +42,7 @@ from botocore.compat import HAS_CRT
 
 from shortener import aws
 from shortener.jobs.bulk import ChunkProcessor
-from shortener.jobs.model import ChunkMessage
+from shortener.jobs.message_model import ChunkMessage
 from shortener.jobs.store import JobsStore
 from shortener.links.codes import code_generator
 from shortener.links.shortening import LinkService

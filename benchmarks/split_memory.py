@@ -87,9 +87,9 @@ def prepare(endpoint: str, rows: int) -> dict[str, Any]:
     from local_stack.cloudformation.template import create_table_arguments
     from shortener.jobs.bucket import BulkFiles
     from shortener.jobs.bulk import BulkOptions, JobOrigin, create_upload_job
-    from shortener.jobs.model import DirectUploadRequest
     from shortener.jobs.store import JobsStore
     from shortener.jobs.tasks_model import SplitRequest
+    from shortener.jobs.view_model import DirectUploadRequest
 
     boto3.client("dynamodb").create_table(**create_table_arguments("JobsTable", "jobs"))
     boto3.client("s3").create_bucket(Bucket="bulk")

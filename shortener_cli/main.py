@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener.exceptions import InvalidKeyRequestError, ShortenerError
+from shortener.links.model import TEXT_ATTRIBUTES
 from shortener_cli import keys, output
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
@@ -144,7 +145,8 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     update = commands.add_parser("update", help="change a link's target, title or tags, or disable it")
     update.add_argument("code")
     update.add_argument("--url", help="the new target (the code stays the same)")
-    update.add_argument("--title")
+    for name in TEXT_ATTRIBUTES:
+        update.add_argument(f"--{name}")
     update.add_argument("--tag", action="append", dest="tags", help="a tag (repeat; replaces the tags)")
     state = update.add_mutually_exclusive_group()
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
@@ -581,7 +583,7 @@ def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
         key: value
         for key, value in (
             ("url", args.url),
-            ("title", args.title),
+            *((name, getattr(args, name)) for name in TEXT_ATTRIBUTES),
             ("tags", args.tags),
             ("status", args.status),
         )

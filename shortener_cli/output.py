@@ -7,20 +7,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# The columns of `shortener links --format csv`, in order (the fields of GET /links' links).
-LINK_COLUMNS = (
-    "code",
-    "short_url",
-    "url",
-    "title",
-    "tags",
-    "status",
-    "created_at",
-    "updated_at",
-    "owner",
-    "is_custom",
-    "job_id",
-)
+from shortener.links.model import LinkView
+
+# The columns of `shortener links --format csv`, in order: the fields of GET /links' links but
+# their limits.
+_LIMITS = frozenset({"expires_at", "max_clicks", "clicks_left", "expired"})
+LINK_COLUMNS = tuple(name for name in LinkView.model_fields if name not in _LIMITS)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 

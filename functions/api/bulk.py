@@ -12,8 +12,8 @@ from request import base_url, body_fields, caller, job_origin, link_defaults
 from shortener.http import web
 from shortener.http.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
 from shortener.http.openapi import Answer, link_to, operation
-from shortener.jobs.model import DirectUploadRequest, JobAccepted, JobList, JobStatusView, UploadAccepted
 from shortener.jobs.service import CsvAnswer, FileLink, status_url
+from shortener.jobs.view_model import DirectUploadRequest, JobAccepted, JobList, JobStatusView, UploadAccepted
 from shortener.links.model import ATTRIBUTE_COLUMNS
 from shortener.observability import metrics
 from shortener.services.api import job_queries, job_submissions

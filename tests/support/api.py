@@ -38,6 +38,11 @@ def get_code(api: ModuleType, code: str, headers: dict[str, str] | None = None) 
     )
 
 
+def body(answer: dict[str, Any]) -> Any:
+    """The JSON body of a handler's answer."""
+    return json.loads(answer["body"])
+
+
 def response_header(answer: dict[str, Any], name: str) -> str | None:
     """A header of a proxy response, whether it came in headers or multiValueHeaders."""
     for key, value in (answer.get("headers") or {}).items():

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from shortener import aws, clock
 from shortener.exceptions import MultipartUploadGoneError
-from shortener.jobs.model import PresignedUpload
+from shortener.jobs.view_model import PresignedUpload
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from shortener import clock
-from shortener.jobs.model import ChunkMessage, Job, JobUsage, RecordedChunk, RowOutcome
+from shortener.jobs.message_model import ChunkMessage
+from shortener.jobs.model import Job, JobUsage, RecordedChunk, RowOutcome
 
 
 class ChunkOutcomes(Protocol):

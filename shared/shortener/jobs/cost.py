@@ -12,7 +12,8 @@ so the table and its date stand."""
 
 from dataclasses import dataclass
 
-from shortener.jobs.model import CostLine, JobUsage
+from shortener.jobs.model import JobUsage
+from shortener.jobs.view_model import CostLine
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from email.parser import BytesParser
 from email.policy import HTTP
 
 from shortener.exceptions import InvalidCsvError, PayloadTooLargeError, UnsupportedMediaTypeError
-from shortener.jobs.model import BulkRow, CsvFormat, FileEncoding, ReadPosition
+from shortener.jobs.message_model import BulkRow
+from shortener.jobs.model import CsvFormat, FileEncoding, ReadPosition
 from shortener.links.model import ATTRIBUTE_COLUMNS
 
 # Media types a CSV file arrives with from browsers, spreadsheets and scripts.
@@ -72,8 +73,8 @@ CODE_HEADERS = frozenset(
         "slashtag", "key", "short key",
     )
 )  # fmt: skip
-# Header names of the link attribute columns.
-ATTRIBUTE_HEADERS = {
+# Other header names of link attribute columns; every attribute's own name is one too.
+_ATTRIBUTE_ALIASES = {
     "expires_at": frozenset(
         _header_key(name)
         for name in (
@@ -87,10 +88,12 @@ ATTRIBUTE_HEADERS = {
         )
     ),
     "max_clicks": frozenset(_header_key(name) for name in ("max clicks", "click limit", "max visits")),
-    "title": frozenset({"title"}),
     "tags": frozenset({"tags", "tag"}),
 }
-assert set(ATTRIBUTE_HEADERS) == set(ATTRIBUTE_COLUMNS)
+# Header names of the link attribute columns (shortener.links.model.ATTRIBUTE_COLUMNS).
+ATTRIBUTE_HEADERS = {
+    name: _ATTRIBUTE_ALIASES.get(name, frozenset({_header_key(name)})) for name in ATTRIBUTE_COLUMNS
+}
 _SHOWN_URL_HEADERS = "url (or link, long url, original_url, destination, target, href)"
 _LOOKS_LIKE_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|www\.)\S", re.IGNORECASE)
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from shortener.jobs.chunk_outcomes import ChunkOutcomes, ResultsRequester, fail_chunk
-from shortener.jobs.model import ChunkMessage
+from shortener.jobs.message_model import ChunkMessage
 from shortener.loops.scaling_model import DeadLetterReport, DeadLetterTarget, LoopTarget, QueueDepth
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,6 @@
-"""Bulk jobs: the uploaded CSV's rows, the SQS messages that carry them, and their outcomes."""
+"""Bulk jobs as the jobs table stores them: the job item (its source file, how it is read, its
+progress, results and usage) and a chunk's recorded ids and outcomes. The messages that carry
+rows are in ``message_model``, what the API shows and accepts in ``view_model``."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -6,32 +8,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shortener.exceptions import ShortenerError
-
 JobStatus = Literal["queued", "running", "done"]
+
+
 # A job id: 32 lowercase hex digits (a uuid4 without dashes).
 JOB_ID_TEXT = r"^[0-9a-f]{32}$"
+
+
 # Finer than the status: where a job is on its way (an upload's file first has to arrive and be read).
 JobPhase = Literal["awaiting_upload", "splitting", "processing", "writing_results", "done"]
+
+
 # "body": the CSV came in the request (POST /bulk); "upload": straight to S3 (POST /bulk/uploads).
 JobKind = Literal["body", "upload"]
-
-
-class BulkRow(BaseModel):
-    """One data row of an upload: the URL as written and the custom code wanted for it ('' if none).
-
-    ``row`` is its number in the file (data lines from 1, blank lines counted; 0 when rows are
-    simply numbered in order). ``problem`` says why a line could not be read (it is then a row
-    error ``invalid_row``, and ``url`` shows what the line holds)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    code: str = ""
-    row: int = Field(default=0, ge=0)
-    problem: str = ""
-    # The row's link attribute cells by column name (``ATTRIBUTE_COLUMNS``), only those not empty.
-    attributes: dict[str, str] | None = None
 
 
 class CsvFormat(BaseModel):
@@ -232,161 +221,6 @@ class Job(BaseModel):
         return "done" if self.results is not None else "writing_results"
 
 
-class UploadProgress(BaseModel):
-    """An upload job's file: its name and size, and how much of it has been read into rows."""
-
-    file_name: str
-    size: int
-    bytes_read: int
-
-
-class CostLine(BaseModel):
-    """What a job's work cost: counted requests and units, and a dollar estimate."""
-
-    requests: dict[str, int]
-    write_units: float
-    read_units: float
-    lambda_gb_seconds: float
-    usd: float
-    prices: str
-
-
-class JobStatusView(BaseModel):
-    """What ``GET /jobs/{job_id}`` answers."""
-
-    job_id: str
-    status: JobStatus
-    phase: JobPhase
-    total: int
-    succeeded: int
-    failed: int
-    processed: int
-    created_at: datetime
-    # When the job last made progress: a chunk of rows counted (its creation until the first).
-    # A job that is not done and has not moved for minutes is stuck; see its results and the DLQ.
-    updated_at: datetime
-    # Always the API's results address; while not ready, and for large jobs, it says why or
-    # redirects to the file.
-    results_url: str
-    results_ready: bool
-    # A presigned link to the results file (valid for ``results_file_expires_at``), once written.
-    results_file_url: str | None = None
-    results_file_expires_at: datetime | None = None
-    upload: UploadProgress | None = None
-    # The uploaded file's name, when the upload gave one (a direct upload, a multipart form).
-    file_name: str | None = None
-    error: JobError | None = None
-    # True when the file was not read to its end: ``error`` says why (the status stays "done").
-    ended_early: bool = False
-    # Each line is decoded as UTF-8; ``fallback_encoding`` names the encoding the
-    # ``fallback_lines`` that were not UTF-8 were decoded with (None when every line was UTF-8).
-    encoding: str | None = None
-    fallback_encoding: str | None = None
-    fallback_lines: int = 0
-    cost: CostLine
-    owner: str | None = None
-    # "table" when DynamoDB throttled the job's writes: the table's throughput, not the loops,
-    # bounded how fast it went (docs/capacity.md).
-    throttled_by: Literal["table"] | None = None
-
-
-class JobList(BaseModel):
-    """A page of ``GET /jobs``: newest first; ``next_cursor`` fetches the next page."""
-
-    jobs: list[JobStatusView]
-    next_cursor: str | None = None
-
-
-class JobAccepted(BaseModel):
-    """What ``POST /bulk`` answers."""
-
-    job_id: str
-    total: int
-    status_url: str
-
-
-class DirectUploadRequest(BaseModel):
-    """``POST /bulk/uploads``: the file about to be uploaded straight to S3."""
-
-    model_config = ConfigDict(
-        extra="ignore", str_strip_whitespace=True, validate_by_name=True, validate_by_alias=True
-    )
-
-    file_name: str = Field(default="upload.csv", min_length=1, max_length=255, alias="filename")
-    size: int = Field(gt=0)
-    content_type: str | None = Field(default=None, max_length=255)
-    # An SNS topic of this stack's account and region that also gets the job-ended message
-    # (where the stack allows it: its AllowJobTopics parameter).
-    notify_topic: str | None = Field(default=None, max_length=256)
-
-
-class PresignedUpload(BaseModel):
-    """How to send the file: one HTTP request with this method, URL and headers, before ``expires_at``."""
-
-    method: Literal["PUT"] = "PUT"
-    url: str
-    headers: dict[str, str]
-    expires_at: datetime
-
-
-class UploadAccepted(BaseModel):
-    """What ``POST /bulk/uploads`` answers."""
-
-    job_id: str
-    status_url: str
-    upload: PresignedUpload
-    max_bytes: int
-
-
-class ChunkMessage(BaseModel):
-    """One SQS message: consecutive rows of one job. ``rows`` are compact ``[url, code]`` pairs so
-    that many rows fit in a message; row numbers are ``first_row``, ``first_row + 1``, ... unless
-    ``numbers`` lists them."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    job_id: str = Field(min_length=1)
-    chunk: int = Field(ge=0)
-    first_row: int = Field(ge=1)
-    rows: list[tuple[str, str]] = Field(min_length=1)
-    # Link attribute cells of the rows that have any, by the row's index in ``rows``; and the
-    # job's defaults for every row (both as text, read by ``shortener.links.model.attributes_of``).
-    attributes: dict[int, dict[str, str]] = {}
-    defaults: dict[str, str] = {}
-    # The host the upload arrived on (and the shortener's other hosts): links back to the
-    # shortener itself are refused.
-    own_host: str | None = None
-    own_hosts: list[str] = []
-    # The uploader's owner id: every link of the job is theirs.
-    owner: str | None = None
-    # The row numbers, when they do not simply follow ``first_row`` (blank lines in the file).
-    numbers: list[int] = []
-    # Rows whose line could not be read (by index in ``rows``): why, for their ``invalid_row`` error.
-    problems: dict[int, str] = {}
-    # Set when the rows may not be processed (``"quota_exceeded: <why>"``): each is that row error.
-    refused: str = ""
-    # Set by the restarter when it sends a dead-lettered message back for one last attempt
-    # (shortener.jobs.dead_letters): if that attempt fails too, the loop fails the rows with
-    # that attempt's reason instead of letting SQS deliver the message again.
-    last_attempt: bool = False
-
-    def row_number(self, index: int) -> int:
-        """The file's row number of ``rows[index]``."""
-        return self.numbers[index] if self.numbers else self.first_row + index
-
-    def bulk_rows(self) -> list[BulkRow]:
-        return [
-            BulkRow(
-                url=url,
-                code=code,
-                row=self.row_number(index),
-                problem=self.problems.get(index, ""),
-                attributes=self.attributes.get(index),
-            )
-            for index, (url, code) in enumerate(self.rows)
-        ]
-
-
 @dataclass(frozen=True, slots=True)
 class RowOutcome:
     """The outcome of one row: a code, or an error (``"<word>: <sentence>"``). A plain value, not a
@@ -424,18 +258,3 @@ class RecordedChunk(BaseModel):
     succeeded: int
     failed: int
     dead_letter: bool = False
-
-
-class ChunkResult(BaseModel):
-    """What processing one message did: ``counted`` is False when a redelivery found it done."""
-
-    succeeded: int
-    failed: int
-    counted: bool
-
-
-class QueueUnavailableError(ShortenerError):
-    """The rows could not be queued; the job was withdrawn and the upload can be retried."""
-
-    status_code = 503
-    error = "queue_unavailable"

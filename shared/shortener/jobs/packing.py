@@ -3,7 +3,7 @@ receiving and counting cost per message, not per row."""
 
 from collections.abc import Mapping, Sequence
 
-from shortener.jobs.model import BulkRow, ChunkMessage
+from shortener.jobs.message_model import BulkRow, ChunkMessage
 
 
 class MessagePacker:

@@ -18,11 +18,12 @@ from shortener.jobs.chunk_outcomes import (
     fail_chunk,
     request_results_if_complete,
 )
+from shortener.jobs.message_model import ChunkMessage, ChunkResult
 from shortener.jobs.metering import Meter, Metering, map_in_context, null_metering
-from shortener.jobs.model import ChunkIds, ChunkMessage, ChunkResult, JobUsage, RowOutcome
+from shortener.jobs.model import ChunkIds, JobUsage, RowOutcome
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
-from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of
+from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
 
@@ -295,14 +296,7 @@ def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationE
 def _with_attributes(link: Link, attributes: LinkAttributes | None) -> Link:
     if attributes is None:
         return link
-    return link.model_copy(
-        update={
-            "title": attributes.title,
-            "tags": tuple(attributes.tags),
-            "expires_at": attributes.expires_at,
-            "max_clicks": attributes.max_clicks,
-        }
-    )
+    return link.model_copy(update=link_fields(attributes))
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:

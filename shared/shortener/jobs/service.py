@@ -26,14 +26,7 @@ from shortener.jobs.click_reports import (
 from shortener.jobs.csv_reader import read_upload
 from shortener.jobs.labels import labels_key, labels_state
 from shortener.jobs.metering import Metering, null_metering
-from shortener.jobs.model import (
-    DirectUploadRequest,
-    Job,
-    JobList,
-    JobStatusView,
-    PresignedUpload,
-    RowOutcome,
-)
+from shortener.jobs.model import Job, RowOutcome
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.results import ending_line, results_page
 from shortener.jobs.submit import (
@@ -49,6 +42,7 @@ from shortener.jobs.submit import (
     submit_job,
 )
 from shortener.jobs.tasks_model import LabelsRequest, SplitRequest
+from shortener.jobs.view_model import DirectUploadRequest, JobList, JobStatusView, PresignedUpload
 from shortener.links.management import require_key
 from shortener.links.qr_model import QrFormat
 

@@ -21,8 +21,9 @@ from typing import Any, Literal, Protocol
 from shortener import clock
 from shortener.exceptions import InvalidCsvError
 from shortener.jobs.csv_reader import CsvRows
+from shortener.jobs.message_model import ChunkMessage
 from shortener.jobs.metering import Meter, Metering, null_metering
-from shortener.jobs.model import ChunkMessage, CsvFormat, Job, JobError, JobUsage, ReadPosition
+from shortener.jobs.model import CsvFormat, Job, JobError, JobUsage, ReadPosition
 from shortener.jobs.packing import MessagePacker
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.submit import MessageSender, WorkLoops
@@ -83,6 +84,16 @@ class SplitSuccessor(Protocol):
     def request_results(self, job_id: str) -> None: ...
 
 
+@dataclass(slots=True)
+class SplitReport:
+    """What one invocation of the split did."""
+
+    outcome: SplitOutcome
+    rows: int = 0  # rows queued by this invocation
+    messages: int = 0
+    job: Job | None = field(default=None, repr=False)
+
+
 @dataclass(frozen=True, slots=True)
 class SplitOptions:
     """How rows are packed, how often the split is checkpointed, and its timing."""
@@ -95,16 +106,6 @@ class SplitOptions:
     handover_seconds: float = 60
     # How long a lease outlives its invocation's deadline, and how long a successor has to start.
     lease_grace_seconds: int = 60
-
-
-@dataclass(slots=True)
-class SplitReport:
-    """What one invocation of the split did."""
-
-    outcome: SplitOutcome
-    rows: int = 0  # rows queued by this invocation
-    messages: int = 0
-    job: Job | None = field(default=None, repr=False)
 
 
 class Splitter:

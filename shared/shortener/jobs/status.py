@@ -6,7 +6,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from shortener.jobs.cost import cost_line
-from shortener.jobs.model import Job, JobStatusView, UploadProgress
+from shortener.jobs.model import Job
+from shortener.jobs.view_model import JobStatusView, UploadProgress
 
 StalledWork = Literal["split", "results"]
 # A complete job whose results file nobody has claimed this long after its last count has lost

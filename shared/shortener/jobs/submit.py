@@ -12,20 +12,13 @@ from shortener import clock
 from shortener.access.model import ANONYMOUS_OWNER, Caller
 from shortener.exceptions import JobNotFoundError, PayloadTooLargeError
 from shortener.jobs.chunk_outcomes import expiry
+from shortener.jobs.message_model import BulkRow, QueueUnavailableError
 from shortener.jobs.metering import Metering, null_metering
-from shortener.jobs.model import (
-    BulkRow,
-    DirectUploadRequest,
-    FileEncoding,
-    Job,
-    JobUsage,
-    PresignedUpload,
-    QueueUnavailableError,
-    UploadSource,
-)
+from shortener.jobs.model import FileEncoding, Job, JobUsage, UploadSource
 from shortener.jobs.packing import pack_rows
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.tasks_model import upload_key
+from shortener.jobs.view_model import DirectUploadRequest, PresignedUpload
 
 JOB_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 # S3 takes at most 5 GiB in one PUT (larger objects need a multipart upload).

@@ -27,7 +27,7 @@ from shortener.links.bulk_create_model import (
 )
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
-from shortener.links.model import Link
+from shortener.links.model import Link, link_fields
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
 
@@ -56,7 +56,7 @@ def read_bulk_request(raw: bytes, fields_of: Any) -> list[Any]:
         raise InvalidFieldsError('Send {"links": [{"url": ...}, ...]} with 1 to 1,000 links.') from exc
 
 
-class InlineBulk:
+class BulkCreate:
     """Shortens a list of links in the call. One instance per container (it keeps a pool of ids
     and of writer threads)."""
 
@@ -127,12 +127,9 @@ class InlineBulk:
             url=url,
             created_at=clock.now(),
             owner=owner,
-            title=request.title,
-            tags=tuple(request.tags),
             # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
             # found by its URL (shortener.links.bulk_writes).
-            expires_at=request.expires_at,
-            max_clicks=request.max_clicks,
+            **link_fields(request),
         )
 
     def _write_conditional(

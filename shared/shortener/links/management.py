@@ -24,7 +24,7 @@ from shortener.http.paging import (
     page_size,
 )
 from shortener.links.codes import is_well_formed
-from shortener.links.model import Link, LinkUpdate
+from shortener.links.model import Link, LinkLimits, LinkUpdate, link_fields
 from shortener.links.shortening import LinkService
 from shortener.links.store_changes import LinkChangedError
 from shortener.links.store_listing import LinkPage
@@ -164,10 +164,12 @@ class LinkManager:
             if url != link.url and self._service.guard is not None:
                 self._service.guard.check(url)
             fields["url"] = url
-        if update.title is not None:
-            fields["title"] = update.title
-        if update.tags is not None:
-            fields["tags"] = tuple(update.tags)
+        # The link's own attributes (title, tags): sent as null, left as they are.
+        fields.update(
+            (name, value)
+            for name, value in link_fields(update).items()
+            if value is not None and name not in LinkLimits.model_fields
+        )
         if update.status is not None:
             fields["status"] = update.status
         # Sent as null, a limit is removed; a click count is kept while the link has a limit.

@@ -68,13 +68,14 @@ class LinkLimits(BaseModel):
     max_clicks: MaxClicks | None = None
 
 
-# The optional columns of a bulk file that set a link's attributes (tags: comma-separated).
-ATTRIBUTE_COLUMNS = ("expires_at", "max_clicks", "title", "tags")
-
-
 class LinkAttributes(LinkLimits):
     """A bulk row's title, tags and limits, from the text of its cells (an empty cell: not
-    given) over the job's defaults. ``tags`` is one text with the tags separated by commas."""
+    given) over the job's defaults. ``tags`` is one text with the tags separated by commas.
+
+    Its fields are a link's optional attributes: the bulk file's columns (ATTRIBUTE_COLUMNS), a
+    job's defaults, and what every way of making a link copies onto it (``link_fields``) follow
+    from them, so a new attribute is a field here, on ``ShortenRequest``, ``Link``, ``LinkView``
+    and ``LinkUpdate`` (CONTRIBUTING.md, "Adding a link field")."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -99,15 +100,39 @@ class LinkAttributes(LinkLimits):
 
     def as_cells(self) -> dict[str, str]:
         """The attributes given, as the text of bulk cells (a job's defaults travel so)."""
-        cells = {
-            "expires_at": self.expires_at.isoformat() if self.expires_at else "",
-            "max_clicks": str(self.max_clicks) if self.max_clicks is not None else "",
-            "title": self.title,
-            "tags": ",".join(self.tags),
-        }
+        cells = {name: _cell_text(getattr(self, name)) for name in ATTRIBUTE_COLUMNS}
         return {
             name: cells[name] for name in ATTRIBUTE_COLUMNS if name in self.model_fields_set and cells[name]
         }
+
+
+# The optional columns of a bulk file that set a link's attributes (tags: comma-separated).
+ATTRIBUTE_COLUMNS = tuple(LinkAttributes.model_fields)
+# The attributes that are one text each (title): the CLI's `update --<name>` options.
+TEXT_ATTRIBUTES = tuple(
+    name for name in ATTRIBUTE_COLUMNS if LinkAttributes.model_fields[name].annotation is str
+)
+
+
+def _cell_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return ",".join(value)
+    return str(value)
+
+
+def link_fields(source: BaseModel) -> dict[str, object]:
+    """The link attributes (ATTRIBUTE_COLUMNS) ``source`` has (a request, a bulk row's attributes,
+    an update), as ``Link``'s fields: lists as tuples."""
+    return {
+        name: tuple(value) if isinstance(value, list) else value
+        for name in ATTRIBUTE_COLUMNS
+        if name in type(source).model_fields
+        for value in [getattr(source, name)]
+    }
 
 
 def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) -> LinkAttributes | None:
@@ -202,22 +227,12 @@ class LinkView(BaseModel):
 
     @classmethod
     def of(cls, link: Link, base_url: str) -> "LinkView":
+        stored = {name: getattr(link, name) for name in cls.model_fields if name in Link.model_fields}
         return cls(
-            code=link.code,
             short_url=base_url + link.code,
-            url=link.url,
-            title=link.title,
-            tags=list(link.tags),
-            status=link.status,
-            created_at=link.created_at,
-            updated_at=link.updated_at,
-            owner=link.owner,
-            is_custom=link.is_custom,
-            job_id=link.job_id,
-            expires_at=link.expires_at,
-            max_clicks=link.max_clicks,
             clicks_left=link.clicks_left,
             expired=link.expired(clock.now()),
+            **stored,
         )
 
 

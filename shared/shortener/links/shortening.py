@@ -23,7 +23,7 @@ from shortener.exceptions import (
     LinkNotFoundError,
 )
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
-from shortener.links.model import Link, ShortenRequest, ShortenResult
+from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
 from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.links.urls import UrlPolicy, normalise_url, url_key
 
@@ -229,10 +229,7 @@ class LinkService:
             url=url,
             created_at=clock.now(),
             owner=owner,
-            title=request.title,
-            tags=tuple(request.tags),
-            expires_at=request.expires_at,
-            max_clicks=request.max_clicks,
+            **link_fields(request),
         )
         if request.code:
             link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)

@@ -37,7 +37,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from shortener.exceptions import CodeKeyChangedError
-from shortener.jobs.model import ChunkMessage, ChunkResult
+from shortener.jobs.message_model import ChunkMessage, ChunkResult
 from shortener.loops.model import LoopInvocation
 
 _MAX_MESSAGES = 10

@@ -15,7 +15,7 @@ from shortener.jobs.service import JobQueries, JobReadOptions, JobSubmissions, U
 from shortener.jobs.store import JobsStore
 from shortener.jobs.store.batches import BatchStore
 from shortener.jobs.submit import BulkOptions
-from shortener.links.bulk_create import InlineBulk
+from shortener.links.bulk_create import BulkCreate
 from shortener.links.codes import code_generator
 from shortener.links.management import LinkManager, StageCacheInvalidator
 from shortener.links.shortening import LinkService
@@ -150,10 +150,10 @@ def _click_counters() -> ClicksStore:
 
 
 @lru_cache(maxsize=1)
-def api_bulk_links() -> InlineBulk:
+def api_bulk_links() -> BulkCreate:
     """The API container's shortener of ``POST /links/bulk`` calls."""
     settings = api_settings()
-    return InlineBulk(
+    return BulkCreate(
         LinksStore(settings.LINKS_TABLE),
         api_links(),
         code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),

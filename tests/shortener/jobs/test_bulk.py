@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from shortener.exceptions import InvalidCsvError, PayloadTooLargeError
 from shortener.jobs.bulk import neutralise, pack_rows, parse_csv, read_upload, results_csv, results_page
-from shortener.jobs.model import BulkRow, RowOutcome
+from shortener.jobs.message_model import BulkRow
+from shortener.jobs.model import RowOutcome
 from shortener.jobs.store.chunk_records import (
     decode_id_ranges,
     decode_outcomes,

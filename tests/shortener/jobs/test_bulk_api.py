@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.jobs.model import ChunkMessage
+from shortener.jobs.message_model import ChunkMessage
 from shortener.jobs.store import JobsStore
 from shortener.settings import api_settings
 from tests.support.api import call

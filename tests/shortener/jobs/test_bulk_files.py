@@ -14,13 +14,15 @@ import pytest
 from shortener.aws_usage import Meter
 from shortener.jobs.bucket import MIN_PART_BYTES, BulkFiles, FileChangedError
 from shortener.jobs.bulk import BulkOptions, ChunkProcessor, JobOrigin, create_upload_job
-from shortener.jobs.model import ChunkMessage, DirectUploadRequest, Job
+from shortener.jobs.message_model import ChunkMessage
+from shortener.jobs.model import Job
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.results import ResultsWriter
 from shortener.jobs.split import SplitOptions, Splitter
 from shortener.jobs.store import JobsStore
 from shortener.jobs.store.quotas import DailyQuotaStore
 from shortener.jobs.tasks_model import S3Event, SplitRequest
+from shortener.jobs.view_model import DirectUploadRequest
 from shortener.links.codes import code_generator
 from shortener.links.store import LinksStore
 from shortener.loops.queue import BulkQueue

@@ -12,9 +12,9 @@ import pytest
 from freezegun import freeze_time
 
 from shortener.jobs.bulk import BulkOptions, JobOrigin, create_upload_job
-from shortener.jobs.model import DirectUploadRequest
 from shortener.jobs.store import JobsStore
 from shortener.jobs.tasks_model import SplitRequest
+from shortener.jobs.view_model import DirectUploadRequest
 from shortener.links.store import LinksStore
 from tests.shortener.jobs.test_bulk_files import World
 from tests.shortener.jobs.test_processing import api, bulk_env, drain, queue_url, results  # noqa: F401

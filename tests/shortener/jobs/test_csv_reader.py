@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from shortener.exceptions import InvalidCsvError
 from shortener.jobs.cost import cost_line
 from shortener.jobs.csv_reader import CsvRows, detect_format, parse_csv
-from shortener.jobs.model import BulkRow, Job, JobUsage, ReadPosition, SplitState, UploadSource
+from shortener.jobs.message_model import BulkRow
+from shortener.jobs.model import Job, JobUsage, ReadPosition, SplitState, UploadSource
 from shortener.jobs.packing import MessagePacker
 from shortener.jobs.status import stalled_work
 

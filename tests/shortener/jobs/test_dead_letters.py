@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shortener.jobs.dead_letters import DeadLetterSettler, dead_letter_error
-from shortener.jobs.model import ChunkMessage, Job, RecordedChunk, RowOutcome
+from shortener.jobs.message_model import ChunkMessage
+from shortener.jobs.model import Job, RecordedChunk, RowOutcome
 from shortener.loops.scaling_model import DeadLetterTarget, LoopTarget, QueueDepth
 
 TARGET = LoopTarget(queue_name="bulk", queue_url="https://sqs/1/bulk", function_name="poller")

@@ -3,7 +3,6 @@ batch and starts the jobs worker, which changes every selected link as PATCH/DEL
 GET /links/batch/{batch_id} reports counts and outcomes; a page is counted once however often it
 runs; a batch whose worker crashed is started again and cannot stay "running" forever."""
 
-import json
 import threading
 import uuid
 from http.server import ThreadingHTTPServer
@@ -20,7 +19,7 @@ from shortener.jobs.store import JobsStore
 from shortener.jobs.store.batches import BatchStore
 from shortener.services import api as api_services
 from shortener.services import worker as worker_services
-from tests.support.api import ApiCaller
+from tests.support.api import ApiCaller, body
 from tests.support.lambda_context import FakeLambdaContext
 
 pytestmark = pytest.mark.integration
@@ -57,10 +56,6 @@ def bob(api: ModuleType) -> ApiCaller:
 @pytest.fixture
 def admin(api: ModuleType) -> ApiCaller:
     return ApiCaller(api, "ops", role="admin")
-
-
-def body(answer: dict[str, Any]) -> Any:
-    return json.loads(answer["body"])
 
 
 def start(caller: ApiCaller, payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import pytest
 from shortener import aws as aws_clients
 from shortener.aws import DynamoDBTable
 from shortener.jobs.bulk import ChunkProcessor
-from shortener.jobs.model import ChunkMessage, RecordedChunk, RowOutcome
+from shortener.jobs.message_model import ChunkMessage
+from shortener.jobs.model import RecordedChunk, RowOutcome
 from shortener.jobs.store import JobsStore
 from shortener.links.codes import code_generator
 from shortener.links.store import LinksStore

@@ -2,7 +2,6 @@
 ``POST /`` and ``PATCH /links/{code}``, 410 ``expired`` after either, exact click counts under
 concurrent followers, and links without limits keeping their one-read redirect."""
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
@@ -12,13 +11,9 @@ import pytest
 from freezegun import freeze_time
 
 from shortener.links.store import LinksStore
-from tests.support.api import ApiCaller, response_header
+from tests.support.api import ApiCaller, body, response_header
 
 pytestmark = pytest.mark.integration
-
-
-def body(answer: dict[str, Any]) -> Any:
-    return json.loads(answer["body"])
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """Owners and link management through the API handler under moto: listing, showing, changing,
 disabling and deleting links, each as the authorizer's caller; tombstones and 410 Gone."""
 
-import json
 from types import ModuleType
 from typing import Any
 
@@ -11,13 +10,9 @@ from freezegun import freeze_time
 
 from shortener.links.store_items import CLAIM_PREFIX
 from shortener.links.urls import url_key
-from tests.support.api import ApiCaller, response_header
+from tests.support.api import ApiCaller, body, response_header
 
 pytestmark = pytest.mark.integration
-
-
-def body(answer: dict[str, Any]) -> Any:
-    return json.loads(answer["body"])
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shortener.exceptions import CodeKeyChangedError
-from shortener.jobs.model import ChunkMessage, ChunkResult
+from shortener.jobs.message_model import ChunkMessage, ChunkResult
 from shortener.loops.model import LoopInvocation
 from shortener.loops.poller import LoopOptions, PollLoop, last_attempt_error, queue_arn, to_lambda_records
 from tests.support.loops import FakeTokens

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shortener.jobs.model import ChunkMessage, ChunkResult
+from shortener.jobs.message_model import ChunkMessage, ChunkResult
 from shortener.loops.model import LoopInvocation
 from shortener.loops.store import LoopsStore
 from tests.support.loops import QUEUE_URL
