@@ -24,9 +24,9 @@ from local_stack.apigateway import (
     routes_from_swagger,
     stage_cache,
 )
+from local_stack.apigateway.state import ApiKeysState
 from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
-from local_stack.awslambda.faults import Faults
 from local_stack.awslambda.log_format import LogFormat
 from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
 from local_stack.cloudformation import (
@@ -46,24 +46,21 @@ from local_stack.cloudformation import (
 from local_stack.cloudformation.resources import API_STAGE, BUCKET, REST_API, TABLE
 from local_stack.cloudwatch import AlarmEvaluator, alarm_specs
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
-from local_stack.durability import (
-    ApiKeysState,
-    DurableState,
-    DynamoDbState,
-    S3State,
-    ServiceState,
-    SqsState,
-    StateSummary,
-)
-from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
+from local_stack.durability import DurableState, ServiceState, StateSummary
+from local_stack.dynamodb import CapacitySettings, DynamoDbState
+from local_stack.dynamodb import throttling as dynamodb_throttling
+from local_stack.embedded import EmbeddedAws, aws_client
 from local_stack.embedded.client import FAKE_CREDENTIALS
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
 from local_stack.events import Scheduler, deliver_rule_targets, schedules_of
+from local_stack.faults import Faults
 from local_stack.iam import AccessControl, function_principals
 from local_stack.iam.principals import FUNCTION_SECRET_KEY
 from local_stack.kms import KeyRing
+from local_stack.patches import install_moto_fixes
 from local_stack.ports import listening_socket
+from local_stack.s3 import S3State
 from local_stack.s3 import buckets as s3
+from local_stack.sqs import SqsState
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +90,7 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
-    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
+    # DynamoDB's on-demand capacity enforced (dynamodb/capacity.py); scale=F divides it.
     dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
 
@@ -160,6 +157,7 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
+        install_moto_fixes()
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
         capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
         self._moto.start()
@@ -345,7 +343,7 @@ class LocalStack:
         self._s3_state = next((service for service in services if isinstance(service, S3State)), None)
         if self._s3_state is not None:
             # Events S3 sent whose invocation had not finished when the stack stopped: Lambda's
-            # queue would still hold them (see durability/s3.py).
+            # queue would still hold them (see s3/state.py).
             redelivered = self._s3_state.redeliver(self._invoke_tracked)
             if redelivered:
                 log.info(

@@ -12,9 +12,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from local_stack.embedded import EmbeddedAws, dynamodb_throttling
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
-from local_stack.embedded.dynamodb_throttling import DynamoDbCapacity
+from local_stack.dynamodb import throttling as dynamodb_throttling
+from local_stack.dynamodb.capacity import CapacitySettings
+from local_stack.dynamodb.throttling import DynamoDbCapacity
+from local_stack.embedded import EmbeddedAws
 
 # 4,000 write units / 400: the table takes 10 a second, each partition key 2.5.
 SCALE = 400.0

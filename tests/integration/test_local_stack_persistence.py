@@ -17,14 +17,9 @@ import pytest
 
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
 from local_stack.cloudformation.resources import Resources
-from local_stack.durability import (
-    CorruptStateError,
-    DataDirInUseError,
-    DurableState,
-    DynamoDbState,
-    StateSummary,
-)
+from local_stack.durability import CorruptStateError, DataDirInUseError, DurableState, StateSummary
 from local_stack.durability.journal import encode
+from local_stack.dynamodb import DynamoDbState
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
 from local_stack.stack import durable_services
@@ -168,7 +163,7 @@ def test_binary_attributes_survive_a_crash(stacks: Stacks) -> None:
 def test_a_restore_builds_the_sorted_index_before_the_first_query(stacks: Stacks) -> None:
     from moto.dynamodb.models import dynamodb_backends
 
-    from local_stack.embedded import dynamodb_index
+    from local_stack.dynamodb import index as dynamodb_index
 
     # Given an owner's link in the links table
     resources = stacks.open()

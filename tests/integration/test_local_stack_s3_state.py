@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
-from local_stack.durability import DurableState, S3State
-from local_stack.durability.s3 import BODIES_DIR
+from local_stack.durability import DurableState
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
+from local_stack.s3 import S3State
 from local_stack.s3 import buckets as s3
+from local_stack.s3.state import BODIES_DIR
 from tests.integration.test_local_stack_persistence import Stacks
 
 REGION = "us-east-1"

@@ -10,8 +10,9 @@ import boto3
 import pytest
 
 from local_stack.cloudformation.template import create_table_arguments, resources_of_type
-from local_stack.embedded import EmbeddedAws, dynamodb_throttling
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
+from local_stack.dynamodb import throttling as dynamodb_throttling
+from local_stack.dynamodb.capacity import CapacitySettings
+from local_stack.embedded import EmbeddedAws
 from shortener.dal import usage
 from shortener.dal.links import LinksStore
 from shortener.logic.pacing import WritePacer

@@ -2,7 +2,7 @@
 
 import pytest
 
-from local_stack.embedded.dynamodb_capacity import (
+from local_stack.dynamodb.capacity import (
     CapacityOptionError,
     CapacitySettings,
     Charge,

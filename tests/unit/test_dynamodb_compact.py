@@ -12,7 +12,7 @@ from moto.core.model_instances import reset_model_data
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import Item
 
-from local_stack.embedded import dynamodb_compact
+from local_stack.dynamodb import compact as dynamodb_compact
 
 OWNER = "key-0123456789abcdef"
 JOB = "5f0c1e9e-4a57-4a0e-9d4b-2b0d3f6c1a77"
@@ -149,7 +149,7 @@ def test_an_item_held_costs_less_than_moto_alone() -> None:
 
 @mock_aws
 def test_items_restored_from_the_durable_state_share_values_too() -> None:
-    from local_stack.durability import dynamodb as durable
+    from local_stack.dynamodb import state as durable
 
     client = _client()
     table = dynamodb_backends["123456789012"]["us-east-1"].get_table("T")
@@ -201,7 +201,7 @@ def test_items_are_built_slotted_recorded_and_copied_as_moto_builds_them() -> No
     from moto.core.model_instances import model_data
     from moto.dynamodb.models import dynamo_type
 
-    from local_stack.durability import dynamodb as durable
+    from local_stack.dynamodb import state as durable
 
     dynamodb_compact.install_slotted_items()  # installed already (tests/conftest.py): idempotent
     slotted = dynamo_type.Item

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from local_stack.embedded import dynamodb_index
+from local_stack.dynamodb import index as dynamodb_index
 
 OWNERS = ["a", "b", "c"]
 

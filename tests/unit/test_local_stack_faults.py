@@ -9,8 +9,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.stub import Stubber
 
-from local_stack.awslambda import faults
-from local_stack.awslambda.faults import (
+from local_stack.faults import injection as faults
+from local_stack.faults.injection import (
     DUPLICATE_MAX_DELAY_SECONDS,
     AsyncDuplicator,
     FaultError,

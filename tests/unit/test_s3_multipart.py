@@ -12,7 +12,7 @@ from moto import mock_aws
 from moto.s3.exceptions import EntityTooSmall, InvalidPart, MalformedXML
 from moto.s3.models import FakeMultipart, s3_backends
 
-from local_stack.embedded import s3_multipart
+from local_stack.s3 import multipart as s3_multipart
 
 MIB = 1024 * 1024
 

@@ -38,7 +38,7 @@ def test_no_benchmark_imports_the_tests(path: Path) -> None:
 
 
 def test_every_moto_patch_is_listed_in_one_place() -> None:
-    from local_stack.embedded.patches import PATCHES
+    from local_stack.patches import PATCHES
 
     listed = {(patch.install.__module__, patch.install.__name__) for patch in PATCHES}
     found: set[tuple[str, str]] = set()

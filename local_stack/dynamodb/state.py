@@ -24,14 +24,15 @@ from moto.dynamodb.models.table import Table
 
 from local_stack.durability.journal import Record
 from local_stack.durability.service import Sink, renamed
-from local_stack.embedded import dynamodb_compact, dynamodb_index
+from local_stack.dynamodb import compact as dynamodb_compact
+from local_stack.dynamodb import index as dynamodb_index
 
 log = logging.getLogger(__name__)
 
 SERVICE = "dynamodb"
 # Attribute types whose JSON value is what moto holds (binary, lists and maps need converting).
 _AS_STORED = frozenset({"S", "N", "BOOL", "NULL", "SS", "NS"})
-_SCALARS = frozenset({"S", "N"})  # shared between items (local_stack/embedded/dynamodb_compact.py)
+_SCALARS = frozenset({"S", "N"})  # shared between items (local_stack/dynamodb/compact.py)
 _new_object = object.__new__  # without moto's BaseModel.__new__, which records every instance
 _set_attribute = dict.__setitem__  # without LimitedSizeDict's size check
 _SNAPSHOT_BATCH = 1000

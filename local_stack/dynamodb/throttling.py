@@ -30,7 +30,7 @@ from typing import Any
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType
 
-from local_stack.embedded.dynamodb_capacity import (
+from local_stack.dynamodb.capacity import (
     PEAK_SETTLES_SECONDS,
     CapacitySettings,
     Charge,
