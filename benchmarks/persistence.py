@@ -171,6 +171,7 @@ def fresh_resources(server: Any) -> Any:
     from local_stack.cloudformation.intrinsics import Resolver, parameter_values
     from local_stack.cloudformation.resources import create_resources, name_resources
     from local_stack.cloudformation.template import expand_sam, load_template
+    from local_stack.registry import PROVIDERS_BY_TYPE
 
     server.reset()
     expanded = expand_sam(load_template(), "bench", "us-east-1")
@@ -181,7 +182,7 @@ def fresh_resources(server: Any) -> Any:
         conditions=expanded.get("Conditions", {}),
     )
     resources = name_resources(expanded, resolver, server.url, "us-east-1")
-    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
+    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name, PROVIDERS_BY_TYPE)
     return resources
 
 

@@ -16,6 +16,7 @@ local_stack/durability without changing their code."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from local_stack import registry
 from local_stack.awslambda import quota as lambda_quota
 from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history
@@ -32,6 +33,9 @@ class Patch:
     changes: str  # what in moto
     why: str
     installed_by: str
+    # The function in a moto-importing module that this entry installs, when ``install`` is a
+    # wrapper that gives it what it needs (the registered CloudFormation providers).
+    wraps: Callable[..., None] | None = None
 
 
 PATCHES: tuple[Patch, ...] = (
@@ -67,7 +71,7 @@ PATCHES: tuple[Patch, ...] = (
         "install_moto_fixes (the stack, tests/conftest.py)",
     ),
     Patch(
-        deploy.install,
+        registry.install_cloudformation,
         "CloudFormationBackend.create_stack, .create_change_set, .execute_change_set; "
         "Stack.stack_resources; parsing.clean_json, ResourceMap._delete_resource; "
         "RestAPI.create_from_cloudformation_json; Deployment and LayerVersion physical ids; "
@@ -76,6 +80,7 @@ PATCHES: tuple[Patch, ...] = (
         "template uses, gives a change set's stack no outputs and takes only a literal Fn::Select "
         "index: `sam deploy` against the embedded AWS would deploy a different stack.",
         "tests/e2e/test_deploy_e2e.py, tests/integration/test_local_stack_cloudformation.py",
+        wraps=deploy.install,
     ),
     Patch(
         delete_refusals.install,

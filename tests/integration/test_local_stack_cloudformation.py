@@ -11,6 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_stack.cloudformation import deploy as cloudformation
+from local_stack.registry import RESOURCE_PROVIDERS
 
 TEMPLATE = {
     "AWSTemplateFormatVersion": "2010-09-09",
@@ -59,7 +60,7 @@ TEMPLATE = {
 
 @pytest.fixture
 def cfn(moto: None) -> Any:
-    cloudformation.install()
+    cloudformation.install(RESOURCE_PROVIDERS)
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="code")
     archive = io.BytesIO()

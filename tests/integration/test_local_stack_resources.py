@@ -8,6 +8,7 @@ from local_stack.cloudformation.resources import Resources, create_resources, na
 from local_stack.cloudformation.template import expand_sam, load_template
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
+from local_stack.registry import PROVIDERS_BY_TYPE
 
 SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
 
@@ -24,7 +25,7 @@ def build(aws: EmbeddedAws, params: dict[str, str] | None = None, create: bool =
     )
     resources = name_resources(expanded, resolver, aws.url, "us-east-1")
     if create:
-        create_resources(resources, lambda name: SNS_ENDPOINT + name)
+        create_resources(resources, lambda name: SNS_ENDPOINT + name, PROVIDERS_BY_TYPE)
     return resources
 
 

@@ -16,6 +16,7 @@ from local_stack.awslambda.runtime import Invocation
 from local_stack.cloudformation.resources import Resources, create_resources, name_resources
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
+from local_stack.registry import PROVIDERS_BY_TYPE
 from tests.support.stack_template import expanded_template
 
 USAGE_KEY = "u" * 30
@@ -116,7 +117,7 @@ def created(aws: EmbeddedAws, params: dict[str, str]) -> Resources:
     aws.reset()
     expanded, resolver = expanded_template(params)
     resources = name_resources(expanded, resolver, aws.url, "us-east-1")
-    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
+    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name, PROVIDERS_BY_TYPE)
     return resources
 
 

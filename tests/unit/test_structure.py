@@ -40,7 +40,12 @@ def test_no_benchmark_imports_the_tests(path: Path) -> None:
 def test_every_moto_patch_is_listed_in_one_place() -> None:
     from local_stack.patches import PATCHES
 
-    listed = {(patch.install.__module__, patch.install.__name__) for patch in PATCHES}
+    listed = {
+        (function.__module__, function.__name__)
+        for patch in PATCHES
+        for function in (patch.install, patch.wraps)
+        if function is not None
+    }
     found: set[tuple[str, str]] = set()
     for path in (ROOT / "local_stack").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
