@@ -76,12 +76,6 @@ class _Table:
     stats: TableStats = field(default_factory=TableStats)
 
 
-class _Throttled(Exception):
-    def __init__(self, throttle: Throttle) -> None:
-        super().__init__(throttle.reason)
-        self.throttle = throttle
-
-
 class DynamoDbCapacity:
     """The capacity of each table the template declares, and the middleware that enforces it."""
 
