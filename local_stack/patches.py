@@ -5,7 +5,7 @@ fail when one stops holding. Each patch lives in its service's package; this lis
 package, collects them (so the embedded AWS's package imports no service). All are idempotent:
 :func:`install_moto_fixes` installs those every embedded AWS runs with (the stack and
 tests/conftest.py call it before starting one), :func:`install_all` every one
-(tests/unit/test_structure.py checks that every ``install*`` function of a module that imports moto
+(tests/local_stack/test_structure.py checks that every ``install*`` function of a module that imports moto
 is listed here).
 
 What the local stack puts in front of moto without changing it (the serialising middleware, the
@@ -45,7 +45,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto held a completed multipart object three to four times in memory (a bytearray, its "
         "bytes copy, the checksum builder's copy and its copy): a 2,000,000-row job's results "
         "file, or a QR ZIP, swelled the stack at the job's end. One copy now, same answers.",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/unit/test_s3_multipart.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/s3/test_multipart.py",
     ),
     Patch(
         server.install_item_level_transaction_rollback,
@@ -79,7 +79,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto's CloudFormation runs no SAM transform and no Rules, lacks models for some types this "
         "template uses, gives a change set's stack no outputs and takes only a literal Fn::Select "
         "index: `sam deploy` against the embedded AWS would deploy a different stack.",
-        "tests/e2e/test_deploy_e2e.py, tests/integration/test_local_stack_cloudformation.py",
+        "tests/e2e/test_deploy_e2e.py, tests/local_stack/cloudformation/test_deploy.py",
         wraps=deploy.install,
     ),
     Patch(
@@ -87,8 +87,7 @@ PATCHES: tuple[Patch, ...] = (
         "FakeBucket.delete_from_cloudformation_json; Stack.delete; CloudFormationBackend.delete_stack",
         "moto's CloudFormation deleted a stack whose bucket held objects (leaving the bucket unseen); "
         "S3 refuses (BucketNotEmpty) and the stack ends DELETE_FAILED, listed, as on AWS.",
-        "install_moto_fixes (the stack, tests/conftest.py); "
-        "tests/integration/test_local_stack_delete_refusals.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/s3/test_delete_refusals.py",
     ),
     Patch(
         bucket_policies.install,
@@ -96,8 +95,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto evaluates bucket policies without their conditions: the bulk bucket's HttpsOnly Deny "
         "(aws:SecureTransport false) denied every object request. Requests here stand for AWS's "
         "HTTPS ones, so such a statement does not apply.",
-        "install_moto_fixes (the stack, tests/conftest.py); "
-        "tests/integration/test_local_stack_delete_refusals.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/s3/test_delete_refusals.py",
     ),
     Patch(
         lambda_quota.install,
@@ -105,7 +103,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto has no GetAccountSettings (make deploy reads it) and lets a function created with a "
         "reservation leave fewer than 100 executions unreserved, which AWS refuses.",
         "install_moto_fixes (the stack, tests/conftest.py); "
-        "tests/integration/test_local_stack_delete_refusals.py, tests/e2e/test_deploy_e2e.py",
+        "tests/local_stack/s3/test_delete_refusals.py, tests/e2e/test_deploy_e2e.py",
     ),
     Patch(
         dynamodb_compact.install_slotted_values,
@@ -114,7 +112,7 @@ PATCHES: tuple[Patch, ...] = (
         "of them a bulk link's own; each item's attribute dict carried a dict and weak reference "
         "slot. The same classes with __slots__: 48 bytes a value, 16 less a dict "
         "(docs/capacity.md).",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/unit/test_dynamodb_compact.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_compact.py",
     ),
     Patch(
         dynamodb_compact.install_slotted_items,
@@ -122,7 +120,7 @@ PATCHES: tuple[Patch, ...] = (
         "Every item moto holds was an object with its own dict (96 bytes); the same class body "
         "with its three attributes in slots, on object rather than BaseModel, holds one in 56; "
         "items are still recorded among moto's Item instances.",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/unit/test_dynamodb_compact.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_compact.py",
     ),
     Patch(
         dynamodb_index.install,
@@ -130,7 +128,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto answered a Query on an index by sorting and walking every item of the table (13.8 s "
         "for one Query at 810,000 items); a sorted index per partition, kept on every write, "
         "answers it in proportion to what it reads, with moto's own results.",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/unit/test_dynamodb_index.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_index.py",
     ),
     Patch(
         dynamodb_compact.install,
@@ -138,7 +136,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto held in every item its own copy of each attribute name, of values thousands of items "
         "share (a bulk link's owner, listing partition, job id) and of its key (twice): names, short "
         "values and key objects are shared now (docs/capacity.md has the bytes per link).",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/unit/test_dynamodb_compact.py",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_compact.py",
     ),
     Patch(
         history.install,

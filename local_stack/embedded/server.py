@@ -22,7 +22,7 @@
   once, as it stood at that moment.
 
 moto is pinned in pyproject.toml; the patches below depend on its DynamoDB and SQS backends'
-internals, and tests/integration/test_local_stack_moto_server.py checks that they still hold."""
+internals, and tests/local_stack/embedded/test_server.py checks that they still hold."""
 
 import contextvars
 import copy

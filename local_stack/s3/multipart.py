@@ -8,7 +8,7 @@ or a job's QR ZIP (650 MB for 1,000,000 rows) so held three to four times its si
 memory at the end of the job, when the embedded DynamoDB is at its largest. Here the parts are
 appended once and the checksum computed over that copy. What moto answers is unchanged: the same
 validation of the parts (InvalidPart, EntityTooSmall, MalformedXML), the same ETag, the same
-checksum; tests/unit/test_s3_multipart.py compares them with moto's own."""
+checksum; tests/local_stack/s3/test_multipart.py compares them with moto's own."""
 
 import codecs
 from collections.abc import Iterator

@@ -19,6 +19,8 @@ from local_stack.embedded.server import EmbeddedAws
 from local_stack.registry import PROVIDERS_BY_TYPE
 from tests.support.stack_template import expanded_template
 
+pytestmark = pytest.mark.integration
+
 USAGE_KEY = "u" * 30
 
 

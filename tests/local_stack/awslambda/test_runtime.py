@@ -23,6 +23,8 @@ from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
 from local_stack.cloudformation.resources import FunctionSpec
 
+pytestmark = pytest.mark.integration
+
 HANDLERS = textwrap.dedent(
     """
     import json

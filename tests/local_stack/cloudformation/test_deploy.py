@@ -13,6 +13,8 @@ from botocore.exceptions import ClientError
 from local_stack.cloudformation import deploy as cloudformation
 from local_stack.registry import RESOURCE_PROVIDERS
 
+pytestmark = pytest.mark.integration
+
 TEMPLATE = {
     "AWSTemplateFormatVersion": "2010-09-09",
     "Transform": "AWS::Serverless-2016-10-31",

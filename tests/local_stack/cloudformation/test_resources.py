@@ -3,12 +3,16 @@
 import json
 from typing import Any
 
+import pytest
+
 from local_stack.cloudformation.intrinsics import Resolver, parameter_values
 from local_stack.cloudformation.resources import Resources, create_resources, name_resources
 from local_stack.cloudformation.template import expand_sam, load_template
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
 from local_stack.registry import PROVIDERS_BY_TYPE
+
+pytestmark = pytest.mark.integration
 
 SNS_ENDPOINT = "http://127.0.0.1:9/sns/"
 

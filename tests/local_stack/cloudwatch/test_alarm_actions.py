@@ -14,6 +14,8 @@ from local_stack.embedded.server import EmbeddedAws
 from local_stack.iam.policy import Policy
 from local_stack.kms.keys import Key, KeyRing
 
+pytestmark = pytest.mark.integration
+
 REGION = "us-east-1"
 KEY_ID = "0f0e0d0c-0b0a-4909-8807-060504030201"
 CLOUDWATCH_MAY_USE = {

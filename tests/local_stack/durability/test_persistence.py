@@ -23,7 +23,9 @@ from local_stack.dynamodb import DynamoDbState
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
 from local_stack.stack import durable_services
-from tests.integration.test_local_stack_resources import build
+from tests.local_stack.cloudformation.test_resources import build
+
+pytestmark = pytest.mark.integration
 
 
 class Stacks:

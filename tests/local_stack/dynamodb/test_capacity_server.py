@@ -17,6 +17,8 @@ from local_stack.dynamodb.capacity import CapacitySettings
 from local_stack.dynamodb.throttling import DynamoDbCapacity
 from local_stack.embedded import EmbeddedAws
 
+pytestmark = pytest.mark.integration
+
 # 4,000 write units / 400: the table takes 10 a second, each partition key 2.5.
 SCALE = 400.0
 TABLE = "capacity-links"

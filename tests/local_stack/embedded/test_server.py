@@ -15,6 +15,8 @@ from moto.dynamodb.models.table import Table
 
 from local_stack.embedded.server import EmbeddedAws
 
+pytestmark = pytest.mark.integration
+
 
 def client(aws: EmbeddedAws, service: str) -> Any:
     """A boto3 client of the embedded AWS."""

@@ -10,6 +10,8 @@ import pytest
 
 from local_stack.events import deliver_rule_targets
 
+pytestmark = pytest.mark.integration
+
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:receiver"
 PATTERN = json.dumps({"source": ["shortener.jobs"]})
 

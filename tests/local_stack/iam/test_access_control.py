@@ -20,6 +20,8 @@ from local_stack.embedded.server import EmbeddedAws
 from local_stack.iam import AccessControl, Principal
 from local_stack.iam.policy import Policy
 
+pytestmark = pytest.mark.integration
+
 REGION = "us-east-1"
 TABLE, OTHER_TABLE, QUEUE, TOPIC, BUCKET = "iam-links", "iam-jobs", "iam-queue", "iam-topic", "iam-bulk"
 TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{TABLE}"

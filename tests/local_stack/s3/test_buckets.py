@@ -18,7 +18,7 @@ from local_stack.s3.buckets import (
 )
 
 SECRETS = {"local": "local"}
-S3_PUT = json.loads((Path(__file__).parents[1] / "support" / "s3_put.json").read_text())
+S3_PUT = json.loads((Path(__file__).parents[2] / "support" / "s3_put.json").read_text())
 
 
 def presign(operation: str, params: dict[str, Any], expires: int = 600) -> str:

@@ -7,6 +7,8 @@ import json
 import boto3
 import pytest
 
+pytestmark = pytest.mark.integration
+
 TEMPLATE = {
     "AWSTemplateFormatVersion": "2010-09-09",
     "Resources": {

@@ -20,7 +20,9 @@ from local_stack.embedded.server import EmbeddedAws
 from local_stack.s3 import S3State
 from local_stack.s3 import buckets as s3
 from local_stack.s3.state import BODIES_DIR
-from tests.integration.test_local_stack_persistence import Stacks
+from tests.local_stack.durability.test_persistence import Stacks
+
+pytestmark = pytest.mark.integration
 
 REGION = "us-east-1"
 LOGICAL_ID = "BulkBucket"
