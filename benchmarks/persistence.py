@@ -78,6 +78,9 @@ def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
     """BatchWriteItem with and without the journal, alternating, in this process (client and
     server), so that its CPU time, steadier than wall time on a busy machine, counts both."""
     from local_stack.embedded.server import EmbeddedAws
+    from local_stack.patches import install_moto_fixes
+
+    install_moto_fixes()  # the services' moto patches, as the stack runs with
 
     server = EmbeddedAws(0)
     server.start()
@@ -107,7 +110,9 @@ def measure_journal_cost(writes: int, rounds: int) -> dict[str, float]:
 def attached(server: Any, resources: Any, folder: Path) -> Iterator[Any]:
     """A durable state in ``folder``, journaling the server's requests; abandoned afterwards."""
     from local_stack.cloudformation.intrinsics import ACCOUNT_ID
-    from local_stack.durability import DurableState, DynamoDbState, SqsState
+    from local_stack.durability import DurableState
+    from local_stack.dynamodb import DynamoDbState
+    from local_stack.sqs import SqsState
 
     state = DurableState(
         folder,
@@ -130,8 +135,11 @@ def measure_snapshot_in_process(links: int) -> dict[str, float]:
     from moto.dynamodb.models import dynamodb_backends
 
     from local_stack.cloudformation.intrinsics import ACCOUNT_ID
-    from local_stack.durability.dynamodb import _insert
+    from local_stack.dynamodb.state import _insert
     from local_stack.embedded.server import EmbeddedAws
+    from local_stack.patches import install_moto_fixes
+
+    install_moto_fixes()  # the services' moto patches, as the stack runs with
 
     server = EmbeddedAws(0)
     server.start()
@@ -163,6 +171,7 @@ def fresh_resources(server: Any) -> Any:
     from local_stack.cloudformation.intrinsics import Resolver, parameter_values
     from local_stack.cloudformation.resources import create_resources, name_resources
     from local_stack.cloudformation.template import expand_sam, load_template
+    from local_stack.registry import PROVIDERS_BY_TYPE
 
     server.reset()
     expanded = expand_sam(load_template(), "bench", "us-east-1")
@@ -173,7 +182,7 @@ def fresh_resources(server: Any) -> Any:
         conditions=expanded.get("Conditions", {}),
     )
     resources = name_resources(expanded, resolver, server.url, "us-east-1")
-    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name)
+    create_resources(resources, lambda name: "http://127.0.0.1:9/sns/" + name, PROVIDERS_BY_TYPE)
     return resources
 
 
@@ -301,11 +310,14 @@ def measure_s3_in_process(megabytes: int) -> dict[str, float]:
     clean stop of a state holding it, and the restore of it into a fresh bucket."""
     from local_stack.cloudformation.intrinsics import ACCOUNT_ID
     from local_stack.cloudformation.resources import BUCKET
-    from local_stack.durability import DurableState, S3State
+    from local_stack.durability import DurableState
     from local_stack.embedded.client import aws_client
     from local_stack.embedded.server import EmbeddedAws
+    from local_stack.patches import install_moto_fixes
+    from local_stack.s3 import S3State
 
     body = os.urandom(megabytes * 1024 * 1024)
+    install_moto_fixes()  # the services' moto patches, as the stack runs with
     server = EmbeddedAws(0)
     server.start()
     figures: dict[str, float] = {}

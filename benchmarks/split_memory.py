@@ -48,6 +48,9 @@ def main() -> None:
 def one(rows: int) -> None:
     """An embedded AWS, a file of ``rows`` rows uploaded to it, then split; the figures as JSON."""
     from local_stack.embedded.server import EmbeddedAws
+    from local_stack.patches import install_moto_fixes
+
+    install_moto_fixes()  # the services' moto patches, as the stack runs with
 
     aws = EmbeddedAws(0)
     aws.start()

@@ -9,10 +9,10 @@ projection ALL) gets --links bulk links through boto3's BatchWriteItem, 25 a req
 loops write them (shortener.links.store_items). Python's own allocation tracer (tracemalloc) counts
 the bytes still allocated after the writes, grouped by what allocated them: moto's items (its
 Item and DynamoType objects and their dicts), the attribute values (the strings parsed from the
-requests), the sorted index (local_stack/embedded/dynamodb_index.py and sortedcontainers). Then
+requests), the sorted index (local_stack/dynamodb/index.py and sortedcontainers). Then
 one queue sends, receives and deletes --messages messages, and the bytes still held after are
 printed per message. --moto-items measures moto's own items (without the compaction of
-local_stack/embedded/dynamodb_compact.py), the figure before it. --sites also prints the lines
+local_stack/dynamodb/compact.py), the figure before it. --sites also prints the lines
 that allocated the most bytes still held, per link (what each object of an item costs). The
 figures are those of the embedded AWS process; the whole local stack's peak memory during a job is printed by
 ``make bench ARGS="bulk --direct"``.
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument(
         "--moto-items",
         action="store_true",
-        help="moto's own items, without local_stack/embedded/dynamodb_compact.py (the before figure)",
+        help="moto's own items, without local_stack/dynamodb/compact.py (the before figure)",
     )
     parser.add_argument("--sites", action="store_true", help="the top allocating lines, per link")
     options = parser.parse_args()
@@ -54,7 +54,7 @@ def main() -> None:
     import boto3
     from moto import mock_aws
 
-    from local_stack.embedded import patches
+    from local_stack import patches
 
     with mock_aws():
         patches.install_all()

@@ -10,13 +10,13 @@ from pathlib import Path
 from types import FrameType
 
 from local_stack.apigateway import ADMIN_KEY_FILE
-from local_stack.awslambda.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
 from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
 from local_stack.cloudwatch.alarms import unevaluated_alarms
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.durability.private_files import make_private
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
+from local_stack.dynamodb.capacity import CapacitySettings
+from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
 

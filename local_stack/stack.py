@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from local_stack.apigateway import (
     STAGE,
@@ -26,7 +26,6 @@ from local_stack.apigateway import (
 )
 from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
-from local_stack.awslambda.faults import Faults
 from local_stack.awslambda.log_format import LogFormat
 from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
 from local_stack.cloudformation import (
@@ -43,27 +42,17 @@ from local_stack.cloudformation import (
     parameter_values,
     stack_uuid,
 )
-from local_stack.cloudformation.resources import API_STAGE, BUCKET, REST_API, TABLE
-from local_stack.cloudwatch import AlarmEvaluator, alarm_specs
+from local_stack.cloudformation.resources import API_STAGE, REST_API
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
-from local_stack.durability import (
-    ApiKeysState,
-    DurableState,
-    DynamoDbState,
-    S3State,
-    ServiceState,
-    SqsState,
-    StateSummary,
-)
-from local_stack.embedded import EmbeddedAws, aws_client, dynamodb_throttling
-from local_stack.embedded.client import FAKE_CREDENTIALS
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
-from local_stack.events import Scheduler, deliver_rule_targets, schedules_of
-from local_stack.iam import AccessControl, function_principals
-from local_stack.iam.principals import FUNCTION_SECRET_KEY
-from local_stack.kms import KeyRing
+from local_stack.durability import DurableState, ServiceState, StateSummary
+from local_stack.dynamodb import CapacitySettings
+from local_stack.embedded import EmbeddedAws, aws_client
+from local_stack.faults import Faults
+from local_stack.iam import AccessControl
+from local_stack.patches import install_moto_fixes
 from local_stack.ports import listening_socket
-from local_stack.s3 import buckets as s3
+from local_stack.registry import PROVIDERS_BY_TYPE, SERVICES
+from local_stack.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +82,8 @@ class StackOptions:
     iam: bool = True
     log_format: LogFormat = "human"
     moto_api: bool = False  # answer moto's admin paths (/moto-api/...)
-    # DynamoDB's on-demand capacity enforced (embedded/dynamodb_capacity.py); scale=F divides it.
+    # DynamoDB's on-demand capacity enforced (dynamodb/capacity.py); scale=F divides it.
     dynamodb_capacity: CapacitySettings = field(default_factory=CapacitySettings)
-
-
-class _BackgroundPart(Protocol):
-    """Something with timers of its own: the scheduler, the alarm evaluator."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
 
 
 @dataclass
@@ -127,11 +108,8 @@ class LocalStack:
         self._api: ApiGateway | None = None
         self._access_log: LogGroup | None = None
         self._state: DurableState | None = None
-        self._s3_state: S3State | None = None
-        self._background: list[_BackgroundPart] = []
+        self._services: list[Service] = []
         self._servers: list[threading.Thread] = []
-        self._undo_s3_notifications: Callable[[], None] | None = None
-        self._undo_event_rules: Callable[[], None] | None = None
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
 
@@ -160,9 +138,39 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
+        install_moto_fixes()
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
-        capacity = dynamodb_throttling.attach(self._moto, options.dynamodb_capacity)
+        self._services = [make() for make in SERVICES]
+        for service in self._services:
+            service.attach(self)
         self._moto.start()
+        self.resources = resources = self._named_resources()
+        for logical_id, reason in resources.skipped_functions.items():
+            self.warn(f"{logical_id} is not running: {reason}")
+        for service in self._services:
+            service.configure(self)
+
+        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
+        # for the stage cache's invalidations), and each server is then built with what it serves.
+        lambda_socket = listening_socket(options.lambda_port)
+        api_socket = listening_socket(options.api_port)
+        try:
+            self._serve_functions_and_api(resources, lambda_socket, api_socket)
+        except BaseException:
+            # A server closes its socket when stopped; a socket whose server was not built yet is
+            # closed here.
+            if self._lambda_endpoint is None:
+                lambda_socket.close()
+            if self._api is None:
+                api_socket.close()
+            raise
+        for service in self._services:
+            service.start(self)
+        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _named_resources(self) -> Resources:
+        """The template, SAM-expanded, its Rules checked, each resource named on the embedded AWS."""
+        options = self.options
         template = load_template(options.template_path)
         expanded = expand_sam(template, options.stack_name, options.region, options.params)
         parameters = parameter_values(expanded.get("Parameters", {}), options.params)
@@ -176,105 +184,26 @@ class LocalStack:
             mappings=expanded.get("Mappings", {}),
             stack_uuid=stack_uuid(options.data_dir, persist=options.persist),
         )
-        resources = name_resources(
+        return name_resources(
             expanded, resolver, self.aws_endpoint, options.region, options.template_path.resolve().parent
         )
-        self.resources = resources
-        dynamodb_throttling.add_tables(
-            capacity,
-            {resources.physical_id(lid): props for lid, props in resources.of_type(TABLE).items()},
-            lambda name: f"arn:aws:dynamodb:{options.region}:{ACCOUNT_ID}:table/{name}",
-        )
-        for logical_id, reason in resources.skipped_functions.items():
-            self.report.warnings.append(f"{logical_id} is not running: {reason}")
-            log.warning("%s is not running: %s", logical_id, reason)
-        if options.iam:
-            principals = function_principals(resources)
-            self.access.load(principals.by_access_key)
-            # Presigned URLs the functions sign are checked against their keys' secret, as S3 does.
-            self._moto.signing_secrets.update(dict.fromkeys(principals.by_access_key, FUNCTION_SECRET_KEY))
-            for warning in principals.warnings:
-                self.report.warnings.append(f"IAM: {warning}")
-                log.warning("IAM: %s", warning)
-        # A browser may send only the presigned job-file requests the functions sign (local_only):
-        # with their own keys, or (IAM off) with the credentials every function then shares.
-        self._moto.presigned_exemption.signers.update(
-            {key: FUNCTION_SECRET_KEY for key in self.access.principal_keys()}
-            if options.iam
-            else {FAKE_CREDENTIALS["aws_access_key_id"]: FAKE_CREDENTIALS["aws_secret_access_key"]}
-        )
-        self._moto.presigned_exemption.buckets.update(
-            resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)
-        )
-
-        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
-        # for the stage cache's invalidations), and each server is then built with what it serves.
-        lambda_socket = listening_socket(options.lambda_port)
-        api_socket = listening_socket(options.api_port)
-        try:
-            runtime = self._serve_functions_and_api(resources, lambda_socket, api_socket)
-        except BaseException:
-            # A server closes its socket when stopped; a socket whose server was not built yet is
-            # closed here.
-            if self._lambda_endpoint is None:
-                lambda_socket.close()
-            if self._api is None:
-                api_socket.close()
-            raise
-
-        scheduler = Scheduler(schedules_of(resources, runtime, options.time_scale), runtime, options.region)
-        evaluator = AlarmEvaluator(
-            alarm_specs(resources),
-            self.aws_endpoint,
-            options.region,
-            options.time_scale,
-            keys=KeyRing.from_resources(resources) if options.iam else None,
-        )
-        parts: list[_BackgroundPart] = [scheduler, evaluator]
-        if self._access_log is not None:
-            parts.append(self._access_log)
-        for part in parts:
-            part.start()
-            self._background.append(part)
-        admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
 
     def _serve_functions_and_api(
         self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
-    ) -> LambdaRuntime:
+    ) -> None:
         """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
         the REST API with its access control."""
         options = self.options
         routes, binary_types, api_id = self._api_definition(resources)
-        self._runtime = LambdaRuntime(
-            resources.functions,
-            RuntimeSettings(
-                aws_endpoint=self.aws_endpoint,
-                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
-                region=options.region,
-                max_concurrency=options.max_concurrency,
-                time_scale=options.time_scale,
-                async_retries=options.async_retries,
-                log_format=options.log_format,
-                duplicate_async=options.faults.duplicate_async,
-                async_configs=async_configs(resources),
-                faults={
-                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
-                    for spec in resources.functions.values()
-                },
-                execute_api_endpoint=_url_of(api_socket),
-            ),
-        )
+        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket)
         self._lambda_endpoint = LambdaEndpoint(
             options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
         )
         self._serve(self._lambda_endpoint.serve_forever, "lambda-endpoint")
-        self._undo_s3_notifications = s3.deliver_notifications(self._invoke_for_s3)
-        # Put events reach their rules' function and topic targets (moto delivers only some kinds).
-        self._undo_event_rules = deliver_rule_targets(
-            lambda function_arn, event: self._invoke_tracked(function_arn, event, None)
-        )
+        for service in self._services:
+            service.connect(self)
 
-        create_resources(resources, self._lambda_endpoint.sns_url)
+        create_resources(resources, self._lambda_endpoint.sns_url, PROVIDERS_BY_TYPE)
         if options.persist:
             self._restore_state(resources)
 
@@ -303,7 +232,30 @@ class LocalStack:
         functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
         self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
         self._serve(self._api.serve_forever, "api-gateway")
-        return self._runtime
+
+    def _lambda_runtime(
+        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+    ) -> LambdaRuntime:
+        options = self.options
+        return LambdaRuntime(
+            resources.functions,
+            RuntimeSettings(
+                aws_endpoint=self.aws_endpoint,
+                lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
+                region=options.region,
+                max_concurrency=options.max_concurrency,
+                time_scale=options.time_scale,
+                async_retries=options.async_retries,
+                log_format=options.log_format,
+                duplicate_async=options.faults.duplicate_async,
+                async_configs=async_configs(resources),
+                faults={
+                    spec.logical_id: options.faults.for_function(spec.logical_id, spec.name)
+                    for spec in resources.functions.values()
+                },
+                execute_api_endpoint=_url_of(api_socket),
+            ),
+        )
 
     def _api_access(self, resources: Resources) -> ApiAccess | None:
         """The REST API's access control, API keys restored and the admin key made (or kept)."""
@@ -331,10 +283,10 @@ class LocalStack:
     def _restore_state(self, resources: Resources) -> None:
         """Bring back the data dir's state, then journal every change before it is answered."""
         assert self._moto is not None
-        services = durable_services(resources, self.options.data_dir)
+        parts = [(service, service.durable_state(self, self.options.data_dir)) for service in self._services]
         state = DurableState(
             self.options.data_dir,
-            services,
+            [part for _, part in parts if part is not None],
             resources.names,
             exclusive=self._moto.exclusive,
         )
@@ -342,50 +294,52 @@ class LocalStack:
         self._moto.request_end_hooks.append(state.end_request)
         state.start()
         self._state = state
-        self._s3_state = next((service for service in services if isinstance(service, S3State)), None)
-        if self._s3_state is not None:
-            # Events S3 sent whose invocation had not finished when the stack stopped: Lambda's
-            # queue would still hold them (see durability/s3.py).
-            redelivered = self._s3_state.redeliver(self._invoke_tracked)
-            if redelivered:
-                log.info(
-                    "S3: %d event notifications not yet handled before the restart delivered again",
-                    redelivered,
-                )
+        for service, part in parts:
+            service.restored(self, part)
 
-    def _invoke_for_s3(self, function_arn: str, event: dict[str, Any]) -> bool:
-        """S3 invokes a notified function asynchronously; the durable state keeps the event with its
-        object until the invocation is over."""
-        on_done = self._s3_state.event_sent(event, function_arn) if self._s3_state is not None else None
-        return self._invoke_tracked(function_arn, event, on_done)
-
-    def _invoke_tracked(
-        self, function_arn: str, event: dict[str, Any], on_done: Callable[[], None] | None
+    def invoke_async(
+        self, function_arn: str, event: dict[str, Any], on_done: Callable[[], None] | None = None
     ) -> bool:
+        """Invoke a function asynchronously, as AWS's services do; False if it is not running."""
         spec = self._runtime.function(function_arn) if self._runtime is not None else None
         if spec is None or self._runtime is None:
             return False
         self._runtime.invoke_async(spec.name, event, on_done)
         return True
 
+    def warn(self, message: str) -> None:
+        """A warning for the banner, and the log."""
+        self.report.warnings.append(message)
+        log.warning("%s", message)
+
+    @property
+    def account_id(self) -> str:
+        return ACCOUNT_ID
+
+    @property
+    def moto(self) -> EmbeddedAws | None:
+        return self._moto
+
+    @property
+    def runtime(self) -> LambdaRuntime | None:
+        return self._runtime
+
+    @property
+    def access_log(self) -> LogGroup | None:
+        return self._access_log
+
     def stop(self, save: bool = True) -> StateSummary | None:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
         ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
-        if self._undo_s3_notifications is not None:
-            self._undo_s3_notifications()
-            self._undo_s3_notifications = None
-        if self._undo_event_rules is not None:
-            self._undo_event_rules()
-            self._undo_event_rules = None
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):
                 self._api.shutdown()
             self._api.server_close()
             self._api = None
-        for part in self._background:
-            part.stop()
-        self._background.clear()
+        # Deliveries undone, timers stopped (the schedules, the alarms, the access log).
+        for service in reversed(self._services):
+            service.stop()
         if self._runtime is not None:
             self._runtime.stop()
         if self.access.enforcing:
@@ -407,7 +361,7 @@ class LocalStack:
             else:
                 self._state.abandon()
             self._state = None
-            self._s3_state = None
+        self._services = []
         return summary
 
     def ready_info(self) -> dict[str, Any]:
@@ -477,31 +431,10 @@ def _flushed(access: ApiAccess) -> Callable[[re.Match[str]], tuple[int, bytes]]:
 
 
 def durable_services(resources: Resources, data_dir: Path) -> list[ServiceState]:
-    """What the durable state keeps: the tables' items, the queues' messages, the API keys, the
-    buckets' objects (their bodies in files of their own in ``data_dir``)."""
-    buckets = {logical_id: resources.physical_id(logical_id) for logical_id in resources.of_type(BUCKET)}
-    return [
-        DynamoDbState(
-            ACCOUNT_ID,
-            resources.region,
-            forget_on_restart(resources),
-            forget_on_restart(resources, "ExpireOnRestart"),
-        ),
-        SqsState(ACCOUNT_ID, resources.region),
-        ApiKeysState(ACCOUNT_ID, resources.region),
-        S3State(ACCOUNT_ID, data_dir, buckets),
-    ]
-
-
-def forget_on_restart(resources: Resources, rule: str = "ForgetOnRestart") -> dict[str, list[str]]:
-    """Table name -> the attributes that its restored items lose, from the table's
-    ``Metadata: {LocalStack: {ForgetOnRestart: [...]}}``: what describes a process of the previous
-    run (a loop's heartbeat), since a restart ended every process. With ``rule``
-    ``ExpireOnRestart``: the lease attributes that restored items keep, run out (set to 0)."""
-    forgotten = {}
-    for logical_id in resources.of_type(TABLE):
-        metadata = resources.template["Resources"][logical_id].get("Metadata", {})
-        attributes = metadata.get("LocalStack", {}).get(rule, [])
-        if attributes:
-            forgotten[resources.physical_id(logical_id)] = [str(name) for name in attributes]
-    return forgotten
+    """What the durable state keeps, from the registered services, in their order: the tables'
+    items, the queues' messages, the API keys, the buckets' objects (their bodies in files of their
+    own in ``data_dir``)."""
+    stack = LocalStack(StackOptions(region=resources.region, data_dir=data_dir))
+    stack.resources = resources
+    parts = [make().durable_state(stack, data_dir) for make in SERVICES]
+    return [part for part in parts if part is not None]

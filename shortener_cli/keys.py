@@ -9,12 +9,8 @@ import boto3
 
 from shortener.access.keys import KeyManager
 from shortener.access.model import ApiKey
-from shortener.access.store_keys import KeysStore
-from shortener.access.usage_plans import ApiGatewayUsagePlan
+from shortener.services import keys as stack_keys
 from shortener_cli.config import LocalStack
-
-# The stack outputs the key commands need (template.yaml declares them).
-NEEDED_OUTPUTS = ("KeysTableName", "UsagePlanId", "RestApiId", "ApiStageName")
 
 
 class TargetError(Exception):
@@ -32,20 +28,18 @@ class Target:
 
     def manager(self) -> KeyManager:
         """The key logic over this stack's keys table and usage plan."""
-        missing = [name for name in NEEDED_OUTPUTS if not self.outputs.get(name)]
+        missing = stack_keys.missing_outputs(self.outputs)
         if missing:
             raise TargetError(
                 f"stack {self.stack_name} has no {', '.join(missing)} output: is it a shortener with keys?"
             )
         client_args: dict[str, Any] = {"endpoint_url": self.endpoint_url} if self.endpoint_url else {}
-        plan = ApiGatewayUsagePlan(
+        return stack_keys.key_manager(
+            self.outputs,
+            self.stack_name,
             self.session.client("apigateway", **client_args),
-            self.outputs["UsagePlanId"],
-            self.outputs["RestApiId"],
-            self.outputs["ApiStageName"],
+            self.session.client("dynamodb", **client_args),
         )
-        store = KeysStore(self.outputs["KeysTableName"], self.session.client("dynamodb", **client_args))
-        return KeyManager(store, plan, name_prefix=self.stack_name)
 
 
 def deployed_target(stack_name: str, region: str | None) -> Target:

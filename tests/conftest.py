@@ -28,7 +28,8 @@ from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
 from local_stack.cloudformation.template import create_table_arguments
-from local_stack.embedded.server import EmbeddedAws, install_moto_fixes
+from local_stack.embedded.server import EmbeddedAws
+from local_stack.patches import install_moto_fixes
 from shortener import aws as aws_clients
 from shortener import settings
 from shortener.links.codes import code_generator

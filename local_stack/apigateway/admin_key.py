@@ -13,29 +13,25 @@ from pathlib import Path
 
 from local_stack.embedded.client import aws_client
 from shortener.access.keys import KeyManager
-from shortener.access.store_keys import KeysStore
-from shortener.access.usage_plans import ApiGatewayUsagePlan
+from shortener.services import keys as stack_keys
 
 log = logging.getLogger(__name__)
 
 ADMIN_KEY_FILE = "admin-api-key"
-NEEDED_OUTPUTS = ("KeysTableName", "UsagePlanId", "RestApiId", "ApiStageName")
 
 
 def key_manager(
     outputs: Mapping[str, str], stack_name: str, aws_endpoint: str, region: str
 ) -> KeyManager | None:
     """The key logic over the embedded AWS, or None when the template declares no keys."""
-    if not all(outputs.get(name) for name in NEEDED_OUTPUTS):
+    if stack_keys.missing_outputs(outputs):
         return None
-    plan = ApiGatewayUsagePlan(
+    return stack_keys.key_manager(
+        outputs,
+        stack_name,
         aws_client("apigateway", aws_endpoint, region),
-        outputs["UsagePlanId"],
-        outputs["RestApiId"],
-        outputs["ApiStageName"],
+        aws_client("dynamodb", aws_endpoint, region),
     )
-    store = KeysStore(outputs["KeysTableName"], aws_client("dynamodb", aws_endpoint, region))
-    return KeyManager(store, plan, name_prefix=stack_name)
 
 
 def ensure_admin_key(manager: KeyManager, data_dir: Path, persist: bool) -> str:

@@ -163,10 +163,6 @@ class KeyDirectory:
         pages = self._client.get_paginator("get_api_keys").paginate(includeValues=True, limit=500)
         return [item for page in pages for item in page.get("items", [])]
 
-    def _usage_plans(self) -> list[dict[str, Any]]:
-        pages = self._client.get_paginator("get_usage_plans").paginate(limit=500)
-        return [item for page in pages for item in page.get("items", [])]
-
 
 class UsagePlans:
     """Admits requests of methods that require an API key, as API Gateway's usage plans do."""

@@ -3,8 +3,9 @@
 - ``runtime``: LambdaRuntime and RuntimeSettings, one worker process per execution environment,
   concurrency, timeouts, asynchronous retries (FunctionThrottledError, Invocation).
 - ``endpoint``: LambdaEndpoint, the Lambda API (Invoke) and the SNS subscriptions' HTTP endpoint.
-- ``bootstrap``: the worker's side, run as `python -m local_stack.awslambda.bootstrap`; ``faults``:
-  the fault injection it installs (Faults, parse_faults, FAULT_KINDS, FaultError).
+- ``bootstrap``: the worker's side, run as `python -m local_stack.awslambda.bootstrap`; it installs
+  the fault injection of ``local_stack.faults``.
+- ``quota``: the account's concurrency quota in moto's Lambda (GetAccountSettings; a moto patch).
 - ``zygote``: the process that preloads the functions' libraries and forks each worker (Linux);
   ``forking``: the runtime's side of it (Zygote, ForkedProcess).
 - ``log_format``: the functions' output rendered for the terminal (LogFormat, configure_logging).

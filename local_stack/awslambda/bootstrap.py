@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from local_stack.awslambda import faults
+from local_stack.faults import injection as faults
 
 _ORPHAN_CHECK_SECONDS = 1.0
 

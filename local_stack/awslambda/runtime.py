@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from local_stack.awslambda.destinations import AsyncConfig, DestinationSender, failure_record
-from local_stack.awslambda.faults import AsyncDuplicator
 from local_stack.awslambda.forking import ForkedProcess, Zygote
 from local_stack.awslambda.log_format import FunctionOutput, LogFormat
 from local_stack.cloudformation.resources import FunctionSpec
 from local_stack.cloudformation.template import PROJECT_ROOT
+from local_stack.faults import AsyncDuplicator
 from local_stack.iam import function_credentials
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,7 @@ transform is built from. What still differs from a real deployment is listed in 
 
 import json
 import re
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -31,6 +30,7 @@ from samtranslator.public.exceptions import InvalidDocumentException
 
 from local_stack.cloudformation import intrinsics
 from local_stack.cloudformation.template import sam_transform
+from local_stack.resource_provider import Created, ResourceProvider
 
 SAM_TRANSFORM = "AWS::Serverless-2016-10-31"
 
@@ -226,9 +226,19 @@ def process_template(
 # ---- moto, completed ------------------------------------------------------------------------------
 
 
+def install(providers: Iterable[ResourceProvider]) -> None:
+    """Complete moto's CloudFormation in this process, with ``providers`` (the registered ones:
+    ``local_stack.registry.RESOURCE_PROVIDERS``) for the types moto lacks (idempotent)."""
+    from moto.cloudformation import parsing
+
+    _install_processing()
+    _register_models(providers)
+    for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
+        cached.cache_clear()
+
+
 @cache
-def install() -> None:
-    """Complete moto's CloudFormation in this process (idempotent)."""
+def _install_processing() -> None:
     from moto.cloudformation import models, parsing
 
     backend = models.CloudFormationBackend
@@ -273,9 +283,6 @@ def install() -> None:
     )
     _import_rest_api_bodies()
     _physical_ids_as_ref_gives_them()
-    _register_missing_models()
-    for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
-        cached.cache_clear()
 
 
 def _processed(backend: Any, stack_name: str, template: str, parameters: Mapping[str, Any]) -> str:
@@ -336,331 +343,79 @@ def _physical_ids_as_ref_gives_them() -> None:
     LayerVersion.physical_resource_id = property(lambda self: self.arn)  # type: ignore[attr-defined]
 
 
-def _register_missing_models() -> None:
-    """CloudFormation models for the types moto's CloudFormation lacks, each created in moto's own
-    backend for its service (so the resource exists afterwards, as on AWS). Subclasses of
-    CloudFormationModel are what moto's CloudFormation looks types up in."""
-    from moto.apigateway.models import apigateway_backends
-    from moto.awslambda.models import lambda_backends
-    from moto.cloudwatch.models import Dimension, Metric, MetricDataQuery, MetricStat, cloudwatch_backends
+class _ProvidedModel:
+    """A moto CloudFormation model made from a ResourceProvider (one class per type, made by
+    :func:`_register_models`). A mixin: moto finds models among the direct subclasses of
+    CloudFormationModel only. An instance is one created resource."""
+
+    PROVIDER: ResourceProvider
+
+    def __init__(self, created: Created) -> None:
+        self.created = created
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.created.physical_id
+
+    @classmethod
+    def cloudformation_type(cls) -> str:
+        return cls.PROVIDER.TYPE
+
+    @classmethod
+    def cloudformation_name_type(cls) -> str:
+        return cls.PROVIDER.NAME_PROPERTY
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return True
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        return self.created.attributes[attribute_name]
+
+    @classmethod
+    def create_from_cloudformation_json(
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> "_ProvidedModel":
+        properties = cloudformation_json["Properties"]
+        return cls(cls.PROVIDER.create(resource_name, properties, account_id, region_name))
+
+    @classmethod
+    def update_from_cloudformation_json(
+        cls,
+        original_resource: Any,
+        new_resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region_name: str,
+    ) -> "_ProvidedModel":
+        original_resource.delete(account_id, region_name)
+        return cls.create_from_cloudformation_json(
+            new_resource_name, cloudformation_json, account_id, region_name
+        )
+
+    @classmethod
+    def delete_from_cloudformation_json(
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        return None
+
+    def delete(self, account_id: str, region: str) -> None:
+        self.PROVIDER.delete(self.created, account_id, region)
+
+
+_MODELS: dict[str, type] = {}
+
+
+def _register_models(providers: Iterable[ResourceProvider]) -> None:
+    """A CloudFormation model for each provider's type (the types moto's CloudFormation lacks), so the
+    resource is created in moto's own backend for its service, as on AWS, by the same code `make
+    run` uses. Defining a subclass of CloudFormationModel is what registers it with moto."""
     from moto.core.common_models import CloudFormationModel
-    from moto.s3.models import s3_backends
-    from moto.sns.models import sns_backends
 
-    class _Created:
-        """A resource known by its physical id and a few attributes. A mixin (moto finds models
-        among the direct subclasses of CloudFormationModel only): each model gives its TYPE, the
-        property that names it, and how to create and delete it in moto's backend."""
-
-        TYPE = ""
-        NAME_PROPERTY = ""
-
-        def __init__(
-            self, physical_id: str, attributes: dict[str, str] | None = None, owner: str = ""
-        ) -> None:
-            self.physical_id = physical_id
-            self.attributes = attributes or {}
-            self.owner = owner  # what the resource belongs to (a stage's API, a config's function)
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            raise NotImplementedError
-
-        def delete(self, account_id: str, region: str) -> None:
-            raise NotImplementedError
-
-        @property
-        def physical_resource_id(self) -> str:
-            return self.physical_id
-
-        @classmethod
-        def cloudformation_type(cls) -> str:
-            return cls.TYPE
-
-        @classmethod
-        def cloudformation_name_type(cls) -> str:
-            return cls.NAME_PROPERTY
-
-        @classmethod
-        def has_cfn_attr(cls, attr: str) -> bool:
-            return True
-
-        def get_cfn_attribute(self, attribute_name: str) -> str:
-            return self.attributes[attribute_name]
-
-        @classmethod
-        def create_from_cloudformation_json(
-            cls,
-            resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-            **kwargs: Any,
-        ) -> "_Created":
-            return cls.create(resource_name, cloudformation_json["Properties"], account_id, region_name)
-
-        @classmethod
-        def update_from_cloudformation_json(
-            cls,
-            original_resource: Any,
-            new_resource_name: str,
-            cloudformation_json: Any,
-            account_id: str,
-            region_name: str,
-        ) -> "_Created":
-            original_resource.delete(account_id, region_name)
-            return cls.create(new_resource_name, cloudformation_json["Properties"], account_id, region_name)
-
-        @classmethod
-        def delete_from_cloudformation_json(
-            cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
-        ) -> None:
-            return None
-
-    class Alarm(_Created, CloudFormationModel):
-        TYPE, NAME_PROPERTY = "AWS::CloudWatch::Alarm", "AlarmName"
-
-        @classmethod
-        def create(cls, name: str, properties: Any, account_id: str, region: str) -> "_Created":
-            queries = [
-                MetricDataQuery(
-                    query_id=query["Id"],
-                    label=query.get("Label", ""),
-                    period=query.get("Period"),
-                    return_data=str(query.get("ReturnData", True)).lower(),
-                    expression=query.get("Expression"),
-                    metric_stat=_metric_stat(query.get("MetricStat"), Dimension, Metric, MetricStat),
-                )
-                for query in properties.get("Metrics", [])
-            ]
-            alarm = cloudwatch_backends[account_id][region].put_metric_alarm(
-                name=name,
-                namespace=properties.get("Namespace"),
-                metric_name=properties.get("MetricName"),
-                metric_data_queries=queries or None,
-                comparison_operator=properties["ComparisonOperator"],
-                evaluation_periods=int(properties["EvaluationPeriods"]),
-                datapoints_to_alarm=_int_or_none(properties.get("DatapointsToAlarm")),
-                period=_int_or_none(properties.get("Period")),  # type: ignore[arg-type]
-                threshold=float(properties["Threshold"]),
-                statistic=properties.get("Statistic"),
-                description=properties.get("AlarmDescription", ""),
-                dimensions=properties.get("Dimensions", []),
-                alarm_actions=properties.get("AlarmActions", []),
-                ok_actions=properties.get("OKActions", []),
-                insufficient_data_actions=properties.get("InsufficientDataActions", []),
-                treat_missing_data=properties.get("TreatMissingData"),
-                actions_enabled=str(properties.get("ActionsEnabled", True)).lower() != "false",
-            )
-            return cls(name, {"Arn": alarm.alarm_arn})
-
-        def delete(self, account_id: str, region: str) -> None:
-            cloudwatch_backends[account_id][region].delete_alarms([self.physical_id])
-
-    class Subscription(_Created, CloudFormationModel):
-        TYPE = "AWS::SNS::Subscription"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            backend = sns_backends[account_id][region]
-            subscription = backend.subscribe(
-                properties["TopicArn"], properties["Endpoint"], properties["Protocol"]
-            )
-            return cls(subscription.arn, {"Arn": subscription.arn})
-
-        def delete(self, account_id: str, region: str) -> None:
-            sns_backends[account_id][region].unsubscribe(self.physical_id)
-
-    class Stage(_Created, CloudFormationModel):
-        TYPE, NAME_PROPERTY = "AWS::ApiGateway::Stage", "StageName"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            api_id, stage_name = properties["RestApiId"], properties["StageName"]
-            apigateway_backends[account_id][region].create_stage(
-                api_id,
-                stage_name,
-                properties["DeploymentId"],
-                variables=properties.get("Variables"),
-                description=properties.get("Description", ""),
-                cacheClusterEnabled=properties.get("CacheClusterEnabled"),
-                cacheClusterSize=properties.get("CacheClusterSize"),
-                tracing_enabled=properties.get("TracingEnabled"),
-            )
-            return cls(stage_name, owner=api_id)
-
-        def delete(self, account_id: str, region: str) -> None:
-            apigateway_backends[account_id][region].delete_stage(self.owner, self.physical_id)
-
-    class EventInvokeConfig(_Created, CloudFormationModel):
-        TYPE = "AWS::Lambda::EventInvokeConfig"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            config = {
-                key: value for key, value in properties.items() if key not in ("FunctionName", "Qualifier")
-            }
-            # Integer properties (a Ref to a Number parameter is a string here; CloudFormation
-            # converts it to the property's type).
-            for key in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds"):
-                if key in config:
-                    config[key] = int(config[key])
-            function = properties["FunctionName"]
-            lambda_backends[account_id][region].put_function_event_invoke_config(function, config)
-            return cls(name, owner=function)
-
-        def delete(self, account_id: str, region: str) -> None:
-            lambda_backends[account_id][region].delete_function_event_invoke_config(self.owner)
-
-    class UsagePlan(_Created, CloudFormationModel):
-        TYPE, NAME_PROPERTY = "AWS::ApiGateway::UsagePlan", "UsagePlanName"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            throttle, quota = properties.get("Throttle") or {}, properties.get("Quota") or {}
-            plan = apigateway_backends[account_id][region].create_usage_plan(
-                {
-                    "name": properties.get("UsagePlanName", name),
-                    "description": properties.get("Description"),
-                    "apiStages": [
-                        {"apiId": stage["ApiId"], "stage": stage["Stage"]}
-                        for stage in properties.get("ApiStages", [])
-                    ],
-                    "throttle": {
-                        "rateLimit": throttle.get("RateLimit"),
-                        "burstLimit": throttle.get("BurstLimit"),
-                    }
-                    if throttle
-                    else None,
-                    "quota": {"limit": quota.get("Limit"), "period": quota.get("Period")} if quota else None,
-                }
-            )
-            return cls(plan.id)
-
-        def delete(self, account_id: str, region: str) -> None:
-            apigateway_backends[account_id][region].delete_usage_plan(self.physical_id)
-
-    class ApiKey(_Created, CloudFormationModel):
-        TYPE, NAME_PROPERTY = "AWS::ApiGateway::ApiKey", "Name"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            key = apigateway_backends[account_id][region].create_api_key(
-                {
-                    "name": properties.get("Name", name),
-                    "description": properties.get("Description"),
-                    "enabled": str(properties.get("Enabled", False)).lower() == "true",
-                    "value": properties.get("Value"),
-                }
-            )
-            return cls(key.id)
-
-        def delete(self, account_id: str, region: str) -> None:
-            apigateway_backends[account_id][region].delete_api_key(self.physical_id)
-
-    class UsagePlanKey(_Created, CloudFormationModel):
-        TYPE = "AWS::ApiGateway::UsagePlanKey"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            plan_id, key_id = properties["UsagePlanId"], properties["KeyId"]
-            apigateway_backends[account_id][region].create_usage_plan_key(
-                plan_id, {"keyId": key_id, "keyType": properties.get("KeyType", "API_KEY")}
-            )
-            return cls(key_id, owner=plan_id)
-
-        def delete(self, account_id: str, region: str) -> None:
-            apigateway_backends[account_id][region].delete_usage_plan_key(self.owner, self.physical_id)
-
-    class BucketPolicy(_Created, CloudFormationModel):
-        TYPE = "AWS::S3::BucketPolicy"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            bucket = str(properties["Bucket"])
-            document = json.dumps(properties["PolicyDocument"]).encode()
-            # S3 is global: moto keeps every bucket in its "aws" partition's backend.
-            s3_backends[account_id]["aws"].put_bucket_policy(bucket, document)
-            return cls(bucket, owner=bucket)
-
-        def delete(self, account_id: str, region: str) -> None:
-            s3_backends[account_id]["aws"].delete_bucket_policy(self.owner)
-
-    class LogSubscriptionFilter(_Created, CloudFormationModel):
-        TYPE, NAME_PROPERTY = "AWS::Logs::SubscriptionFilter", "FilterName"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            from moto.logs.models import logs_backends
-
-            group = str(properties["LogGroupName"])
-            logs_backends[account_id][region].put_subscription_filter(
-                group,
-                name,
-                str(properties.get("FilterPattern", "")),
-                str(properties["DestinationArn"]),
-                str(properties.get("RoleArn", "")),
-            )
-            return cls(name, owner=group)
-
-        def delete(self, account_id: str, region: str) -> None:
-            from moto.logs.models import logs_backends
-
-            logs_backends[account_id][region].delete_subscription_filter(self.owner, self.physical_id)
-
-    class ApiGatewayAccount(_Created, CloudFormationModel):
-        # The account's API Gateway settings: one per account and region, so deleting the resource
-        # leaves them (AWS does not reset them either).
-        TYPE = "AWS::ApiGateway::Account"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            role = str(properties.get("CloudWatchRoleArn", ""))
-            apigateway_backends[account_id][region].update_account(
-                [{"op": "replace", "path": "/cloudwatchRoleArn", "value": role}]
-            )
-            return cls(f"{name}-{account_id}")
-
-    class WebAcl(_Created, CloudFormationModel):
-        """A WAF web ACL, known by its ARN: the local API applies the template's rules itself
-        (local_stack/apigateway/waf.py), so the deployed stack only needs it to exist."""
-
-        TYPE = "AWS::WAFv2::WebACL"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            acl_id = str(uuid.uuid4())
-            arn = f"arn:aws:wafv2:{region}:{account_id}:regional/webacl/{name}/{acl_id}"
-            return cls(arn, {"Arn": arn, "Id": acl_id})
-
-        def delete(self, account_id: str, region: str) -> None:
-            return None
-
-    class WebAclAssociation(_Created, CloudFormationModel):
-        TYPE = "AWS::WAFv2::WebACLAssociation"
-
-        @classmethod
-        def create(cls, name: str, properties: dict[str, Any], account_id: str, region: str) -> "_Created":
-            return cls(f"{properties['ResourceArn']}|{properties['WebACLArn']}")
-
-        def delete(self, account_id: str, region: str) -> None:
-            return None
-
-    # Defining the classes registers them (CloudFormationModel.__subclasses__).
-    _ = (
-        Alarm,
-        Subscription,
-        Stage,
-        EventInvokeConfig,
-        UsagePlan,
-        ApiKey,
-        UsagePlanKey,
-        BucketPolicy,
-        LogSubscriptionFilter,
-        ApiGatewayAccount,
-        WebAcl,
-        WebAclAssociation,
-    )
+    for provider in providers:
+        if provider.TYPE not in _MODELS:
+            name = provider.TYPE.replace("::", "") + "Model"
+            _MODELS[provider.TYPE] = type(name, (_ProvidedModel, CloudFormationModel), {"PROVIDER": provider})
 
 
 def _gone_with_its_owner(delete: Callable[..., None]) -> Callable[..., None]:
@@ -688,23 +443,3 @@ def _is_not_found(exc: Exception) -> bool:
         return True
     names = (str(getattr(exc, "code", "")), str(getattr(exc, "error_type", "")), type(exc).__name__)
     return any(word in name for name in names for word in ("NotFound", "NoSuch", "404"))
-
-
-def _metric_stat(stat: dict[str, Any] | None, dimension: Any, metric: Any, metric_stat: Any) -> Any:
-    if not stat:
-        return None
-    described = stat["Metric"]
-    return metric_stat(
-        metric=metric(
-            metric_name=described["MetricName"],
-            namespace=described["Namespace"],
-            dimensions=[dimension(name=d["Name"], value=d["Value"]) for d in described.get("Dimensions", [])],
-        ),
-        period=stat.get("Period"),
-        stat=stat.get("Stat"),
-        unit=stat.get("Unit"),
-    )
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)

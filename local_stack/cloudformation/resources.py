@@ -8,7 +8,7 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +23,7 @@ from local_stack.cloudformation.template import (
     table_arguments,
 )
 from local_stack.embedded.client import aws_client
+from local_stack.resource_provider import ResourceProvider
 from local_stack.s3 import buckets as s3
 
 log = logging.getLogger(__name__)
@@ -357,19 +358,37 @@ def _attribute_text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, dict | list) else str(value)
 
 
-def create_resources(resources: Resources, sns_endpoint_for: Callable[[str], str]) -> None:
-    """Create the tables, queues, topics, subscriptions, alarms and rules on the embedded AWS.
+def create_resources(
+    resources: Resources, sns_endpoint_for: Callable[[str], str], providers: Mapping[str, ResourceProvider]
+) -> None:
+    """Create the tables, queues, topics, subscriptions, alarms, rules, buckets and usage plans on
+    the embedded AWS (in this process). The types with a provider (``local_stack.registry``) are
+    created by it, as `sam deploy` against the embedded AWS creates them.
 
     ``sns_endpoint_for(function_name)`` gives the HTTP address that delivers a topic's messages
     to a function, since moto cannot run Lambda code itself."""
     endpoint, region = resources.aws_endpoint, resources.region
     _create_tables(resources, aws_client("dynamodb", endpoint, region))
     _create_queues(resources, aws_client("sqs", endpoint, region))
-    _create_topics(resources, aws_client("sns", endpoint, region), sns_endpoint_for)
-    _create_alarms(resources, aws_client("cloudwatch", endpoint, region))
+    _create_topics(resources, aws_client("sns", endpoint, region), sns_endpoint_for, providers[SUBSCRIPTION])
+    for resource_type in (ALARM,):
+        _create_with(resources, providers[resource_type])
     _create_rules(resources, aws_client("events", endpoint, region))
     _create_buckets(resources, aws_client("s3", endpoint, region))
-    _create_usage_plans(resources, aws_client("apigateway", endpoint, region))
+    # A UsagePlanKey names the plan and the key, whose ids exist only once they are created.
+    for resource_type in (USAGE_PLAN, API_KEY, USAGE_PLAN_KEY):
+        _create_with(resources, providers[resource_type])
+
+
+def _create_with(resources: Resources, provider: ResourceProvider) -> None:
+    """Every resource of the provider's type, in template order; each one's Ref is its physical id
+    from here on. Properties are resolved now, not before: they may name resources made just before."""
+    for logical_id in resources.of_type(provider.TYPE):
+        raw = resources.template["Resources"][logical_id].get("Properties", {})
+        created = provider.create(
+            resources.physical_id(logical_id), resources.resolver.resolve(raw), ACCOUNT_ID, resources.region
+        )
+        resources.resolver.refs[logical_id] = created.physical_id
 
 
 def _create_tables(resources: Resources, dynamodb: Any) -> None:
@@ -405,7 +424,9 @@ def _create_queues(resources: Resources, sqs: Any) -> None:
             )
 
 
-def _create_topics(resources: Resources, sns: Any, sns_endpoint_for: Callable[[str], str]) -> None:
+def _create_topics(
+    resources: Resources, sns: Any, sns_endpoint_for: Callable[[str], str], subscriptions_of: ResourceProvider
+) -> None:
     # (logical id of an AWS::SNS::Subscription or "" for a topic's inline one, topic, protocol, endpoint)
     subscriptions: list[tuple[str, str, str, str]] = []
     for logical_id, properties in resources.of_type(TOPIC).items():
@@ -433,20 +454,14 @@ def _create_topics(resources: Resources, sns: Any, sns_endpoint_for: Callable[[s
                 continue
             # moto delivers to http endpoints only; ours turns the notification into a Lambda SNS event.
             target = ("http", sns_endpoint_for(function.name))
-        arn = sns.subscribe(TopicArn=topic_arn, Protocol=target[0], Endpoint=target[1])["SubscriptionArn"]
+        created = subscriptions_of.create(
+            logical_id,
+            {"TopicArn": topic_arn, "Protocol": target[0], "Endpoint": target[1]},
+            ACCOUNT_ID,
+            resources.region,
+        )
         if logical_id:
-            resources.resolver.refs[logical_id] = arn
-
-
-def _create_alarms(resources: Resources, cloudwatch: Any) -> None:
-    for logical_id, properties in resources.of_type(ALARM).items():
-        arguments = {key: value for key, value in properties.items() if key != "AlarmName"}
-        for key in ("Period", "EvaluationPeriods", "DatapointsToAlarm"):
-            if key in arguments:
-                arguments[key] = int(arguments[key])
-        if "Threshold" in arguments:
-            arguments["Threshold"] = float(arguments["Threshold"])
-        cloudwatch.put_metric_alarm(AlarmName=resources.physical_id(logical_id), **arguments)
+            resources.resolver.refs[logical_id] = created.physical_id
 
 
 def _create_buckets(resources: Resources, client: Any) -> None:
@@ -471,44 +486,3 @@ def _create_rules(resources: Resources, events: Any) -> None:
         ]
         if targets:
             events.put_targets(Rule=name, Targets=targets)
-
-
-def _create_usage_plans(resources: Resources, apigateway: Any) -> None:
-    """Usage plans, API keys and the keys' plan memberships, in moto's API Gateway. moto makes up
-    their ids, which become their Ref (resolved after each is created: a UsagePlanKey names both)."""
-    for logical_id, properties in resources.of_type(USAGE_PLAN).items():
-        arguments: dict[str, Any] = {"name": resources.physical_id(logical_id)}
-        if "Description" in properties:
-            arguments["description"] = properties["Description"]
-        if properties.get("ApiStages"):
-            arguments["apiStages"] = [
-                {"apiId": str(stage["ApiId"]), "stage": str(stage["Stage"])}
-                for stage in properties["ApiStages"]
-            ]
-        throttle = properties.get("Throttle") or {}
-        if throttle:
-            arguments["throttle"] = {
-                key: (float if key == "rateLimit" else int)(float(throttle[prop]))
-                for key, prop in (("rateLimit", "RateLimit"), ("burstLimit", "BurstLimit"))
-                if prop in throttle
-            }
-        quota = properties.get("Quota") or {}
-        if quota:
-            arguments["quota"] = {"limit": int(quota["Limit"]), "period": str(quota.get("Period", "DAY"))}
-        resources.resolver.refs[logical_id] = apigateway.create_usage_plan(**arguments)["id"]
-    for logical_id, properties in resources.of_type(API_KEY).items():
-        arguments = {
-            "name": resources.physical_id(logical_id),
-            "enabled": str(properties.get("Enabled", False)).lower() == "true",
-        }
-        for key, prop in (("value", "Value"), ("description", "Description")):
-            if prop in properties:
-                arguments[key] = str(properties[prop])
-        resources.resolver.refs[logical_id] = apigateway.create_api_key(**arguments)["id"]
-    for logical_id in resources.of_type(USAGE_PLAN_KEY):
-        # Resolved now, not before: the plan's and the key's ids exist only from here on.
-        raw = resources.template["Resources"][logical_id].get("Properties", {})
-        properties = resources.resolver.resolve(raw)
-        apigateway.create_usage_plan_key(
-            usagePlanId=properties["UsagePlanId"], keyId=properties["KeyId"], keyType=properties["KeyType"]
-        )

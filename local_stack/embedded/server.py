@@ -22,7 +22,7 @@
   once, as it stood at that moment.
 
 moto is pinned in pyproject.toml; the patches below depend on its DynamoDB and SQS backends'
-internals, and tests/integration/test_local_stack_moto_server.py checks that they still hold."""
+internals, and tests/local_stack/embedded/test_server.py checks that they still hold."""
 
 import contextvars
 import copy
@@ -42,14 +42,6 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from local_stack.embedded import (
-    bucket_policies,
-    delete_refusals,
-    dynamodb_compact,
-    dynamodb_index,
-    lambda_quota,
-    s3_multipart,
-)
 from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
 from local_stack.s3.buckets import PresignedUrlGate
@@ -199,22 +191,11 @@ _RECORDER_LOCK = threading.Lock()
 
 
 def install_moto_fixes() -> None:
-    """This module's fixes, in moto's classes (so also for an in-process ``mock_aws``); idempotent."""
+    """This module's fixes, in moto's classes (so also for an in-process ``mock_aws``); idempotent.
+    The services' own patches are installed by ``local_stack.patches.install_moto_fixes``."""
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
-    dynamodb_compact.install_slotted_values()  # first: before any DynamoDB value is built
-    dynamodb_compact.install_slotted_items()
-    dynamodb_index.install()
-    dynamodb_compact.install()
-    # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
-    delete_refusals.install()
-    # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
-    bucket_policies.install()
-    # GetAccountSettings, and reservations that would leave fewer than 100 executions refused.
-    lambda_quota.install()
-    # A multipart upload completed with one copy of the object in memory.
-    s3_multipart.install()
 
 
 def install_whole_recorder_lines() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from local_stack.cloudformation import deploy as cloudformation
 from local_stack.embedded.server import EmbeddedAws
+from local_stack.registry import RESOURCE_PROVIDERS
 from tests.e2e.conftest import PROJECT_ROOT
 
 # A test of this machine's deploy path, not of a deployment: `make acceptance` leaves it out.
@@ -40,7 +41,7 @@ NO_PHYSICAL_ID_IN_MOTO = {
 def aws() -> Iterator[dict[str, str]]:
     """An embedded AWS with a completed CloudFormation, and the environment that points tools at it.
     "localhost", not 127.0.0.1: moto's CloudFormation reads a TemplateURL's host to find its S3."""
-    cloudformation.install()
+    cloudformation.install(RESOURCE_PROVIDERS)
     server = EmbeddedAws(0)
     server.start()
     _, port = server.get_host_and_port()

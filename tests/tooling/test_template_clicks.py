@@ -67,7 +67,7 @@ def test_the_collector_writes_only_the_clicks_table_and_hourly_counts_expire() -
 
 def test_the_api_reads_the_clicks_table_and_never_puts_or_deletes() -> None:
     from local_stack.iam.policy import Decision
-    from tests.unit.test_local_stack_iam_template import decide, resources
+    from tests.local_stack.iam.test_template import decide, resources
 
     clicks = resources().resolver.get_att("ClicksTable", "Arn")
     assert decide("ApiFunction", "dynamodb:Query", clicks) == Decision.ALLOW
@@ -87,7 +87,7 @@ def test_the_logging_role_is_the_stacks_only_when_asked_and_outlives_it() -> Non
 
 def test_the_collector_may_write_counters_and_nothing_else() -> None:
     from local_stack.iam.policy import Decision
-    from tests.unit.test_local_stack_iam_template import decide, resources
+    from tests.local_stack.iam.test_template import decide, resources
 
     clicks = resources().resolver.get_att("ClicksTable", "Arn")
     links = resources().resolver.get_att("LinksTable", "Arn")

@@ -5,8 +5,8 @@ from typing import Any
 
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
 from local_stack.iam.policy import Decision, Request, evaluate
+from tests.local_stack.iam.test_template import decide, principal, resources
 from tests.tooling.test_template_clicks import resolved
-from tests.unit.test_local_stack_iam_template import decide, principal, resources
 
 
 def _rule(stage: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """BulkWriteThroughput pre-warms the links table and its indexes (WarmThroughput), and the local
 DynamoDB's capacity model starts from it."""
 
-from local_stack.embedded.dynamodb_capacity import CapacitySettings, ResourceCapacity, ThroughputSpec
+from local_stack.dynamodb.capacity import CapacitySettings, ResourceCapacity, ThroughputSpec
 from tests.tooling.test_template_operations import resolved
 
 

@@ -10,14 +10,13 @@ import boto3
 import pytest
 
 from local_stack.cloudformation.template import create_table_arguments, resources_of_type
-from local_stack.embedded import EmbeddedAws, dynamodb_throttling
-from local_stack.embedded.dynamodb_capacity import CapacitySettings
+from local_stack.dynamodb import throttling as dynamodb_throttling
+from local_stack.dynamodb.capacity import CapacitySettings
+from local_stack.embedded import EmbeddedAws
 from shortener import aws_usage as usage
 from shortener.links.model import Link
 from shortener.links.store import LinksStore
 from shortener.loops.pacing import WritePacer
-
-pytestmark = pytest.mark.integration
 
 # The links table takes 4,000 / 40 = 100 write units a second.
 SCALE = 40.0
