@@ -16,7 +16,6 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -171,13 +170,3 @@ def aws() -> Iterator[EmbeddedAws]:
     server.start()
     yield server
     server.stop()
-
-
-INTEGRATION_FOLDER = Path(__file__).parent / "integration"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests still in the tier folder tests/integration/ are integration tests by their place."""
-    for item in items:
-        if INTEGRATION_FOLDER in Path(item.path).parents:
-            item.add_marker(pytest.mark.integration)

@@ -18,6 +18,8 @@ from shortener.links.model import Link
 from shortener.links.store import LinksStore
 from shortener.loops.pacing import WritePacer
 
+pytestmark = pytest.mark.integration
+
 # The links table takes 4,000 / 40 = 100 write units a second.
 SCALE = 40.0
 TABLE = "paced-links"
