@@ -7,24 +7,15 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.access import keys as access
 from shortener.http import web
 from shortener.observability import logger, metrics
-from shortener.services.authorizer import keys
-from shortener.settings import authorizer_settings
+from shortener.services.authorizer import authorize
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    settings = authorizer_settings()
-    decision = access.authorize(
-        web.header(event.get("headers"), "x-api-key") or None,
-        event["methodArn"],
-        keys(),
-        access=settings.ACCESS,
-        anonymous_usage_key=settings.ANONYMOUS_USAGE_KEY,
-    )
+    decision = authorize(web.header(event.get("headers"), "x-api-key") or None, event["methodArn"])
     if not decision.allow:
         logger.info("API key refused", extra={"reason": decision.reason, "key_id": decision.principal_id})
     metrics.add_metric(

@@ -10,10 +10,9 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shortener.loops.healing import failed_invocations, heal_and_reconcile, revive_failed_loops
+from shortener.loops.healing import failed_invocations
 from shortener.observability import logger, metrics, tracer
-from shortener.services.restarter import dead_letters, scaler, targets, tokens
-from shortener.settings import restarter_settings
+from shortener.services.restarter import heal_and_reconcile, revive_failed_loops
 
 
 @logger.inject_lambda_context
@@ -23,13 +22,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if "Records" in event or "requestContext" in event:
         return revive_failed(event)
     # The scheduled event carries nothing the restarter needs: every run does the same work.
-    report = heal_and_reconcile(
-        scaler(),
-        tokens(),
-        targets(),
-        restarter_settings().STALE_HEARTBEAT_SECONDS,
-        dead_letters=dead_letters(),
-    )
+    report = heal_and_reconcile()
     changed = (
         report.revived
         or report.failed
@@ -67,8 +60,7 @@ def revive_failed(event: dict[str, Any]) -> dict[str, Any]:
     failed = failed_invocations(event)
     if not failed:
         return {"revived": [], "failed": [], "skipped": []}
-    functions = {target.queue_url: target.function_name for target in targets()}
-    report = revive_failed_loops(tokens(), scaler().starter, functions, failed)
+    report = revive_failed_loops(failed)
     extra = {"invocations": [invocation.model_dump() for invocation in failed], **report.model_dump()}
     if report.failed:
         logger.error("Failed loops could not all be revived", extra=extra)

@@ -1,14 +1,17 @@
 """The restarter's services, one per container."""
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from shortener.jobs.dead_letters import DeadLetterSettler
 from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.store import JobsStore
+from shortener.loops import healing
+from shortener.loops.model import LoopInvocation
 from shortener.loops.queue import BulkQueue
 from shortener.loops.queue_metrics import QueueMetrics
 from shortener.loops.scaling import LoopScaler
-from shortener.loops.scaling_model import LoopTarget
+from shortener.loops.scaling_model import LoopTarget, RestarterReport
 from shortener.loops.store import LoopsStore
 from shortener.services.loops import loop_scaler
 from shortener.settings import restarter_settings
@@ -42,3 +45,20 @@ def dead_letters() -> DeadLetterSettler:
 def targets() -> list[LoopTarget]:
     # Queue URLs never change for a container: resolved once, not on every idle run.
     return scaler().targets()
+
+
+def heal_and_reconcile() -> RestarterReport:
+    """One scheduled run over this stack's queues and tokens (shortener.loops.healing)."""
+    return healing.heal_and_reconcile(
+        scaler(),
+        tokens(),
+        targets(),
+        restarter_settings().STALE_HEARTBEAT_SECONDS,
+        dead_letters=dead_letters(),
+    )
+
+
+def revive_failed_loops(failed: Sequence[LoopInvocation]) -> RestarterReport:
+    """Revive the loops whose invocations ``failed`` (shortener.loops.healing)."""
+    functions = {target.queue_url: target.function_name for target in targets()}
+    return healing.revive_failed_loops(tokens(), scaler().starter, functions, failed)

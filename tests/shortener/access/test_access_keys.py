@@ -18,6 +18,7 @@ from shortener.access.keys import KeyManager
 from shortener.access.store_keys import KeysStore
 from shortener.access.usage_plans import ApiGatewayUsagePlan
 from shortener.exceptions import KeyNotFoundError, UsagePlanError
+from shortener.services import authorizer as authorizer_services
 from tests.support.lambda_context import FakeLambdaContext
 
 pytestmark = pytest.mark.integration
@@ -57,10 +58,10 @@ def authorizer(keys_table: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mod
 
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "authorizer")
     settings.authorizer_settings.cache_clear()
-    app.keys.cache_clear()
+    authorizer_services.keys.cache_clear()
     yield app
     settings.authorizer_settings.cache_clear()
-    app.keys.cache_clear()
+    authorizer_services.keys.cache_clear()
 
 
 def authorizer_event(key: str | None) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def test_the_authorizer_fails_closed_when_the_table_is_unreadable(
     # Given a table that does not exist: API Gateway answers an authorizer error with a 5xx
     monkeypatch.setenv("KEYS_TABLE", "no-such-table")
     settings.authorizer_settings.cache_clear()
-    authorizer.keys.cache_clear()
+    authorizer_services.keys.cache_clear()
     with pytest.raises(Exception, match="ResourceNotFound"):
         call(authorizer, "shk_0123456789ab_" + "x" * 43)
 

@@ -611,9 +611,14 @@ def restarter_for(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType
 
     restarter_settings.cache_clear()
     monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    for cached in (app.tokens, app.scaler, app.targets, app.dead_letters):
+    for cached in (
+        restarter_services.tokens,
+        restarter_services.scaler,
+        restarter_services.targets,
+        restarter_services.dead_letters,
+    ):
         cached.cache_clear()
-    app.scaler().starter = RecordingStarter()
+    restarter_services.scaler().starter = RecordingStarter()
     return app
 
 
@@ -734,7 +739,7 @@ def test_a_dead_letter_settled_twice_or_after_a_late_success_is_counted_once(
     with pytest.MonkeyPatch.context() as dying:
         dying.setattr(BulkQueue, "delete", lambda *_: (_ for _ in ()).throw(RuntimeError("died")))
         with pytest.raises(RuntimeError):
-            restarter.dead_letters().settle(restarter.scaler().targets()[0])
+            restarter_services.dead_letters().settle(restarter_services.scaler().targets()[0])
     assert dead_letters_waiting() == 1
     # When the next run settles it again, and a slow delivery of the same chunk then succeeds
     run_restarter(restarter)

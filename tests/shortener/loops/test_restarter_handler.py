@@ -49,13 +49,14 @@ def restarter(
     monkeypatch.setenv("MESSAGES_PER_LOOP", "10")
     monkeypatch.setenv("STALE_HEARTBEAT_SECONDS", str(STALE_AFTER))
     from functions.restarter import app
+    from shortener.services import restarter as services
 
     monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    app.tokens.cache_clear()
-    app.scaler.cache_clear()
-    app.targets.cache_clear()
-    app.dead_letters.cache_clear()
-    app.scaler().starter = starter  # moto runs no Lambda code: record the invokes instead
+    services.tokens.cache_clear()
+    services.scaler.cache_clear()
+    services.targets.cache_clear()
+    services.dead_letters.cache_clear()
+    services.scaler().starter = starter  # moto runs no Lambda code: record the invokes instead
     return app
 
 

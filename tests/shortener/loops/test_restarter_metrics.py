@@ -40,12 +40,13 @@ def test_each_run_reports_the_loops_running(
     monkeypatch.setenv("MESSAGES_PER_LOOP", "10")
     monkeypatch.setenv("STALE_HEARTBEAT_SECONDS", "180")
     from functions.restarter import app
+    from shortener.services import restarter as services
 
     # The Metrics object outlives a test: give it the service the function's environment names
     monkeypatch.setattr(app.metrics, "service", "restarter")
-    app.tokens.cache_clear()
-    app.scaler.cache_clear()
-    app.scaler().starter = RecordingStarter()  # moto runs no Lambda code
+    services.tokens.cache_clear()
+    services.scaler.cache_clear()
+    services.scaler().starter = RecordingStarter()  # moto runs no Lambda code
     # When the scheduled run starts the minimum
     app.lambda_handler({"source": "aws.events"}, LambdaContext("restarter"))
     # Then it reports two loops running and none revived, under the one dimension the alarms and the
