@@ -13,12 +13,17 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from local_stack.apigateway.cache import StageCache
-from local_stack.apigateway.http_limits import DRAIN_LIMIT_BYTES, GatewayAnswer, body_length, protocol_error
+from local_stack.apigateway.http_limits import (
+    PAYLOAD_LIMIT_BYTES,
+    GatewayAnswer,
+    error_answer,
+    protocol_error,
+)
 from local_stack.apigateway.routes import (
     INTEGRATION_TIMEOUT_SECONDS,
     STAGE,
@@ -32,6 +37,7 @@ from local_stack.apigateway.routes import (
 )
 from local_stack.awslambda.runtime import FunctionThrottledError, LambdaRuntime
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
+from local_stack.http_reading import BoundedConnections, BoundedRequestHandler, ReadRefused
 from local_stack.ports import LISTEN_BACKLOG, adopt
 
 if TYPE_CHECKING:
@@ -150,10 +156,9 @@ def http_response(
     return result["statusCode"], headers, raw
 
 
-class ApiGateway(ThreadingHTTPServer):
-    """The REST API on loopback."""
+class ApiGateway(BoundedConnections, ThreadingHTTPServer):
+    """The REST API on loopback; requests read within bounds (local_stack/http_reading.py)."""
 
-    daemon_threads = True
     block_on_close = False
     request_queue_size = LISTEN_BACKLOG
 
@@ -245,27 +250,27 @@ class ApiGateway(ThreadingHTTPServer):
         return http_response(invocation.result, self.binary_types, accept)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedRequestHandler):
     server: ApiGateway
-    protocol_version = "HTTP/1.1"
 
     def _handle(self) -> None:
         started = time.monotonic()
-        lengths = self.headers.get_all("Content-Length")
-        length = body_length(lengths)
-        if not isinstance(length, int):
-            # Refused before the body is read (local_stack/apigateway/http_limits.py).
-            self._send(*length, started=started)
-            self._drain(lengths)
-            return
-        body = self.rfile.read(length)
+        # A stalled, misframed or too large body is refused while read (local_stack/http_reading.py).
+        body = self.read_body(PAYLOAD_LIMIT_BYTES)
         # API Gateway's Host is the API's own host, whatever the client sent (it routes by it):
         # here the stage's address, so no Host header can choose the host of a short URL.
+        # Transfer-Encoding is dropped, as API Gateway drops it before the integration ("Amazon API
+        # Gateway important notes", REST APIs: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-known-issues.html):
+        # the function gets the whole body, read from its chunks.
         own_host = urlsplit(self.server.url).netloc
         request = HttpRequest(
             method=self.command,
             target=self.path,
-            headers=[(k, own_host if k.lower() == "host" else v) for k, v in self.headers.items()]
+            headers=[
+                (k, own_host if k.lower() == "host" else v)
+                for k, v in self.headers.items()
+                if k.lower() != "transfer-encoding"
+            ]
             + ([] if "Host" in self.headers else [("Host", own_host)]),
             body=body,
             source_ip=self.client_address[0],
@@ -288,18 +293,14 @@ class _Handler(BaseHTTPRequestHandler):
         elapsed = (time.monotonic() - started) * 1000
         log.info("%s %s %d %.0f ms", self.command, getattr(self, "path", ""), status, elapsed)
 
-    def _drain(self, lengths: list[str] | None) -> None:
-        """Read and drop a refused body (up to a bound, for a few seconds), so the client reads
-        the answer instead of a reset; the connection is closed after it."""
-        self.close_connection = True
-        text = (lengths or ["0"])[0].strip()
-        left = min(int(text), DRAIN_LIMIT_BYTES) if text.isdigit() else 0
-        try:
-            self.connection.settimeout(5)
-            while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
-                left -= len(chunk)
-        except OSError:
-            pass
+    def refusal_answer(self, refused: ReadRefused) -> GatewayAnswer:
+        log.info(
+            "%s %s %d (refused while read)",
+            getattr(self, "command", ""),
+            getattr(self, "path", ""),
+            refused.status,
+        )
+        return error_answer(refused.status, refused.error, refused.message)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (unknown method, request line or headers too long, bad

@@ -12,23 +12,21 @@ connection: never a hang, a close without an answer, a 501 or an HTML page (what
 - A body over 10 MB: 413. API Gateway's payload quota is 10 MB ("Amazon API Gateway quotas",
   https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html); the body is not read
   into memory, only drained (up to a bound) so the client reads the answer.
+- A request not sent whole within 10 s: 408; a body framed in a way HTTP/1.1 forbids or that is
+  not supported (a transfer coding other than ``chunked``, or together with Content-Length): 400.
+  These three are found while the body is read, the same way on every listener of the local stack
+  (local_stack/http_reading.py); a chunked body is read, as API Gateway reads it.
 - A request line over 64 KiB (a 100 KB path): 414; more than 100 headers, or one over 64 KiB: 431
   (``http.server``'s limits; API Gateway's own are smaller, and it answers them with 4xx too).
 """
 
 import json
-import re
-from collections.abc import Sequence
 from http import HTTPStatus
 
 GatewayAnswer = tuple[int, list[tuple[str, str]], bytes]
 
 PAYLOAD_LIMIT_BYTES = 10 * 1024 * 1024
 ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-# A refused body is read and thrown away up to this much, so the client sees the answer rather
-# than a reset; beyond it the connection is just closed after the answer.
-DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def error_answer(status: int, error: str, message: str) -> GatewayAnswer:
@@ -59,24 +57,3 @@ def protocol_error(code: int, method: str = "") -> GatewayAnswer:
         )
     status = code if 400 <= code < 500 else HTTPStatus.BAD_REQUEST
     return error_answer(status, "bad_request", "The request is not valid HTTP/1.1.")
-
-
-def body_length(values: Sequence[str] | None) -> int | GatewayAnswer:
-    """The body's length from the request's Content-Length header(s), or the answer refusing it."""
-    if not values:
-        return 0
-    texts = {value.strip() for value in values}
-    if len(texts) != 1 or not _DIGITS.fullmatch(text := texts.pop()):
-        return error_answer(
-            HTTPStatus.BAD_REQUEST,
-            "invalid_content_length",
-            "The Content-Length header must be one non-negative whole number of bytes.",
-        )
-    length = int(text)
-    if length > PAYLOAD_LIMIT_BYTES:
-        return error_answer(
-            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            "payload_too_large",
-            f"The request body is {length:,} bytes; the API accepts at most {PAYLOAD_LIMIT_BYTES:,} (10 MB).",
-        )
-    return length

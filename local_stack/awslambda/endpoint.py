@@ -7,7 +7,7 @@ import re
 import socket
 import sys
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,6 +19,7 @@ from local_stack.awslambda.runtime import (
 )
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
 from local_stack.embedded.local_only import browser_refusal
+from local_stack.http_reading import BoundedConnections, BoundedRequestHandler, ReadRefused
 from local_stack.iam import AccessControl, Signature, invoke_call
 from local_stack.ports import LISTEN_BACKLOG, adopt
 from local_stack.sns import subscriptions as sns
@@ -28,12 +29,13 @@ log = logging.getLogger(__name__)
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<function>[^/]+)/invocations$")
 _SNS_PATH = re.compile(r"^/sns/(?P<function>[^/]+)$")
 SNS_PATH_PREFIX = "/sns/"
+_READ_LIMIT_BYTES = 4 * max(SYNC_PAYLOAD_LIMIT_BYTES, ASYNC_PAYLOAD_LIMIT_BYTES)
 
 
-class LambdaEndpoint(ThreadingHTTPServer):
-    """Serves Lambda's Invoke API for the local runtime, on loopback."""
+class LambdaEndpoint(BoundedConnections, ThreadingHTTPServer):
+    """Serves Lambda's Invoke API for the local runtime, on loopback; requests read within bounds
+    (local_stack/http_reading.py)."""
 
-    daemon_threads = True
     # Every loop, scaler and schedule invokes through here; bursts must queue, not be reset.
     request_queue_size = LISTEN_BACKLOG
 
@@ -71,13 +73,13 @@ class LambdaEndpoint(ThreadingHTTPServer):
         return f"{self.url}{SNS_PATH_PREFIX}{function_name}"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedRequestHandler):
     server: LambdaEndpoint
-    protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # Read whole before the payload limits below answer; far larger is refused while read.
+        body = self.read_body(_READ_LIMIT_BYTES)
         # A web page may POST here without a preflight (text/plain): refused as on the embedded AWS.
         refusal = browser_refusal("POST", self.headers.get("Origin"), self.headers.get("Host", ""))
         if refusal is not None:
@@ -160,8 +162,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(HTTPStatus.OK, b"")
 
     def _error(self, status: HTTPStatus, error_type: str, message: str) -> None:
-        body = json.dumps({"Type": "User", "message": message}).encode()
-        self._answer(status, body, {"x-amzn-ErrorType": error_type})
+        self._answer(status, *_error_body(error_type, message))
+
+    def refusal_answer(self, refused: ReadRefused) -> tuple[int, list[tuple[str, str]], bytes]:
+        body, headers = _error_body(refused.aws_type, refused.message)
+        return refused.status, [("Content-Type", "application/json"), *headers.items()], body
 
     def _answer(self, status: HTTPStatus, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -174,3 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("lambda endpoint: " + format, *args)
+
+
+def _error_body(error_type: str, message: str) -> tuple[bytes, dict[str, str]]:
+    """Lambda's error shape: the body and the header naming the error."""
+    return json.dumps({"Type": "User", "message": message}).encode(), {"x-amzn-ErrorType": error_type}

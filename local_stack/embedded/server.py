@@ -16,6 +16,9 @@
   time in proportion to its backlog, and a receive its square: with a bulk job's few thousand
   messages queued, three quarters of the embedded AWS's time went there. Here those scans read the
   clock once and the retention check reads the queue's setting directly.
+- Requests are read within bounds, with chunked bodies read whole, and a bounded number of
+  connections served at once, as on every listener of the local stack (local_stack/http_reading.py);
+  a refusal is answered in the JSON error shape of AWS's JSON services.
 - moto's GetQueueAttributes reads the clock again for each count it answers, so a message whose
   visibility ended between two readings was in neither count: a queue holding one message could
   answer 0 visible, 0 in flight. Here one request reads the clock once, so each message is counted
@@ -27,6 +30,7 @@ internals, and tests/local_stack/embedded/test_server.py checks that they still 
 import contextvars
 import copy
 import io
+import json
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -40,10 +44,11 @@ from moto.dynamodb.models.table import Table
 from moto.moto_api._internal.recorder.models import Recorder
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
-from werkzeug.serving import make_server
+from werkzeug.serving import ThreadedWSGIServer
 
 from local_stack.embedded.client import FAKE_CREDENTIALS
 from local_stack.embedded.local_only import LocalToolsOnly, PresignedExemption
+from local_stack.http_reading import BoundedConnections, BoundedRequestHandler, ReadRefused
 from local_stack.s3.buckets import PresignedUrlGate
 
 # The service in a SigV4 credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
@@ -122,6 +127,35 @@ class ControlRoutes:
         return self._app(environ, start_response)
 
 
+class _BoundedMotoHandler(BoundedRequestHandler, MotoRequestHandler):
+    """moto's request handler, reading each request within bounds before moto sees it."""
+
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        body = self.read_body()
+        # werkzeug closes every connection after its answer and then drains what the client sent
+        # beyond the body: nothing more is read once the body is.
+        self.reading.ended = True
+        environ["wsgi.input"] = io.BytesIO(body)
+        if body or "CONTENT_LENGTH" in environ or "HTTP_TRANSFER_ENCODING" in environ:
+            environ["CONTENT_LENGTH"] = str(len(body))
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        environ.pop("wsgi.input_terminated", None)
+        return environ
+
+    def refusal_answer(self, refused: ReadRefused) -> tuple[int, list[tuple[str, str]], bytes]:
+        body = json.dumps({"__type": refused.aws_type, "message": refused.message}).encode()
+        return (
+            refused.status,
+            [("Content-Type", "application/json"), ("x-amzn-ErrorType", refused.aws_type)],
+            body,
+        )
+
+
+class _BoundedWsgiServer(BoundedConnections, ThreadedWSGIServer):
+    """werkzeug's threaded server, serving a bounded number of connections at once."""
+
+
 class EmbeddedAws(ThreadedMotoServer):
     """moto's ThreadedMotoServer on loopback, with the serialising middleware in front, and
     ``front`` (the IAM access control) in front of that."""
@@ -174,9 +208,7 @@ class EmbeddedAws(ThreadedMotoServer):
         if self._front is not None:
             app = self._front(app)
         app = LocalToolsOnly(app, self._admin_api, self.presigned_exemption)
-        self._server = make_server(
-            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-        )
+        self._server = _BoundedWsgiServer(self._ip_address, self._port, app, _BoundedMotoHandler)
         self._server_ready_event.set()
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-aws", daemon=True)
         self._thread.start()

@@ -1,6 +1,9 @@
 """The local API gateway answers malformed or oversized HTTP as API Gateway does: a 4xx in the
 project's error shape, at once, never a hang, a close without an answer, a 501 or an HTML page;
-and the host of a short URL is the stage's, whatever Host the client sent."""
+and the host of a short URL is the stage's, whatever Host the client sent. Every listener of the
+stack (the API, the embedded AWS, the Lambda endpoint) reads a request within bounds: half-sent
+connections are answered 408 or closed, and do not stop the next request; a chunked body is read
+or refused, never read as the next request."""
 
 import json
 import socket
@@ -86,3 +89,81 @@ def test_the_host_of_a_short_url_is_the_stages_whatever_host_was_sent(stack: Run
     short_url = json.loads(body)["short_url"]
     assert short_url.startswith(stack.api_url), short_url
     assert "evil.example" not in short_url
+
+
+# A connection that stalls is answered or closed well before this (the bound is 10 s).
+HALF_SENT_CLOSED_SECONDS = 15
+HALF_SENT = [
+    b"GET / HTTP/1.1\r\nHost: x\r\n",  # headers never finished
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",  # a body shorter than its length
+    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nab",  # a chunk cut short
+]
+
+
+@pytest.mark.parametrize("listener", ["api_url", "aws_endpoint", "lambda_endpoint"])
+def test_200_half_sent_connections_neither_hang_nor_stop_the_next_request(
+    stack: RunningStack, listener: str
+) -> None:
+    address = urlsplit(getattr(stack, listener))
+    where = (address.hostname, address.port)
+    # Given 200 connections that each send part of a request, then nothing
+    half_sent = []
+    for n in range(200):
+        connection = socket.create_connection(where, timeout=HALF_SENT_CLOSED_SECONDS)
+        connection.sendall(HALF_SENT[n % len(HALF_SENT)])
+        half_sent.append(connection)
+    deadline = time.monotonic() + HALF_SENT_CLOSED_SECONDS
+    try:
+        # Then an honest request on a new connection is answered (any answer: this is no timing claim)
+        with socket.create_connection(where, timeout=ANSWER_SECONDS) as honest:
+            honest.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert honest.recv(65536).startswith(b"HTTP/1.1 "), listener
+        # And every half-sent one is answered 408 or closed, within the bound
+        outcomes = []
+        for connection in half_sent:
+            connection.settimeout(max(0.1, deadline - time.monotonic()))
+            received = b""
+            try:
+                while chunk := connection.recv(65536):
+                    received += chunk
+            except ConnectionResetError:
+                pass  # closed with a request's bytes unread: a reset is a close too
+            outcomes.append(received.split(b"\r\n", 1)[0])
+        assert set(outcomes) <= {b"", b"HTTP/1.1 408 Request Timeout"}, set(outcomes)
+    finally:
+        for connection in half_sent:
+            connection.close()
+
+
+def test_a_chunked_post_is_read_and_never_mixed_into_the_next_request(stack: RunningStack) -> None:
+    address = urlsplit(stack.api_url)
+    payload = json.dumps({"url": "https://example.com/e2e/chunked"}).encode()
+    chunks = (
+        b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[:10], payload[10:])) + b"0\r\n\r\n"
+    )
+    head = (
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Api-Key: %s\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n" % str(stack.api_key).encode()
+    )
+    # Given a chunked POST / and a second request on the same connection
+    with socket.create_connection((address.hostname, address.port), timeout=ANSWER_SECONDS) as connection:
+        connection.sendall(
+            head + chunks + b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    # Then the POST made its link from the whole body, and the GET got its own answer
+    first_head, _, rest = received.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line.split(b":", 1)[1]
+            for line in first_head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+    )
+    assert first_head.startswith(b"HTTP/1.1 201 "), received[:300]
+    assert json.loads(rest[:length])["url"] == "https://example.com/e2e/chunked"
+    second = rest[length:]
+    assert second.startswith(b"HTTP/1.1 200 "), second[:300]
+    assert second.count(b"HTTP/1.1 ") == 1
