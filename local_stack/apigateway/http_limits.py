@@ -32,7 +32,9 @@ ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 def error_answer(status: int, error: str, message: str) -> GatewayAnswer:
     """A gateway answer in the project's error shape; the connection is closed after it."""
     body = json.dumps({"error": error, "message": message}).encode()
-    return status, [("Content-Type", "application/json"), ("Connection", "close")], body
+    # nosniff, as on the function's answers and the template's gateway responses.
+    headers = [("Content-Type", "application/json"), ("X-Content-Type-Options", "nosniff")]
+    return status, [*headers, ("Connection", "close")], body
 
 
 def protocol_error(code: int, method: str = "") -> GatewayAnswer:

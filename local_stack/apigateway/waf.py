@@ -11,8 +11,11 @@ What WAF does, and this module with it (AWS WAF developer guide: "Rate-based rul
   rule matches that key's further requests. WAF checks rates "frequently" and limits "near" the
   limit; locally the count is exact and takes effect at once.
 - A Block answers 403 (API Gateway's WAF_FILTERED response) unless the rule's ``CustomResponse``
-  gives a status, a body from the web ACL's ``CustomResponseBodies`` and headers (sent with the
-  ``x-amzn-waf-`` prefix); a WAF custom response takes precedence over gateway responses.
+  gives a status, a body from the web ACL's ``CustomResponseBodies`` and headers, sent as named
+  (any name but content-type: "Custom responses for Block actions",
+  https://docs.aws.amazon.com/waf/latest/developerguide/customizing-the-response-for-blocked-requests.html;
+  only headers WAF inserts into allowed requests get the ``x-amzn-waf-`` prefix); a WAF custom
+  response takes precedence over gateway responses.
 Statements emulated: RateBasedStatement, ByteMatchStatement (Method, UriPath, QueryString,
 SingleHeader; EXACTLY, STARTS_WITH, ENDS_WITH, CONTAINS; NONE/LOWERCASE transformations),
 AndStatement, OrStatement, NotStatement. Any other statement never matches (warned at start)."""
@@ -137,7 +140,7 @@ class WebAcl:
                 [("Content-Type", "application/json"), ("x-amzn-ErrorType", "ForbiddenException")],
                 (b'{"message":"Forbidden"}'),
             )
-        headers = [(f"x-amzn-waf-{h['Name']}", str(h["Value"])) for h in custom.get("ResponseHeaders") or []]
+        headers = [(str(h["Name"]), str(h["Value"])) for h in custom.get("ResponseHeaders") or []]
         body = b""
         if custom.get("CustomResponseBodyKey"):
             spec = self.bodies[custom["CustomResponseBodyKey"]]

@@ -333,6 +333,33 @@ def test_a_block_without_a_custom_response_is_a_403() -> None:
     assert (status, body) == (403, b'{"message":"Forbidden"}')
 
 
+def test_custom_response_headers_are_sent_as_named() -> None:
+    # WAF sends a Block's custom response headers as named; only headers it inserts into allowed
+    # requests get the x-amzn-waf- prefix
+    block = {"ResponseCode": 429, "CustomResponseBodyKey": "slow"}
+    block["ResponseHeaders"] = [{"Name": "X-Content-Type-Options", "Value": "nosniff"}]
+    spec = {
+        **RATE_RULE_ACL,
+        "Rules": [{**RATE_RULE_ACL["Rules"][0], "Action": {"Block": {"CustomResponse": block}}}],
+    }
+    acl = WebAcl("acl", spec, RateCounter(Clock()))
+    for _ in range(10):
+        acl.inspect(waf_request())
+    _, headers, _ = acl.inspect(waf_request()) or (0, [], b"")
+    assert ("X-Content-Type-Options", "nosniff") in headers
+
+
+def test_every_429_of_the_templates_web_acl_says_nosniff() -> None:
+    # Both branches of the rules (Access=open and Access=keys)
+    expanded, _ = expanded_template()
+    acl = next(r for r in expanded["Resources"].values() if r["Type"] == "AWS::WAFv2::WebACL")
+    branches = acl["Properties"]["Rules"]["Fn::If"][1:]
+    responses = [rule["Action"]["Block"]["CustomResponse"] for rules in branches for rule in rules]
+    assert len(responses) == 3
+    for response in responses:
+        assert {"Name": "X-Content-Type-Options", "Value": "nosniff"} in response["ResponseHeaders"]
+
+
 def test_only_web_acls_associated_with_the_api_stage_apply() -> None:
     acls = {"Acl": RATE_RULE_ACL, "Other": RATE_RULE_ACL}
     arns = {"Acl": "arn:acl", "Other": "arn:other"}

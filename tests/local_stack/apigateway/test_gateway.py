@@ -17,6 +17,7 @@ from local_stack.apigateway.gateway import (
     proxy_event,
     routes_from_swagger,
 )
+from local_stack.apigateway.http_limits import protocol_error
 from local_stack.awslambda.runtime import FunctionThrottledError, Invocation
 
 ROUTES = [
@@ -180,3 +181,9 @@ def test_a_request_waits_for_a_busy_function_as_long_as_api_gateway_waits(
     # then answered as an integration timeout, not a throttle
     assert runtime.slot_timeouts == [29.0]
     assert (status, json.loads(body)) == (504, {"message": "Endpoint request timed out"})
+
+
+@pytest.mark.parametrize("code", [400, 408, 413, 414, 431, 501])
+def test_the_gateways_own_refusals_say_nosniff(code: int) -> None:
+    _, headers, _ = protocol_error(code, "FROB")
+    assert ("X-Content-Type-Options", "nosniff") in headers
