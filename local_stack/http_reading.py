@@ -119,6 +119,7 @@ class DeadlineReader(io.RawIOBase):
 
     def await_request(self) -> None:
         self.deadline = None
+        self.ended = False
 
     def allow(self, seconds: float) -> None:
         """Give the rest of the current request ``seconds`` from now."""

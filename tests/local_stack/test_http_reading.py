@@ -3,7 +3,6 @@ the shared handler, over raw sockets, with the time bounds shortened."""
 
 import json
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from local_stack import http_reading
 from local_stack.http_reading import BoundedConnections, BoundedRequestHandler, ReadRefused
+from tests.support.servers import serving
 
 pytestmark = pytest.mark.integration
 
@@ -46,12 +46,8 @@ class _Server(BoundedConnections, ThreadingHTTPServer):
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Server]:
     monkeypatch.setattr(http_reading, "REQUEST_SECONDS", 0.5)
     monkeypatch.setattr(http_reading, "IDLE_SECONDS", 0.5)
-    serving = _Server(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=serving.serve_forever, daemon=True)
-    thread.start()
-    yield serving
-    serving.shutdown()
-    serving.server_close()
+    with serving(_Server(("127.0.0.1", 0), _Echo)) as running:
+        yield running
 
 
 @pytest.fixture

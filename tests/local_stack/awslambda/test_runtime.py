@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from local_stack.awslambda.destinations import AsyncConfig
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.runtime import LambdaRuntime, RuntimeSettings
 from local_stack.cloudformation.resources import FunctionSpec
+from tests.support.servers import serving
 
 pytestmark = pytest.mark.integration
 
@@ -370,11 +370,8 @@ def test_a_failed_event_is_retried_as_configured_then_its_record_goes_to_the_on_
 def endpoint(runtime: LambdaRuntime) -> Iterator[LambdaEndpoint]:
     server = LambdaEndpoint("us-east-1")
     server.runtime = runtime
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(server):
+        yield server
 
 
 @pytest.fixture
