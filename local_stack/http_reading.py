@@ -182,7 +182,9 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
         if not codings:
             length = content_length(lengths, limit)
             self.reading.allow(REQUEST_SECONDS + length / MIN_BODY_RATE)
-            return self._read_exactly(length)
+            body = io.BytesIO()
+            self._read_into(body, length)
+            return body.getvalue()
         if self.request_version == "HTTP/1.0":
             raise _bad_framing("Transfer-Encoding is not allowed in an HTTP/1.0 request.")
         if lengths:
@@ -196,7 +198,7 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
 
     def _read_chunked(self, limit: int | None) -> bytes:
         self.reading.allow(REQUEST_SECONDS)
-        body = bytearray()
+        body = io.BytesIO()
         while True:
             size_text = self._line().split(b";", 1)[0].strip(b" \t")
             if not _HEX.fullmatch(size_text.decode("latin-1")):
@@ -204,27 +206,26 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
             size = int(size_text, 16)
             if size == 0:
                 break
-            if limit is not None and len(body) + size > limit:
-                raise too_large(len(body) + size, limit)
+            if limit is not None and body.tell() + size > limit:
+                raise too_large(body.tell() + size, limit)
             self.reading.allow(REQUEST_SECONDS + size / MIN_BODY_RATE)
-            body += self._read_exactly(size)
+            self._read_into(body, size)
             if self._line() != b"":
                 raise _bad_framing("A chunk's data is not followed by CRLF (RFC 9112 section 7.1).")
         for _ in range(_TRAILER_LIMIT):  # trailer fields: read and dropped (RFC 9112 section 7.1.2)
             if self._line() == b"":
-                return bytes(body)
+                return body.getvalue()
         raise _bad_framing("The chunked body's trailer section has too many fields.")
 
-    def _read_exactly(self, size: int) -> bytes:
-        """``size`` bytes, read a piece at a time (a claimed length is not allocated up front)."""
-        pieces = []
+    def _read_into(self, body: io.BytesIO, size: int) -> None:
+        """``size`` bytes onto ``body``, a piece at a time: a claimed length is not allocated up
+        front, and a large body is held once (BytesIO.getvalue shares its buffer), not twice."""
         while size > 0:
             piece = self.rfile.read(min(size, 1 << 20))
             if not piece:
                 raise ClientGone
-            pieces.append(piece)
+            body.write(piece)
             size -= len(piece)
-        return b"".join(pieces)
 
     def _line(self) -> bytes:
         line = self.rfile.readline(_LINE_LIMIT + 1)
