@@ -489,6 +489,28 @@ def test_unreadable_lines_are_row_errors_and_blank_lines_keep_their_numbers_in_t
     assert (job.succeeded, job.failed, job.ended_early) == (3, 2, False)
 
 
+def test_a_quote_left_open_50_lines_before_the_end_gives_every_row_its_outcome(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a file of 200 URLs in classic Mac line endings, the 150th opening a quote never closed
+    urls = [f"https://example.com/q/{n}" for n in range(1, 201)]
+    urls[149] = '"' + urls[149]
+    request = world.upload(("url\r" + "\r".join(urls) + "\r").encode())
+    # When it is split, its rows processed and its results written
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    results = ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1")
+    assert results is not None
+    body = boto3.client("s3").get_object(Bucket=world.bucket, Key=results.key)["Body"].read()
+    lines = parse_results(body.decode())
+    # Then every line has its outcome: 199 codes and one row error on the line with the quote
+    assert [int(line["row"]) for line in lines] == list(range(1, 201))
+    assert [line["row"] for line in lines if line["error"]] == ["150"]
+    assert lines[149]["error"].startswith("invalid_row: line 151 opens a quoted cell that is not closed")
+    job = world.job(request.job_id)
+    assert (job.total, job.succeeded, job.failed, job.ended_early) == (200, 199, 1, False)
+
+
 def test_the_results_of_a_job_that_ended_early_say_so_in_their_last_line(world: World) -> None:
     # Given a job whose file could not be read (its first line is no header and no URL)
     request = world.upload(b"Name;Phone\nAda;123\n")
