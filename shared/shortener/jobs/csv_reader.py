@@ -96,6 +96,10 @@ ATTRIBUTE_HEADERS = {
     name: _ATTRIBUTE_ALIASES.get(name, frozenset({_header_key(name)})) for name in ATTRIBUTE_COLUMNS
 }
 _SHOWN_URL_HEADERS = "url (or link, long url, original_url, destination, target, href)"
+# A header's columns read for nothing, as a job shows them: the first few, each cut short (a file
+# may have thousands of columns).
+MAX_IGNORED_COLUMNS = 20
+MAX_IGNORED_COLUMN_NAME = 100
 _LOOKS_LIKE_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|www\.)\S", re.IGNORECASE)
 
 
@@ -118,12 +122,19 @@ def detect_format(first_line: str) -> CsvFormat:
                 if (column := next((index for index, key in enumerate(keys) if key in headers), None))
                 is not None
             }
+            used = {url_column, code_column, *attribute_columns.values()}
+            ignored = [
+                printable(cell.strip())[:MAX_IGNORED_COLUMN_NAME]
+                for index, cell in enumerate(cells)
+                if index not in used and cell.strip()
+            ]
             return CsvFormat(
                 separator=separator,
                 has_header=True,
                 url_column=url_column,
                 code_column=code_column,
                 attribute_columns=attribute_columns,
+                ignored_columns=tuple(ignored[:MAX_IGNORED_COLUMNS]),
             )
     # No header: a plain list of URLs, one per line; the URL ends at a tab (a tab-separated export
     # keeps its URL first). Commas and semicolons are kept: a URL may contain them.
@@ -284,7 +295,7 @@ class CsvRows:
                     yield self._row(url, code, attributes)
                 return
             except _BadLine as bad:
-                # The line (and the record it was part of) is one row error; reading goes on after it.
+                # The line is one row error; reading goes on after it.
                 self._number += 1
                 shown, reason = bad.shown, bad.reason
             except csv.Error as exc:
@@ -521,12 +532,14 @@ def _crlf_kept_whole(blocks: Iterable[bytes]) -> Iterator[bytes]:
 
 @dataclass(frozen=True, slots=True)
 class UploadedFile:
-    """The rows of a small file, how its text was decoded, and its name when the upload gave one
-    (a multipart file field's ``filename``)."""
+    """The rows of a small file, how its text was decoded, its header's columns read for nothing
+    (``CsvFormat.ignored_columns``), and its name when the upload gave one (a multipart file
+    field's ``filename``)."""
 
     rows: list[BulkRow]
     encoding: FileEncoding
     file_name: str | None = None
+    ignored_columns: tuple[str, ...] = ()
 
 
 def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int) -> UploadedFile:
@@ -569,7 +582,7 @@ def read_file(blocks: Iterable[bytes], *, max_rows: int) -> UploadedFile:
         raise InvalidCsvError("The file has a header but no rows.")
     assert reader.format is not None
     encoding = FileEncoding(fallback=reader.format.fallback, fallback_lines=reader.fallback_lines)
-    return UploadedFile(rows=rows, encoding=encoding)
+    return UploadedFile(rows=rows, encoding=encoding, ignored_columns=reader.format.ignored_columns)
 
 
 def _file_from_multipart(raw: bytes, content_type: str) -> tuple[bytes, str | None]:

@@ -35,6 +35,21 @@ def test_the_url_column_is_found_under_the_names_other_tools_export(text: str, r
     assert [(row.url, row.code) for row in parse_csv(text, max_rows=10)] == rows
 
 
+def test_columns_the_reader_does_not_know_are_named_in_the_files_order() -> None:
+    # Given a header with a typo ("titel"), another tool's column, an empty cell and a second URL column
+    file_format = detect_format("Notes;url;titel;;Title;code;link\r\n")
+    # Then those read for nothing are named, as the header spells them; the empty cell is no column
+    assert file_format.ignored_columns == ("Notes", "titel", "link")
+    assert detect_format("url,code,title,tags\n").ignored_columns == ()
+
+
+def test_only_the_first_columns_read_for_nothing_are_named_and_each_cut_short() -> None:
+    header = "url," + ",".join(f"c{n}" for n in range(50)) + "," + "x" * 500
+    ignored = detect_format(header).ignored_columns
+    assert ignored == tuple(f"c{n}" for n in range(20))
+    assert detect_format("url," + "x" * 500).ignored_columns == ("x" * 100,)
+
+
 def test_a_plain_list_of_urls_needs_no_header() -> None:
     # Given a list of URLs as pasted from a browser, one of them with commas and semicolons
     text = "https://a.example/\nhttps://b.example/?x=1,2;y\n\nwww.c.example/path\n"
