@@ -405,6 +405,12 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
             f"and were read as {status.get('fallback_encoding')}",
             file=sys.stderr,
         )
+    if status.get("ignored_columns"):
+        # Not an error (other tools' extra columns are common), but a misspelt column is seen here.
+        print(
+            f"columns not read (not url, code or a link attribute): {', '.join(status['ignored_columns'])}",
+            file=sys.stderr,
+        )
     if status.get("ended_early") or status.get("error"):
         # Rows after the point where reading stopped have no outcome: not a finished job.
         error = status.get("error") or {}

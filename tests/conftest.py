@@ -44,7 +44,16 @@ freezegun.configure(extend_ignore_list=["aws_lambda_powertools.utilities.parser"
 # Hypothesis fails an example slower than 200 ms: a timed assertion, which a loaded 2-core machine
 # (several suites at once) breaks for code that is right. Examples are still bounded in number.
 hypothesis.settings.register_profile("project", deadline=None)
-hypothesis.settings.load_profile("project")
+# In CI (every CI service sets CI; .ci/run does too) the examples are derived from each test's
+# name, not drawn at random, and no example database is kept: a run gives the same examples as
+# the run before it, so a failure is reproduced by running again, and the blob to replay it is
+# printed. HYPOTHESIS_PROFILE picks a profile by name.
+hypothesis.settings.register_profile(
+    "ci", parent=hypothesis.settings.get_profile("project"), derandomize=True, database=None, print_blob=True
+)
+hypothesis.settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "project")
+)
 
 # In-process moto behaves as the local stack's embedded AWS does, whichever test runs first (the
 # fixes patch moto's classes, once): SQS depth counts read at one moment, item-level rollback.

@@ -43,6 +43,8 @@ class FakeApi(BaseHTTPRequestHandler):
     requests: list[tuple[str, str, bytes]] = []
     # Where the first results page says the next one is ({host} is the fake API's address).
     next_page = "http://{host}/jobs/j1/results?from_chunk=1"
+    # Fields of the done job's status besides its counts.
+    done_status: dict[str, Any] = {}
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -87,7 +89,8 @@ class FakeApi(BaseHTTPRequestHandler):
             FakeApi.status_checks += 1
             done = FakeApi.status_checks >= 2
             counts = {"succeeded": 2 if done else 0, "failed": 0}
-            self._json(200, {"job_id": "j1", "status": "done" if done else "running", "total": 2, **counts})
+            status = {"job_id": "j1", "status": "done" if done else "running", "total": 2, **counts}
+            self._json(200, status | (FakeApi.done_status if done else {}))
         else:
             # Two pages of results, the first linking to the second.
             first = self.path == "/jobs/j1/results"
@@ -145,6 +148,7 @@ def api_url() -> Iterator[str]:
     FakeApi.status_checks = 0
     FakeApi.requests = []
     FakeApi.next_page = "http://{host}/jobs/j1/results?from_chunk=1"
+    FakeApi.done_status = {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -169,15 +173,22 @@ def test_an_unreachable_api_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot reach" in capsys.readouterr().err
 
 
-def test_bulk_waits_and_writes_every_page_of_the_results(
-    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def bulk(api_url: str, tmp_path: Path, text: str = "url\nhttps://a/\n") -> tuple[int, Path]:
+    """``shortener bulk`` of a file holding ``text``, waiting for its results: the exit code, and
+    where the results were to be written."""
     upload = tmp_path / "links.csv"
-    upload.write_text("url\nhttps://a/\n")
+    upload.write_text(text)
     output = tmp_path / "results.csv"
     code = main(
         ["--api-url", api_url, "bulk", str(upload), "--output", str(output), "--poll-interval", "0.01"]
     )
+    return code, output
+
+
+def test_bulk_waits_and_writes_every_page_of_the_results(
+    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = bulk(api_url, tmp_path)
     assert code == EXIT_OK
     assert output.read_text().splitlines() == [
         "row,url,code,short_url,error",
@@ -187,19 +198,30 @@ def test_bulk_waits_and_writes_every_page_of_the_results(
     assert "2/2 rows, 0 failed (done)" in capsys.readouterr().err
 
 
+def test_rows_that_failed_are_results_the_cli_counts_and_ignored_columns_are_named(
+    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job read to its end with a row error (a quote never closed) and a misspelt column
+    FakeApi.done_status = {"succeeded": 1, "failed": 1, "ignored_columns": ["titel"], "ended_early": False}
+    # When the CLI uploads it and waits for the results
+    code, _ = bulk(api_url, tmp_path, 'url,titel\n"https://a/\nhttps://b/\n')
+    # Then it exits 0, as the docs promise when every row has its outcome (row errors included),
+    # and says how many rows failed and which columns were not read
+    assert code == EXIT_OK
+    err = capsys.readouterr().err
+    assert "2/2 rows, 1 failed (done)" in err
+    assert "1 rows have an error; see the error column" in err
+    assert "columns not read (not url, code or a link attribute): titel" in err
+
+
 @pytest.mark.parametrize("link", ["file:///etc/passwd", "ftp://{host}/results"])
 def test_only_http_result_pages_are_followed(
     api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
 ) -> None:
     # Given an API whose first results page links to a next page that is not http(s)
     FakeApi.next_page = link
-    upload = tmp_path / "links.csv"
-    upload.write_text("url\nhttps://a/\n")
-    output = tmp_path / "results.csv"
     # When the CLI fetches the results
-    code = main(
-        ["--api-url", api_url, "bulk", str(upload), "--output", str(output), "--poll-interval", "0.01"]
-    )
+    code, output = bulk(api_url, tmp_path)
     # Then it refuses to follow the link and says so
     assert code == EXIT_REFUSED
     assert "was not followed" in capsys.readouterr().err

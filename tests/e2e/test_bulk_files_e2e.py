@@ -1,7 +1,8 @@
 """Bulk files as people have them, end to end on one shared local stack: a UTF-8 file with a Latin-1
 line in the middle, a file saved by Excel on Windows (cp1252), blank lines and a line no encoding
-reads; every data row has one outcome numbered by its line, and the CLI's exit code says when a
-job ended early."""
+reads, a quote never closed, classic Mac line endings; every data row has one outcome numbered by
+its line, the job names the columns it did not read, and the CLI's exit code says when a job ended
+early."""
 
 import csv
 import stat
@@ -109,6 +110,34 @@ def test_the_cli_exits_non_zero_when_a_job_ended_early(stack: RunningStack, tmp_
     assert line["row"] == "" and line["error"].startswith("ended_early: invalid_csv:")
     status = stack.request("GET", f"jobs/{_job_id(done)}").json()
     assert status["status"] == "done" and status["ended_early"] is True
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["body", "direct"])
+def test_a_quote_left_open_and_a_misspelt_column_lose_no_row_and_are_reported(
+    stack: RunningStack, tmp_path: Path, direct: bool
+) -> None:
+    # Given a classic Mac file (CR line endings) of 200 URLs with a misspelt title column, the
+    # 150th row opening a quote 50 lines before the end that is never closed
+    urls = [f"https://example.com/open-quote/{direct}/{n}" for n in range(1, 201)]
+    urls[149] = '"' + urls[149]
+    source = tmp_path / "open-quote.csv"
+    source.write_bytes(("url,titel\r" + "".join(f"{url},Sale\r" for url in urls)).encode())
+    output = tmp_path / "open-quote-results.csv"
+    # When the CLI uploads it and waits
+    done = _bulk(stack, source, output, *(["--direct"] if direct else []))
+    # Then every row has its outcome: 199 codes and one row error on the line with the quote, so
+    # the CLI exits 0 (the file was read to its end) and says a row failed and a column was not read
+    assert done.returncode == 0, done.stderr
+    lines = _results(output)
+    assert [int(line["row"]) for line in lines] == list(range(1, 201))
+    assert [line["row"] for line in lines if line["error"]] == ["150"]
+    assert lines[149]["error"].startswith("invalid_row: line 151 opens a quoted cell that is not closed")
+    assert "1 rows have an error; see the error column" in done.stderr
+    assert "columns not read (not url, code or a link attribute): titel" in done.stderr
+    # And the job's status lists the column the reader does not know
+    status = stack.request("GET", f"jobs/{_job_id(done)}").json()
+    assert (status["total"], status["succeeded"], status["failed"]) == (200, 199, 1)
+    assert status["ignored_columns"] == ["titel"] and status["ended_early"] is False
 
 
 def _job_id(done: subprocess.CompletedProcess[str]) -> str:

@@ -31,7 +31,8 @@ MAX_ATTRIBUTE_CELL = 1000
 # A longer line is not a row of URLs: it is a row error, skipped without being kept in memory.
 MAX_LINE_BYTES = 1024 * 1024
 # A quoted cell may hold line breaks (a note column); one still open after this many lines was
-# never closed, and only its first line is a row error.
+# never closed, and only its first line is a row error (as is one still open at the end of the
+# file, or at a line that cannot be read).
 MAX_RECORD_LINES = 100
 # What a line that is not UTF-8 is decoded with: Excel on Windows saves "CSV" in the system's ANSI
 # code page, cp1252 in Western locales (a superset of Latin-1's printable characters).
@@ -95,6 +96,10 @@ ATTRIBUTE_HEADERS = {
     name: _ATTRIBUTE_ALIASES.get(name, frozenset({_header_key(name)})) for name in ATTRIBUTE_COLUMNS
 }
 _SHOWN_URL_HEADERS = "url (or link, long url, original_url, destination, target, href)"
+# A header's columns read for nothing, as a job shows them: the first few, each cut short (a file
+# may have thousands of columns).
+MAX_IGNORED_COLUMNS = 20
+MAX_IGNORED_COLUMN_NAME = 100
 _LOOKS_LIKE_URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|www\.)\S", re.IGNORECASE)
 
 
@@ -117,12 +122,19 @@ def detect_format(first_line: str) -> CsvFormat:
                 if (column := next((index for index, key in enumerate(keys) if key in headers), None))
                 is not None
             }
+            used = {url_column, code_column, *attribute_columns.values()}
+            ignored = [
+                printable(cell.strip())[:MAX_IGNORED_COLUMN_NAME]
+                for index, cell in enumerate(cells)
+                if index not in used and cell.strip()
+            ]
             return CsvFormat(
                 separator=separator,
                 has_header=True,
                 url_column=url_column,
                 code_column=code_column,
                 attribute_columns=attribute_columns,
+                ignored_columns=tuple(ignored[:MAX_IGNORED_COLUMNS]),
             )
     # No header: a plain list of URLs, one per line; the URL ends at a tab (a tab-separated export
     # keeps its URL first). Commas and semicolons are kept: a URL may contain them.
@@ -171,10 +183,13 @@ class CsvRows:
     Nothing is dropped without a word: each line is decoded as UTF-8, and a line that is not with
     the format's fallback encoding (cp1252, what Excel on Windows saves); a line that still cannot
     be decoded, broken quoting, or a line longer than ``max_line_bytes`` is a row with a
-    ``problem``, and reading goes on after it. Rows are numbered by data line from 1 (blank lines
-    counted, though they give no row), so ``row + 1`` is a spreadsheet's row number for a file with
-    a header. InvalidCsvError only for a file that is not text at all, or a first line that is
-    neither a header nor a URL."""
+    ``problem``, and reading goes on after it. A quote that is never closed (within
+    ``max_record_lines``, before the end of the file or before a line that cannot be read) is a
+    row error on the line it opened on, and the lines after it are read again as rows. Lines end
+    with LF, CRLF or CR alone (classic Mac), mixed in any way. Rows are numbered by data line from
+    1 (blank lines counted, though they give no row; a quoted cell over several lines is one), so
+    ``row + 1`` is a spreadsheet's row number for a file with a header. InvalidCsvError only for a
+    file that is not text at all, or a first line that is neither a header nor a URL."""
 
     def __init__(
         self,
@@ -231,6 +246,7 @@ class CsvRows:
         source = self._source
         blank = 0
         while True:
+            source.new_record()
             try:
                 line = next(source)
             except StopIteration:
@@ -279,24 +295,26 @@ class CsvRows:
                     yield self._row(url, code, attributes)
                 return
             except _BadLine as bad:
-                # The line (and the record it was part of) is one row error; reading goes on after it.
+                # The line is one row error; reading goes on after it.
                 self._number += 1
                 shown, reason = bad.shown, bad.reason
             except csv.Error as exc:
+                # Broken quoting; when a quoted cell ran over several lines before it broke, only
+                # the line it opened on is the bad row, and the lines after it are read again.
                 self._number += 1
+                first_line, last_line = source.record_first_line, source.lines
+                source.push_back_record_from(1)
                 shown = source.record_text()
-                reason = f"line {source.record_first_line:,} is not valid CSV: {exc}."
-            except _RunawayRecord:
+                where = f" (in line {last_line:,})" if last_line > first_line else ""
+                reason = f"line {first_line:,} is not valid CSV: {exc}{where}."
+            except _RunawayRecord as runaway:
                 # A quote opened and never closed: only the line it opened on is the bad row, the
                 # lines after it are read again as rows of their own.
                 self._number += 1
                 first_line = source.record_first_line
                 source.push_back_record_from(1)
                 shown = source.record_text()
-                reason = (
-                    f"line {first_line:,} opens a quoted cell that is not closed within "
-                    f"{MAX_RECORD_LINES} lines or {MAX_LINE_BYTES:,} bytes."
-                )
+                reason = f"line {first_line:,} opens a quoted cell that is not closed {runaway.where}."
             source.new_record()
             yield self._row(shown, "", problem=reason)
 
@@ -315,13 +333,31 @@ class _BadLine(Exception):
 
 
 class _RunawayRecord(Exception):
-    pass
+    """A quoted cell still open where it has to end (``where``: within the limits, by the end of
+    the file, before a line that cannot be read)."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A line that is a row error by itself (not decodable, or too long), with its size in bytes."""
+
+    shown: str
+    reason: str
+    size: int
 
 
 class _LineSource:
     """Decoded lines for ``csv.reader``, keeping the byte offset, line count and fallback count,
     and the lines of the record being read so that they can be read again. A line that cannot be
-    decoded raises _BadLine from ``__next__`` (the source stays usable: reading goes on after it)."""
+    decoded raises _BadLine from ``__next__`` (the source stays usable: reading goes on after it).
+
+    ``csv.reader`` asks for a line while a record is under way (``record`` not empty) only inside
+    a quoted cell: such a cell that would run past the limits, the end of the file or a line that
+    cannot be read raises _RunawayRecord (that line, kept, is read after the record's lines)."""
 
     def __init__(
         self,
@@ -340,9 +376,10 @@ class _LineSource:
         self._fallback = fallback
         self._max_line_bytes = max_line_bytes
         self.offset, self.lines, self.fallback_lines = offset, lines, fallback_lines
-        # (text, bytes, used the fallback) of each line of the current record, and lines to read again.
+        # (text, bytes, used the fallback) of each line of the current record, and lines to read again
+        # (last first).
         self.record: list[tuple[str, int, bool]] = []
-        self._again: list[tuple[str, int, bool]] = []
+        self._again: list[tuple[str, int, bool] | _Unreadable] = []
         self.record_first_line = lines + 1
 
     def __iter__(self) -> "_LineSource":
@@ -353,8 +390,23 @@ class _LineSource:
             len(self.record) >= self._max_record_lines
             or sum(size for _, size, _ in self.record) > self._max_record_bytes
         ):
-            raise _RunawayRecord
-        line = self._again.pop() if self._again else self._decode(next(self._raw))
+            raise _RunawayRecord(f"within {self._max_record_lines} lines or {self._max_record_bytes:,} bytes")
+        if self._again:
+            line = self._again.pop()
+        else:
+            try:
+                line = self._decode(next(self._raw))
+            except StopIteration:
+                if self.record:
+                    raise _RunawayRecord("by the end of the file") from None
+                raise
+        if isinstance(line, _Unreadable):
+            if self.record:
+                self._again.append(line)
+                raise _RunawayRecord(f"before line {self.lines + 1:,}, which cannot be read")
+            self.offset += line.size
+            self.lines += 1
+            raise _BadLine(line.shown, line.reason)
         text, size, used_fallback = line
         self.offset += size
         self.lines += 1
@@ -362,11 +414,10 @@ class _LineSource:
         self.record.append(line)
         return text
 
-    def _decode(self, raw: bytes | int) -> tuple[str, int, bool]:
+    def _decode(self, raw: bytes | int) -> tuple[str, int, bool] | _Unreadable:
         number = self.lines + 1
         if isinstance(raw, int):
-            self._skip(raw)
-            raise _BadLine("", f"line {number:,} is longer than {self._max_line_bytes:,} bytes.")
+            return _Unreadable("", f"line {number:,} is longer than {self._max_line_bytes:,} bytes.", raw)
         text = raw[len(_BOM) :] if self.offset == 0 and raw.startswith(_BOM) else raw
         if self.offset == 0:
             _check_text(text)
@@ -377,18 +428,11 @@ class _LineSource:
         try:
             return text.decode(self._fallback), len(raw), True
         except UnicodeDecodeError as exc:
-            self._skip(len(raw))
             shown = printable(text.decode("utf-8", "backslashreplace").rstrip("\r\n"))[:200]
-            raise _BadLine(
-                shown,
-                f"line {number:,} is neither UTF-8 nor {self._fallback} "
-                f"(byte {self.offset - len(raw) + exc.start:,}).",
-            ) from None
-
-    def _skip(self, size: int) -> None:
-        """A line that is a row error by itself: counted as read."""
-        self.offset += size
-        self.lines += 1
+            byte = self.offset + len(raw) - len(text) + exc.start
+            return _Unreadable(
+                shown, f"line {number:,} is neither UTF-8 nor {self._fallback} (byte {byte:,}).", len(raw)
+            )
 
     def new_record(self) -> None:
         self.record = []
@@ -425,16 +469,27 @@ def _check_text(first_line: bytes) -> None:
 
 
 def _lines(blocks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | int]:
-    """Lines (with their ending) of a stream of byte blocks; a line longer than ``max_line_bytes``
-    is skipped without being kept, and given as its length. A "\\n" byte never occurs inside a
-    multi-byte UTF-8 character (nor in cp1252), so splitting bytes on it is safe before decoding."""
+    """Lines (with their ending: LF, CRLF, or CR alone as classic Mac files have it) of a stream of
+    byte blocks; a line longer than ``max_line_bytes`` is skipped without being kept, and given as
+    its length. Neither byte occurs inside a multi-byte UTF-8 character (nor in cp1252), so
+    splitting bytes on them is safe before decoding."""
     pending = b""
     skipping = 0  # bytes of a long line skipped so far
-    for block in blocks:
+    for block in _crlf_kept_whole(blocks):
         start = 0
-        while (end := block.find(b"\n", start)) >= 0:
-            piece = block[start : end + 1]
-            start = end + 1
+        # Most files end lines with LF or CRLF: one find per line. A lone CR (CR-only or mixed
+        # endings) takes a regular expression, block by block.
+        lone_cr = b"\r" in block and block.count(b"\r") != block.count(b"\r\n")
+        while True:
+            if lone_cr:
+                match = _LINE_END.search(block, start)
+                if match is None:
+                    break
+                end = match.end()
+            elif (end := block.find(b"\n", start) + 1) == 0:
+                break
+            piece = block[start:end]
+            start = end
             if skipping:
                 yield skipping + len(piece)
                 skipping = 0
@@ -454,17 +509,37 @@ def _lines(blocks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | int
         yield len(pending) if len(pending) > max_line_bytes else pending
 
 
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+
+def _crlf_kept_whole(blocks: Iterable[bytes]) -> Iterator[bytes]:
+    """The blocks, a CR that ends one moved to the start of the next: whether it ends a line alone
+    or with the LF after it, one block then tells."""
+    carried = b""
+    for received in blocks:
+        block = carried + received if carried else received
+        carried = b"\r" if block.endswith(b"\r") else b""
+        if carried:
+            block = block[:-1]
+        if block:
+            yield block
+    if carried:
+        yield carried
+
+
 # ---- a file in a request body ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class UploadedFile:
-    """The rows of a small file, how its text was decoded, and its name when the upload gave one
-    (a multipart file field's ``filename``)."""
+    """The rows of a small file, how its text was decoded, its header's columns read for nothing
+    (``CsvFormat.ignored_columns``), and its name when the upload gave one (a multipart file
+    field's ``filename``)."""
 
     rows: list[BulkRow]
     encoding: FileEncoding
     file_name: str | None = None
+    ignored_columns: tuple[str, ...] = ()
 
 
 def read_upload(raw: bytes, content_type: str, *, max_bytes: int, max_rows: int) -> UploadedFile:
@@ -507,7 +582,7 @@ def read_file(blocks: Iterable[bytes], *, max_rows: int) -> UploadedFile:
         raise InvalidCsvError("The file has a header but no rows.")
     assert reader.format is not None
     encoding = FileEncoding(fallback=reader.format.fallback, fallback_lines=reader.fallback_lines)
-    return UploadedFile(rows=rows, encoding=encoding)
+    return UploadedFile(rows=rows, encoding=encoding, ignored_columns=reader.format.ignored_columns)
 
 
 def _file_from_multipart(raw: bytes, content_type: str) -> tuple[bytes, str | None]:

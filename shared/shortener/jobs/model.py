@@ -37,6 +37,9 @@ class CsvFormat(BaseModel):
     fallback: str = "cp1252"
     # The columns of link attributes (expires_at, max_clicks, title, tags) the header names.
     attribute_columns: dict[str, int] = {}
+    # The header's names of the columns that are read for nothing (a typo such as "titel"), shown
+    # with the job so that it is noticed; at most MAX_IGNORED_COLUMNS, each cut short.
+    ignored_columns: tuple[str, ...] = ()
 
 
 class ReadPosition(BaseModel):
@@ -178,6 +181,8 @@ class Job(BaseModel):
     error: JobError | None = None
     # How its file was decoded (None for jobs from before it was recorded).
     encoding: FileEncoding | None = None
+    # Its file's columns read for nothing (``CsvFormat.ignored_columns``).
+    ignored_columns: list[str] = []
     # When the job last made progress (a chunk counted); None until the first one.
     updated_at: datetime | None = None
     usage: JobUsage = Field(default_factory=JobUsage)

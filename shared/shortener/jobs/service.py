@@ -339,6 +339,7 @@ class JobSubmissions:
             size=len(raw),
             defaults=defaults,
             file_name=uploaded.file_name,
+            ignored_columns=uploaded.ignored_columns,
         )
 
     def start_upload(

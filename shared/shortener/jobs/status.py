@@ -49,6 +49,7 @@ def status_view(
         encoding=job.encoding.encoding if job.encoding else None,
         fallback_encoding=job.encoding.fallback if job.encoding and job.encoding.fallback_lines else None,
         fallback_lines=job.encoding.fallback_lines if job.encoding else 0,
+        ignored_columns=job.ignored_columns,
         cost=cost_line(job.usage),
         owner=job.owner,
         throttled_by="table" if job.usage.throttled_requests else None,

@@ -93,12 +93,14 @@ def submit_job(
     size: int = 0,
     defaults: Mapping[str, str] | None = None,
     file_name: str | None = None,
+    ignored_columns: Sequence[str] = (),
 ) -> Job:
     """Create a job for ``rows``: the job record first (so progress always has a total to count
     towards), then the rows packed into messages and sent in batches, then the loops they need.
     ``encoding`` says how the file's text was decoded (shown with the job's status). ``quota``:
     the owner's daily quota, which the rows and the file's ``size`` must fit (QuotaExceededError,
-    nothing written, otherwise). ``file_name``: the uploaded file's name, shown with the job."""
+    nothing written, otherwise). ``file_name``: the uploaded file's name, and ``ignored_columns``
+    its columns read for nothing, shown with the job."""
     if quota is not None:
         quota.require(origin.owner, rows=len(rows), size=size)
     with metering() as meter:
@@ -114,7 +116,11 @@ def submit_job(
             defaults=defaults,
         )
         job = _new_job(job_id, origin, total=len(rows), chunks=len(messages)).model_copy(
-            update={"encoding": encoding, "file_name": safe_file_name(file_name) if file_name else None}
+            update={
+                "encoding": encoding,
+                "file_name": safe_file_name(file_name) if file_name else None,
+                "ignored_columns": list(ignored_columns),
+            }
         )
         jobs.create_job(job, expires_at=expiry(job.created_at, options.retention_days))
         meter.take()  # the creation is in the job's usage already

@@ -60,6 +60,9 @@ class JobStatusView(BaseModel):
     encoding: str | None = None
     fallback_encoding: str | None = None
     fallback_lines: int = 0
+    # The header's columns that were read for nothing (not the URL, the code or a link attribute,
+    # e.g. a misspelt "titel"): their names, at most 20, in the file's order.
+    ignored_columns: list[str] = []
     cost: CostLine
     owner: str | None = None
     # "table" when DynamoDB throttled the job's writes: the table's throughput, not the loops,

@@ -137,6 +137,20 @@ def test_a_multipart_uploads_file_name_is_shown_with_its_job(api: ModuleType, qu
     assert json.loads(shown["body"])["file_name"] is None
 
 
+def test_a_column_the_reader_does_not_know_is_listed_with_the_job(api: ModuleType, queue_url: str) -> None:
+    # Given a file whose title column is misspelt
+    accepted = json.loads(upload(api, b"url,titel\nhttps://example.com/t,Spring sale\n")["body"])
+    # When its status is read
+    path = {"job_id": accepted["job_id"]}
+    status = call(
+        api, api_event("GET", f"/jobs/{accepted['job_id']}", resource="/jobs/{job_id}", path_parameters=path)
+    )
+    # Then the column is named as ignored, and its cells went nowhere
+    assert json.loads(status["body"])["ignored_columns"] == ["titel"]
+    [message] = queued_messages(queue_url)
+    assert message.rows == [("https://example.com/t", "")]
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "error"),
     [

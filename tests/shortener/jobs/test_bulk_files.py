@@ -295,6 +295,18 @@ def test_an_event_for_a_replaced_file_is_not_mixed_into_the_split(world: World) 
     assert world.splitter.split(replaced, "invocation-2", plenty).outcome in ("already_split", "replaced")
 
 
+def split_processed_results(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch, request: SplitRequest
+) -> list[dict[str, str]]:
+    """The lines of the results file of the upload ``request`` once split and processed."""
+    world.splitter.split(request, "invocation-1", plenty)
+    process_all(world, tables, monkeypatch)
+    results = ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1")
+    assert results is not None
+    body = boto3.client("s3").get_object(Bucket=world.bucket, Key=results.key)["Body"].read()
+    return parse_results(body.decode())
+
+
 def process_all(world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FIND_IF_EXISTS", "false")
     settings = poller_settings()
@@ -473,13 +485,8 @@ def test_unreadable_lines_are_row_errors_and_blank_lines_keep_their_numbers_in_t
         + b"https://example.com/b\n"
     )
     request = world.upload(data)
-    world.splitter.split(request, "invocation-1", plenty)
-    # When its rows are processed and its results written
-    process_all(world, tables, monkeypatch)
-    results = ResultsWriter(world.jobs, world.files).write(request.job_id, owner="writer-1")
-    assert results is not None
-    body = boto3.client("s3").get_object(Bucket=world.bucket, Key=results.key)["Body"].read()
-    lines = parse_results(body.decode())
+    # When it is split, its rows processed and its results written
+    lines = split_processed_results(world, tables, monkeypatch, request)
     # Then every row but the blank line has one outcome, numbered by its line after the header
     assert [int(line["row"]) for line in lines] == [1, 3, 4, 5, 6]
     assert lines[1]["url"] == "https://example.com/%E2%82%ACuro" and lines[1]["code"]
@@ -487,6 +494,32 @@ def test_unreadable_lines_are_row_errors_and_blank_lines_keep_their_numbers_in_t
     assert lines[3]["error"].startswith("invalid_row: line 6 is not valid CSV")
     job = world.job(request.job_id)
     assert (job.succeeded, job.failed, job.ended_early) == (3, 2, False)
+
+
+def test_a_quote_left_open_50_lines_before_the_end_gives_every_row_its_outcome(
+    world: World, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a file of 200 URLs in classic Mac line endings, the 150th opening a quote never closed
+    urls = [f"https://example.com/q/{n}" for n in range(1, 201)]
+    urls[149] = '"' + urls[149]
+    request = world.upload(("url\r" + "\r".join(urls) + "\r").encode())
+    # When it is split, its rows processed and its results written
+    lines = split_processed_results(world, tables, monkeypatch, request)
+    # Then every line has its outcome: 199 codes and one row error on the line with the quote
+    assert [int(line["row"]) for line in lines] == list(range(1, 201))
+    assert [line["row"] for line in lines if line["error"]] == ["150"]
+    assert lines[149]["error"].startswith("invalid_row: line 151 opens a quoted cell that is not closed")
+    job = world.job(request.job_id)
+    assert (job.total, job.succeeded, job.failed, job.ended_early) == (200, 199, 1, False)
+
+
+def test_an_uploaded_files_columns_the_reader_does_not_know_are_listed_with_its_job(world: World) -> None:
+    # Given a direct upload whose header misspells the title column
+    request = world.upload(b"url,titel,code\nhttps://example.com/t,Spring sale,\n")
+    # When it is split
+    world.splitter.split(request, "invocation-1", plenty)
+    # Then the job lists the column as read for nothing
+    assert world.job(request.job_id).ignored_columns == ["titel"]
 
 
 def test_the_results_of_a_job_that_ended_early_say_so_in_their_last_line(world: World) -> None:

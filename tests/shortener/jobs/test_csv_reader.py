@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from shortener.exceptions import InvalidCsvError
 from shortener.jobs.cost import cost_line
-from shortener.jobs.csv_reader import CsvRows, detect_format, parse_csv
+from shortener.jobs.csv_reader import CsvRows, detect_format, parse_csv, read_upload
 from shortener.jobs.message_model import BulkRow
 from shortener.jobs.model import Job, JobUsage, ReadPosition, SplitState, UploadSource
 from shortener.jobs.packing import MessagePacker
@@ -33,6 +33,21 @@ from shortener.jobs.status import stalled_work
 )
 def test_the_url_column_is_found_under_the_names_other_tools_export(text: str, rows: list[tuple]) -> None:
     assert [(row.url, row.code) for row in parse_csv(text, max_rows=10)] == rows
+
+
+def test_columns_the_reader_does_not_know_are_named_in_the_files_order() -> None:
+    # Given a header with a typo ("titel"), another tool's column, an empty cell and a second URL column
+    file_format = detect_format("Notes;url;titel;;Title;code;link\r\n")
+    # Then those read for nothing are named, as the header spells them; the empty cell is no column
+    assert file_format.ignored_columns == ("Notes", "titel", "link")
+    assert detect_format("url,code,title,tags\n").ignored_columns == ()
+
+
+def test_only_the_first_columns_read_for_nothing_are_named_and_each_cut_short() -> None:
+    header = "url," + ",".join(f"c{n}" for n in range(50)) + "," + "x" * 500
+    ignored = detect_format(header).ignored_columns
+    assert ignored == tuple(f"c{n}" for n in range(20))
+    assert detect_format("url," + "x" * 500).ignored_columns == ("x" * 100,)
 
 
 def test_a_plain_list_of_urls_needs_no_header() -> None:
@@ -74,6 +89,73 @@ def test_a_line_longer_than_the_limit_is_a_row_error_skipped_without_reading_it_
     assert [(row.row, row.url, row.problem) for row in rows] == [
         (1, "", "line 2 is longer than 1,000 bytes."),
         (2, "https://b.example/", ""),
+    ]
+
+
+def test_a_quote_left_open_50_lines_before_the_end_is_one_row_error_and_every_line_a_row() -> None:
+    # Given the report's file: 200 URLs, the 150th opening a quote that is never closed
+    lines = [f"https://example.com/{number}" for number in range(1, 201)]
+    lines[149] = '"' + lines[149]
+    data = ("url\n" + "\n".join(lines) + "\n").encode()
+    # When it is read
+    rows = read_upload(data, "text/csv", max_bytes=100_000, max_rows=1_000).rows
+    # Then every line is one row, numbered by its line; only the line with the quote is an error
+    assert [row.row for row in rows] == list(range(1, 201))
+    assert [row.url for row in rows] == lines
+    assert [row.row for row in rows if row.problem] == [150]
+    assert rows[149].problem == "line 151 opens a quoted cell that is not closed by the end of the file."
+
+
+def test_a_quote_left_open_before_a_line_that_cannot_be_read_is_an_error_on_its_own_line() -> None:
+    # Given a quote opened on the first row and, two lines on, a line neither UTF-8 nor cp1252
+    data = b'url\n"https://a.example/\nhttps://b.example/\nhttps://c.example/\x81\nhttps://d.example/\n'
+    rows = list(CsvRows([data]))
+    # Then each line is its own row, in order, the two bad ones errors that say why
+    assert [(row.row, row.url) for row in rows] == [
+        (1, '"https://a.example/'),
+        (2, "https://b.example/"),
+        (3, "https://c.example/\\x81"),
+        (4, "https://d.example/"),
+    ]
+    assert rows[0].problem == (
+        "line 2 opens a quoted cell that is not closed before line 4, which cannot be read."
+    )
+    assert rows[2].problem == "line 4 is neither UTF-8 nor cp1252 (byte 61)."
+    assert not rows[1].problem and not rows[3].problem
+
+
+def test_quoting_that_breaks_lines_after_it_opened_is_an_error_on_its_first_line_only() -> None:
+    rows = list(CsvRows([b'url\n"https://a.example/\nhttps://b.example/"x\nhttps://c.example/\n']))
+    assert [(row.row, row.url, row.problem) for row in rows] == [
+        (1, '"https://a.example/', "line 2 is not valid CSV: ',' expected after '\"' (in line 3)."),
+        (2, 'https://b.example/"x', ""),
+        (3, "https://c.example/", ""),
+    ]
+
+
+@pytest.mark.parametrize("ending", ["\r", "\n", "\r\n"])
+def test_lines_ending_in_cr_alone_lf_or_crlf_are_read_alike_in_blocks_of_any_size(ending: str) -> None:
+    # Given a classic Mac file (CR alone), a Unix one and a Windows one, with a quoted line break
+    text = ending.join(["url,note", "https://a.example/,x", "", 'https://b.example/,"two', 'lines"', ""])
+    data = text.encode()
+    for block in range(1, len(data) + 1):
+        # When it is read in blocks of any size (a CR may end one block and its LF start the next)
+        rows = list(CsvRows([data[i : i + block] for i in range(0, len(data), block)]))
+        # Then the rows are the same whatever the ending, numbered alike
+        assert [(row.row, row.url, row.problem) for row in rows] == [
+            (1, "https://a.example/", ""),
+            (3, "https://b.example/", ""),
+        ]
+
+
+def test_mixed_line_endings_are_each_a_line() -> None:
+    data = b"url\rhttps://a.example/\r\nhttps://b.example/\nhttps://c.example/\r\rhttps://d.example/"
+    rows = list(CsvRows([data]))
+    assert [(row.row, row.url) for row in rows] == [
+        (1, "https://a.example/"),
+        (2, "https://b.example/"),
+        (3, "https://c.example/"),
+        (5, "https://d.example/"),
     ]
 
 

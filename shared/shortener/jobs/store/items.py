@@ -150,6 +150,8 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
     if job.encoding is not None:
         item["fallback_lines"] = {"N": str(job.encoding.fallback_lines)}
         item["fallback"] = {"S": job.encoding.fallback}
+    if job.ignored_columns:
+        item["ignored_columns"] = {"L": [{"S": name} for name in job.ignored_columns]}
     for field, attribute in _USAGE_ATTRIBUTES.items():
         if amount := getattr(job.usage, field):
             item[attribute] = {"N": _number_text(amount)}
@@ -226,6 +228,9 @@ def job_from_item(item: dict[str, Any]) -> Job:
         results_lease_until=int(number("results_lease")) if "results_lease" in item else None,
         error=JobError(error=error["error"]["S"], message=error["message"]["S"]) if error else None,
         encoding=encoding,
+        # A body job keeps its own; an upload job's are in the format its split found.
+        ignored_columns=[name["S"] for name in item.get("ignored_columns", {}).get("L", [])]
+        or (list(file_format.ignored_columns) if file_format else []),
         updated_at=datetime.fromisoformat(updated_at) if (updated_at := text("updated_at")) else None,
         usage=JobUsage.model_validate(
             {field: float(number(attribute)) for field, attribute in _USAGE_ATTRIBUTES.items()}
