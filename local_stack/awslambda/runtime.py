@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from local_stack.awslambda.destinations import AsyncConfig, DestinationSender, failure_record
 from local_stack.awslambda.forking import ForkedProcess, Zygote
@@ -362,6 +362,12 @@ class FunctionPool:
         worker.kill()
 
 
+class EventKeeper(Protocol):
+    """``local_stack.awslambda.event_queue.AsyncEventQueue``."""
+
+    def event_accepted(self, function: str, event: Any) -> Callable[[], None]: ...
+
+
 class LambdaRuntime:
     """Invokes the template's functions by name, synchronously or in the background."""
 
@@ -372,6 +378,7 @@ class LambdaRuntime:
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
+        self._event_queue: EventKeeper | None = None
         self._duplicator = AsyncDuplicator(settings.duplicate_async, settings.time_scale)
         self._destinations = DestinationSender(
             settings.aws_endpoint, settings.region, self._invoke_destination
@@ -387,6 +394,19 @@ class LambdaRuntime:
     def invoke(self, name: str, event: Any, slot_timeout: float | None = 10.0) -> Invocation:
         """RequestResponse: run and wait for the outcome."""
         return self._pools[name].invoke(event, slot_timeout)
+
+    def keep_events(self, queue: "EventKeeper | None") -> None:
+        """Keep the events of ``invoke_event`` in ``queue`` (the durable state's) until their
+        invocation is over."""
+        self._event_queue = queue
+
+    def invoke_event(self, name: str, event: Any) -> str:
+        """Lambda's Invoke with InvocationType Event: the event joins Lambda's queue (kept durably
+        when the stack persists, see awslambda/event_queue.py), then runs as ``invoke_async``."""
+        queue = self._event_queue
+        return self.invoke_async(
+            name, event, queue.event_accepted(name, event) if queue is not None else None
+        )
 
     def invoke_async(self, name: str, event: Any, on_done: Callable[[], None] | None = None) -> str:
         """Event: queue the invocation and return at once; failures are retried like Lambda's. Under
