@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -101,6 +102,8 @@ class RuntimeSettings:
     fork_workers: bool = sys.platform == "linux"
     # How long a worker may stay idle before it is reclaimed (machine seconds, not scaled).
     idle_reclaim_seconds: float = IDLE_RECLAIM_SECONDS
+    # The secret of the functions' keys (local_stack/iam/signing_secret.py); random when not given.
+    function_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
 
 class _Silence(enum.Enum):
@@ -553,7 +556,7 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "LAMBDA_TASK_ROOT": str(spec.code_dir),
         "PYTHONPATH": os.pathsep.join(python_path),
         # The function's own key: the embedded AWS authorises its calls against its role.
-        **function_credentials(spec.name),
+        **function_credentials(spec.name, settings.function_secret),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,
