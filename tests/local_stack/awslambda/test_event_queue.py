@@ -3,23 +3,11 @@ Lambda takes it, its end when its invocation is over, and what was pending is de
 a restart."""
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from local_stack.awslambda.event_queue import AsyncEventQueue
 from local_stack.durability.journal import Record
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def append(self, records: list[Record]) -> None:
-        self.records += records
-
-    def appending(self, records: list[Record]) -> AbstractContextManager[None]:
-        self.append(records)
-        return nullcontext()
+from tests.support.journal import ListSink
 
 
 def replayed(records: list[Record]) -> AsyncEventQueue:

@@ -3,7 +3,6 @@ a line is journaled when written, so a kill -9 loses none; a flush whose invocat
 is delivered again as the same batches, which the collector counts once."""
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from local_stack.cloudwatch.log_state import AccessLogState
@@ -11,19 +10,7 @@ from local_stack.cloudwatch.logs import FilterPattern, LogGroup, Subscription, d
 from local_stack.durability.journal import Record
 from shortener.clicks.counting import batch_key
 from tests.local_stack.cloudwatch.test_logs import FORMAT, record
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def append(self, records: list[Record]) -> None:
-        self.records += records
-
-    def appending(self, records: list[Record]) -> AbstractContextManager[None]:
-        self.append(records)
-        return nullcontext()
-
+from tests.support.journal import ListSink
 
 Delivery = tuple[str, dict[str, Any], Callable[[], None] | None]
 
