@@ -3,9 +3,10 @@
 import argparse
 import contextlib
 import json
+import os
+import select
 import signal
 import sys
-import threading
 from pathlib import Path
 from types import FrameType
 
@@ -192,6 +193,43 @@ def banner(stack: LocalStack) -> str:
     return "\n".join(lines)
 
 
+class StopRequest:
+    """A stop asked for by a signal, waited for by the main thread.
+
+    A Python signal handler runs in the main thread between two bytecodes, possibly while that
+    thread is inside ``threading.Event.wait`` holding the event's (non-reentrant) lock: an
+    ``Event.set`` in the handler then waits for that lock forever. So the handler takes no lock: it
+    sets a plain flag, and the main thread sleeps in ``select`` on a pipe that the interpreter's C
+    handler writes a byte to on every signal (``signal.set_wakeup_fd``), which ends the sleep at
+    once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        for fd in (self._wakeup_read, self._wakeup_write):
+            os.set_blocking(fd, False)
+
+    def install(self, signals: tuple[int, ...]) -> None:
+        """Handle ``signals`` (main thread only, as ``signal.signal`` requires)."""
+        signal.set_wakeup_fd(self._wakeup_write, warn_on_full_buffer=False)
+        for signum in signals:
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum: int, _: FrameType | None) -> None:
+        """The signal handler: a flag, nothing that can block."""
+        self.requested = True
+        # A second Ctrl-C ends the process at once; orphaned workers notice and exit too.
+        signal.signal(signum, signal.SIG_DFL)
+
+    def wait(self, poll_seconds: float = 0.5) -> None:
+        """Return once a stop was asked for. The poll is a safeguard for a signal that arrived
+        before the wakeup descriptor was set."""
+        while not self.requested:
+            select.select([self._wakeup_read], [], [], poll_seconds)
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wakeup_read, 512)
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(PROJECT_ROOT)) + ("/" if path.is_dir() else "")
@@ -203,16 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     """Start, print the banner and the READY line, run until SIGINT, SIGTERM or SIGHUP, stop
     cleanly (saving the state)."""
     options = parse_args(argv)
-    stop = threading.Event()
-
-    def request_stop(signum: int, _: FrameType | None) -> None:
-        stop.set()
-        # A second Ctrl-C ends the process at once; orphaned workers notice and exit too.
-        signal.signal(signum, signal.SIG_DFL)
-
+    stop = StopRequest()
     # SIGHUP: the terminal was closed; stop as cleanly as on Ctrl-C.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, request_stop)
+    stop.install((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     if taken := taken_ports(
         {
             options.api_port: "the API (--api-port)",
@@ -246,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     print(banner(stack), flush=True)
     # One machine-readable line for test harnesses and scripts.
     print(READY_PREFIX + json.dumps(stack.ready_info()), flush=True)
-    while not stop.wait(0.5):
-        pass
+    stop.wait()
     _say("Stopping...")
     summary = stack.stop()
     if summary is not None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from local_stack.apigateway import resource_types as apigateway_types
 from local_stack.apigateway.service import ApiGatewayService
 from local_stack.awslambda import resource_types as lambda_types
+from local_stack.awslambda.service import LambdaService
 from local_stack.cloudwatch import resource_types as cloudwatch_types
 from local_stack.cloudwatch.service import CloudWatchService
 from local_stack.dynamodb.service import DynamoDbService
@@ -23,9 +24,10 @@ from local_stack.sqs.service import SqsService
 
 # The services with a part in the stack's start and stop (local_stack/service.py), in the order of
 # their hooks; stopped in reverse. The durable state's parts follow this order too (tables,
-# queues, keys, objects: the data folder's). Lambda and API Gateway's REST API are the stack's own
-# servers (stack.py); SNS, KMS and CloudFormation start nothing (their types are below, or read by
-# the services above).
+# queues, keys, objects, access log lines, asynchronous events: the data folder's). Lambda's
+# runtime and API Gateway's REST API are the stack's own servers (stack.py; LambdaService keeps
+# Lambda's event queue); SNS, KMS and CloudFormation start nothing (their types are below, or read
+# by the services above).
 SERVICES: tuple[Callable[[], Service], ...] = (
     DynamoDbService,
     SqsService,
@@ -34,6 +36,7 @@ SERVICES: tuple[Callable[[], Service], ...] = (
     IamService,
     EventsService,
     CloudWatchService,
+    LambdaService,
 )
 
 # One provider per CloudFormation type that moto's CloudFormation lacks: used by `make run`

@@ -35,6 +35,9 @@ class Stack(Protocol):
     def access(self) -> Any: ...  # the IAM AccessControl in front of the embedded AWS
 
     @property
+    def function_secret(self) -> str: ...  # the secret of the functions' keys (iam/signing_secret.py)
+
+    @property
     def access_log(self) -> Any: ...  # the stage's access log, a LogGroup or None (from `start` on)
 
     def warn(self, message: str) -> None:

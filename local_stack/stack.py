@@ -48,7 +48,7 @@ from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
 from local_stack.embedded import EmbeddedAws, aws_client
 from local_stack.faults import Faults
-from local_stack.iam import AccessControl
+from local_stack.iam import AccessControl, signing_secret
 from local_stack.patches import install_moto_fixes
 from local_stack.ports import listening_socket
 from local_stack.registry import PROVIDERS_BY_TYPE, SERVICES
@@ -112,6 +112,8 @@ class LocalStack:
         self._servers: list[threading.Thread] = []
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
+        # The secret of the functions' keys (iam/signing_secret.py), made or read at start.
+        self.function_secret = ""
 
     @property
     def api_url(self) -> str:
@@ -140,6 +142,7 @@ class LocalStack:
         options = self.options
         install_moto_fixes()
         self._moto = EmbeddedAws(options.aws_port, front=self.access.middleware, admin_api=options.moto_api)
+        self.function_secret = signing_secret.function_secret(options.data_dir, options.persist)
         self._services = [make() for make in SERVICES]
         for service in self._services:
             service.attach(self)
@@ -254,6 +257,7 @@ class LocalStack:
                     for spec in resources.functions.values()
                 },
                 execute_api_endpoint=_url_of(api_socket),
+                function_secret=self.function_secret,
             ),
         )
 

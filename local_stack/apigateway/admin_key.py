@@ -7,10 +7,10 @@ UsagePlanId, RestApiId, ApiStageName), the same ones `shortener keys --stack` re
 CloudFormation; a template without them has no keys, and no key is made."""
 
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from local_stack.durability.private_files import write_private
 from local_stack.embedded.client import aws_client
 from shortener.access.keys import KeyManager
 from shortener.services import keys as stack_keys
@@ -47,13 +47,3 @@ def ensure_admin_key(manager: KeyManager, data_dir: Path, persist: bool) -> str:
     if persist:
         write_private(path, created.key + "\n")
     return created.key
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` readable by its owner only (it holds a key)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(partial, path)

@@ -127,7 +127,7 @@ class _Handler(BoundedRequestHandler):
         if invocation_type == "DryRun":
             self._answer(HTTPStatus.NO_CONTENT, b"")
         elif invocation_type == "Event":
-            request_id = runtime.invoke_async(spec.name, event)
+            request_id = runtime.invoke_event(spec.name, event)
             self._answer(HTTPStatus.ACCEPTED, b"", {"x-amzn-RequestId": request_id})
         else:
             try:

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from local_stack.awslambda.destinations import AsyncConfig, DestinationSender, failure_record
 from local_stack.awslambda.forking import ForkedProcess, Zygote
@@ -101,6 +102,8 @@ class RuntimeSettings:
     fork_workers: bool = sys.platform == "linux"
     # How long a worker may stay idle before it is reclaimed (machine seconds, not scaled).
     idle_reclaim_seconds: float = IDLE_RECLAIM_SECONDS
+    # The secret of the functions' keys (local_stack/iam/signing_secret.py); random when not given.
+    function_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
 
 class _Silence(enum.Enum):
@@ -362,6 +365,12 @@ class FunctionPool:
         worker.kill()
 
 
+class EventKeeper(Protocol):
+    """``local_stack.awslambda.event_queue.AsyncEventQueue``."""
+
+    def event_accepted(self, function: str, event: Any) -> Callable[[], None]: ...
+
+
 class LambdaRuntime:
     """Invokes the template's functions by name, synchronously or in the background."""
 
@@ -372,6 +381,7 @@ class LambdaRuntime:
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self._threads_lock = threading.Lock()
+        self._event_queue: EventKeeper | None = None
         self._duplicator = AsyncDuplicator(settings.duplicate_async, settings.time_scale)
         self._destinations = DestinationSender(
             settings.aws_endpoint, settings.region, self._invoke_destination
@@ -387,6 +397,19 @@ class LambdaRuntime:
     def invoke(self, name: str, event: Any, slot_timeout: float | None = 10.0) -> Invocation:
         """RequestResponse: run and wait for the outcome."""
         return self._pools[name].invoke(event, slot_timeout)
+
+    def keep_events(self, queue: "EventKeeper | None") -> None:
+        """Keep the events of ``invoke_event`` in ``queue`` (the durable state's) until their
+        invocation is over."""
+        self._event_queue = queue
+
+    def invoke_event(self, name: str, event: Any) -> str:
+        """Lambda's Invoke with InvocationType Event: the event joins Lambda's queue (kept durably
+        when the stack persists, see awslambda/event_queue.py), then runs as ``invoke_async``."""
+        queue = self._event_queue
+        return self.invoke_async(
+            name, event, queue.event_accepted(name, event) if queue is not None else None
+        )
 
     def invoke_async(self, name: str, event: Any, on_done: Callable[[], None] | None = None) -> str:
         """Event: queue the invocation and return at once; failures are retried like Lambda's. Under
@@ -533,7 +556,7 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "LAMBDA_TASK_ROOT": str(spec.code_dir),
         "PYTHONPATH": os.pathsep.join(python_path),
         # The function's own key: the embedded AWS authorises its calls against its role.
-        **function_credentials(spec.name),
+        **function_credentials(spec.name, settings.function_secret),
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,

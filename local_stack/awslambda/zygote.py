@@ -20,7 +20,9 @@ Protocol, over a Unix SOCK_SEQPACKET socket from the local stack, one JSON messa
 - when a worker ends the zygote says ``{"exited": pid, "returncode": code}`` (negative: the signal
   that ended it, as ``subprocess`` reports it).
 
-The zygote ends when the stack's end of the socket closes (the stack stopped, or was killed).
+The zygote ends when the stack's end of the socket closes (the stack stopped, or was killed), and
+ends quietly: after a ``kill -9`` of the stack its workers end too, and their exits, which it can no
+longer report, are no error worth a traceback in the terminal the next run shares.
 
 Run as: python -m local_stack.awslambda.zygote <socket fd> <room for workers' command lines>
 """
@@ -102,7 +104,8 @@ def main() -> None:
         readable, _, _ = select.select([channel.fileno(), wakeup_read], [], [])
         if wakeup_read in readable:
             os.read(wakeup_read, 4096)
-        _report_exits(channel, workers)
+        if not _report_exits(channel, workers):
+            return  # the stack is gone
         if channel.fileno() not in readable:
             continue
         try:
@@ -116,23 +119,28 @@ def main() -> None:
             pid = os.fork()
         except OSError as exc:
             _close(fds)
-            _send(channel, {"spawned": request["spawn"], "error": str(exc)})
+            if not _send(channel, {"spawned": request["spawn"], "error": str(exc)}):
+                return
             continue
         if pid == 0:
             _become_worker(request, fds, base_path)
         _close(fds)
         workers.add(pid)
-        _send(channel, {"spawned": request["spawn"], "pid": pid})
+        if not _send(channel, {"spawned": request["spawn"], "pid": pid}):
+            return
 
 
-def _report_exits(channel: socket.socket, workers: set[int]) -> None:
+def _report_exits(channel: socket.socket, workers: set[int]) -> bool:
+    """Reap the workers that ended and tell the stack; False when the stack is gone."""
     for pid in list(workers):
         with contextlib.suppress(ChildProcessError):
             reaped, status = os.waitpid(pid, os.WNOHANG)
             if not reaped:
                 continue
             workers.discard(pid)
-            _send(channel, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+            if not _send(channel, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)}):
+                return False
+    return True
 
 
 def _become_worker(request: dict[str, Any], fds: list[int], base_path: list[str]) -> NoReturn:
@@ -189,8 +197,14 @@ def _set_command_line(argv: list[str]) -> None:
             memory.write(text[: end - start].ljust(end - start, b"\0"))
 
 
-def _send(channel: socket.socket, message: dict[str, Any]) -> None:
-    channel.send(json.dumps(message).encode())
+def _send(channel: socket.socket, message: dict[str, Any]) -> bool:
+    """Send ``message`` to the stack; False when its end is closed (ConnectionResetError,
+    BrokenPipeError: it stopped or was killed)."""
+    try:
+        channel.send(json.dumps(message).encode())
+    except ConnectionError:
+        return False
+    return True
 
 
 def _close(fds: list[int]) -> None:

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from local_stack.awslambda.runtime import LambdaRuntime
 from local_stack.cloudformation.intrinsics import ACCOUNT_ID
@@ -48,8 +48,16 @@ FLUSH_INTERVAL_SECONDS = 1.0
 _CONTEXT_VARIABLE = re.compile(r"\$context\.([A-Za-z0-9_.]+)")
 _JSON_TERM = re.compile(r'^\$\.([A-Za-z0-9_.]+)\s*(=|!=)\s*"((?:[^"\\]|\\.)*)"$')
 
-# (function name, event) -> None: the runtime's asynchronous invoke.
-Invoke = Callable[[str, dict[str, Any]], Any]
+# (function name, event[, on_done]) -> None: the runtime's asynchronous invoke; ``on_done`` (given
+# only when the lines are kept durably) is called once the invocation is over.
+Invoke = Callable[..., Any]
+
+
+class LineKeeper(Protocol):
+    """Where the lines not yet delivered are kept durably (``local_stack.cloudwatch.log_state``)."""
+
+    def line_written(self, group: str, event: "LogEvent") -> None: ...
+    def flushed(self, group: str, stream: str, events: "list[LogEvent]") -> Callable[[], None]: ...
 
 
 class FilterPatternError(ValueError):
@@ -207,6 +215,8 @@ class LogGroup:
         self._sequence = itertools.count()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        # Set when the stack persists: each line is kept until its delivery is over.
+        self.keeper: LineKeeper | None = None
         # How many lines were written and batches delivered (the stack's log, tests).
         self.written = 0
         self.delivered_batches = 0
@@ -216,10 +226,18 @@ class LogGroup:
         message = render(self.log_format, record)
         # CloudWatch Logs' event ids are 56-digit strings, unique in the log group.
         event = LogEvent(f"{record.epoch_ms:020d}{next(self._sequence):036d}", record.epoch_ms, message)
+        keeper = self.keeper
+        if keeper is not None:  # journaled before the request is answered
+            keeper.line_written(self.name, event)
         with self._lock:
             self._pending.append(event)
             self.written += 1
         return event
+
+    def requeue(self, events: list[LogEvent]) -> None:
+        """Lines of a previous run never flushed: delivered with the next flush, before the new."""
+        with self._lock:
+            self._pending[:0] = events
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"logs-{self.name}", daemon=True)
@@ -242,31 +260,68 @@ class LogGroup:
         """Deliver the buffered lines to each subscription, in batches; the number of batches."""
         with self._lock:
             events, self._pending = self._pending, []
-        delivered = 0
+        if not events:
+            return 0
+        keeper = self.keeper
+        return self.deliver(
+            events, self.stream, keeper.flushed(self.name, self.stream, events) if keeper else None
+        )
+
+    def deliver(self, events: list[LogEvent], stream: str, on_done: Callable[[], None] | None = None) -> int:
+        """Deliver ``events`` (one flush: the same events and stream always make the same batches,
+        which the collector counts once) to each subscription; the number of batches. ``on_done``
+        is called once every batch's invocation is over."""
+        invocations = []
         for subscription in self.subscriptions:
             matching = [event for event in events if subscription.pattern.matches(event.message)]
-            for batch in _batches(matching):
-                event = self.subscription_event(subscription, batch)
-                self._invoke(subscription.function, event)
-                delivered += 1
-                if self._duplicate > 0 and self._chance.random() < self._duplicate:
-                    log.info("duplicate-logs: %s's batch of %d delivered again", self.name, len(batch))
-                    self._invoke(subscription.function, event)
-        self.delivered_batches += delivered
-        return delivered
+            invocations += [
+                (subscription.function, self.subscription_event(subscription, batch, stream), len(batch))
+                for batch in _batches(matching)
+            ]
+        finished = _AllDone(len(invocations), on_done)
+        for function, event, size in invocations:
+            if on_done is None:
+                self._invoke(function, event)
+            else:
+                self._invoke(function, event, finished.one_done)
+            if self._duplicate > 0 and self._chance.random() < self._duplicate:
+                log.info("duplicate-logs: %s's batch of %d delivered again", self.name, size)
+                self._invoke(function, event)
+        self.delivered_batches += len(invocations)
+        return len(invocations)
 
-    def subscription_event(self, subscription: Subscription, batch: list[LogEvent]) -> dict[str, Any]:
+    def subscription_event(
+        self, subscription: Subscription, batch: list[LogEvent], stream: str | None = None
+    ) -> dict[str, Any]:
         """The event CloudWatch Logs invokes a subscribed function with."""
         payload = {
             "messageType": "DATA_MESSAGE",
             "owner": ACCOUNT_ID,
             "logGroup": self.name,
-            "logStream": self.stream,
+            "logStream": stream or self.stream,
             "subscriptionFilters": [subscription.name],
             "logEvents": [{"id": e.id, "timestamp": e.timestamp, "message": e.message} for e in batch],
         }
         data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
         return {"awslogs": {"data": data}}
+
+
+class _AllDone:
+    """Calls ``on_done`` once ``count`` invocations are over (at once when there are none)."""
+
+    def __init__(self, count: int, on_done: Callable[[], None] | None) -> None:
+        self._left = count
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        if count == 0 and on_done is not None:
+            on_done()
+
+    def one_done(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last and self._on_done is not None:
+            self._on_done()
 
 
 def _batches(events: list[LogEvent]) -> Iterable[list[LogEvent]]:

@@ -1,11 +1,16 @@
 """CloudWatch in the stack: the alarms evaluated on their own timer, and the API's access log
 delivered to its subscription filters' functions."""
 
+import logging
+from pathlib import Path
 from typing import Any
 
 from local_stack.cloudwatch.alarms import AlarmEvaluator, alarm_specs
+from local_stack.cloudwatch.log_state import AccessLogState
 from local_stack.kms import KeyRing
 from local_stack.service import Service, Stack
+
+log = logging.getLogger(__name__)
 
 
 class CloudWatchService(Service):
@@ -13,6 +18,11 @@ class CloudWatchService(Service):
 
     def __init__(self) -> None:
         self._parts: list[Any] = []
+        self._log_state: AccessLogState | None = None
+
+    def durable_state(self, stack: Stack, data_dir: Path) -> AccessLogState:
+        self._log_state = AccessLogState()
+        return self._log_state
 
     def start(self, stack: Stack) -> None:
         options, resources = stack.options, stack.resources
@@ -23,6 +33,10 @@ class CloudWatchService(Service):
             options.time_scale,
             keys=KeyRing.from_resources(resources) if options.iam else None,
         )
+        # Lines of the previous run not yet delivered go first (cloudwatch/log_state.py).
+        left = self._log_state.attach(stack.access_log) if self._log_state and stack.access_log else 0
+        if left:
+            log.info("Access log: %d lines not yet delivered before the restart delivered again", left)
         for part in (evaluator, stack.access_log):
             if part is not None:
                 part.start()
@@ -32,3 +46,4 @@ class CloudWatchService(Service):
         for part in self._parts:
             part.stop()
         self._parts.clear()
+        self._log_state = None

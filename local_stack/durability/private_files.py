@@ -23,3 +23,13 @@ def make_private(data_dir: Path) -> None:
             path = Path(root) / name
             if not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) & 0o077:
                 path.chmod(0o600)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by its owner only (it holds a key or a secret), whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(partial, path)

@@ -9,8 +9,8 @@ stack's names; and the AWS managed policies that SAM attaches by itself, whose d
 
 Each function's execution environments get credentials of their own, as Lambda gives each
 function its role's session credentials: the access key id names the function, which is how the
-local stack knows who is calling (the signature is not verified: this is a loopback tool, not a
-security boundary)."""
+local stack knows who is calling; the secret is the stack's own, random (signing_secret.py), and
+the signatures of presigned URLs are checked against it."""
 
 import base64
 import hashlib
@@ -56,8 +56,6 @@ AWS_MANAGED_POLICIES: dict[str, dict[str, Any]] = {
         ],
     },
 }
-# The embedded AWS does not verify signatures: any secret will do.
-FUNCTION_SECRET_KEY = "local"  # noqa: S105 - not a secret: the local stack's fake credentials
 
 
 def function_access_key(function_name: str) -> str:
@@ -67,11 +65,12 @@ def function_access_key(function_name: str) -> str:
     return "ASIA" + digest[:16]
 
 
-def function_credentials(function_name: str) -> dict[str, str]:
-    """The credential variables Lambda sets for a function, with the function's own key."""
+def function_credentials(function_name: str, secret: str) -> dict[str, str]:
+    """The credential variables Lambda sets for a function, with the function's own key and the
+    stack's secret (signing_secret.py)."""
     return {
         "AWS_ACCESS_KEY_ID": function_access_key(function_name),
-        "AWS_SECRET_ACCESS_KEY": FUNCTION_SECRET_KEY,
+        "AWS_SECRET_ACCESS_KEY": secret,
     }
 
 

@@ -1,11 +1,13 @@
 """Clicks end to end on the local stack: follows of a link leave access log lines, the log group's
 subscription delivers them to the collector in batches, and the clicks table counts them: bots
-apart from humans, the prod stage cache's answers included, a batch delivered twice counted once."""
+apart from humans, the prod stage cache's answers included, a batch delivered twice counted once,
+and no answered click lost to a kill -9."""
 
 import csv
 import io
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -155,3 +157,37 @@ def wait_for_job(stack: RunningStack, job_id: str, seconds: float) -> dict[str, 
         if job["status"] == "done" or time.monotonic() > deadline:
             return job
         time.sleep(0.5)
+
+
+# Redirects followed at once before the kill -9, over this many links.
+KILLED_CLICKS = 4_000
+KILLED_LINKS = 10
+
+
+@pytest.mark.e2e_timeout(300)
+def test_redirects_followed_at_once_by_kill_9_are_all_counted_after_the_restart(
+    start_stack: StartStack,
+) -> None:
+    # Given links on a stack whose WAF lets one client send them all
+    stack = start_stack(params={"ClientRateLimit": 1_000_000})
+    codes = [f"e2e-killed-{n}" for n in range(KILLED_LINKS)]
+    for code in codes:
+        assert stack.post_json("/", {"url": f"https://example.com/{code}", "code": code}).status == 201
+    # When 4,000 redirects are followed at once, and the stack is killed with kill -9 right after
+    # the last answer (their access log lines not yet delivered)
+    follows = [codes[n % KILLED_LINKS] for n in range(KILLED_CLICKS)]
+    with ThreadPoolExecutor(8) as pool:
+        answered = list(
+            pool.map(
+                lambda code: stack.request("GET", code, api_key=None, headers={"User-Agent": BROWSER}),
+                follows,
+            )
+        )
+    stack.kill()
+    assert {answer.status for answer in answered} == {301}
+    stack.restart()
+    # Then after the restart every answered click is counted, once
+    each = {"clicks": KILLED_CLICKS // KILLED_LINKS, "humans": KILLED_CLICKS // KILLED_LINKS, "bots": 0}
+    assert [wait_for_totals(stack, code, each, 120) for code in codes] == [each] * KILLED_LINKS
+    time.sleep(2)  # a late second delivery of a batch changes nothing
+    assert totals(stack, codes[0]) == each

@@ -6,14 +6,21 @@ import copy
 import json
 import os
 import re
+import stat
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from local_stack.cloudformation.template import PROJECT_ROOT, load_template
+from local_stack.iam.principals import function_access_key
+from local_stack.iam.signing_secret import SECRET_FILE
 from tests.e2e.conftest import RunningStack, StartStack
 
 # Alarm periods of 60 s last one second; a threshold below zero breaches on the first sample of an
@@ -167,3 +174,48 @@ def test_alarms_on_the_templates_topics_reach_the_scaler(start_stack: StartStack
     actions = wait_for(lambda: alarm_actions(running, alarm), 30, "action in the alarm's history")
     assert actions == [f"Successfully executed action {running.resources['ScalingTopic']}"]
     wait_for(lambda: SCALER_LOG.search(running.log()), 30, "invocation of the scaler")
+
+
+def presigned_get(stack: RunningStack, bucket: str, key: str, secret: str) -> str:
+    """A presigned GET signed as the API function (its access key id) with ``secret``."""
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=stack.aws_endpoint,
+        region_name=stack.region,
+        aws_access_key_id=function_access_key(stack.resources["ApiFunction"]),
+        aws_secret_access_key=secret,
+        config=Config(signature_version="s3v4"),
+    )
+    return str(s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=300))
+
+
+def fetched(url: str, *, from_a_page: bool = True) -> tuple[int, bytes]:
+    """The answer to ``url`` fetched as a web page on another origin would fetch it (or as a tool
+    on this machine does, with no ``Origin``)."""
+    request = urllib.request.Request(
+        url, headers={"Origin": "https://some-site.example"} if from_a_page else {}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.mark.e2e_timeout(120)
+def test_a_presigned_url_signed_with_the_old_constant_secret_is_refused(stack: RunningStack) -> None:
+    # Given a job file in the stack's bucket, and the stack's own secret kept in its data folder
+    bucket, key = stack.resources["BulkBucket"], "uploads/e2e-signing-secret.csv"
+    stack.boto3_client("s3").put_object(Bucket=bucket, Key=key, Body=b"url\n")
+    kept = stack.data_dir / SECRET_FILE
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    secret = kept.read_text().strip()
+    assert len(secret) >= 32 and secret != "local"
+    # When a request is signed with the constant secret "local" and the function's key id
+    forged = presigned_get(stack, bucket, key, "local")
+    # Then S3's answer refuses it, and a page may not send it either
+    status, body = fetched(forged, from_a_page=False)
+    assert (status, b"<Code>SignatureDoesNotMatch</Code>" in body) == (403, True), body
+    assert fetched(forged)[0] == 403
+    # And the same request signed with the function's real credentials works, from a page too
+    assert fetched(presigned_get(stack, bucket, key, secret)) == (200, b"url\n")

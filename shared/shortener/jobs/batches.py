@@ -9,8 +9,10 @@ over to a fresh one, so a batch of any size finishes (a 1,000,000-row job is 4,0
 
 It survives a crash: Lambda retries a failed invocation; the invocation holds a lease on the
 batch, renewed with every page; a status read of a batch whose lease lapsed starts it again; a
-page run twice is stored and counted once. A batch taken over from a crashed holder
-``MAX_TAKEOVERS`` times ends as "failed" instead of running forever."""
+page run twice is stored and counted once, and its outcomes are those of one run: before a page
+changes anything, the codes already as the batch would make them are stored once, so a rerun after
+a crash mid-page still counts the links its first run changed as changed (not unchanged). A batch
+taken over from a crashed holder ``MAX_TAKEOVERS`` times ends as "failed" instead of running forever."""
 
 import re
 import uuid
@@ -67,6 +69,8 @@ class BatchRecords(Protocol):
     def claim(self, batch_id: str, holder: str, *, now: int, lease_until: int) -> int | None: ...
     def release(self, batch_id: str, holder: str, *, lease_until: int) -> None: ...
     def get_page(self, batch_id: str, page: int) -> BatchPage | None: ...
+    def get_already(self, batch_id: str, page: int) -> set[str] | None: ...
+    def put_already(self, batch_id: str, page: int, codes: set[str], *, expires_at: int) -> set[str]: ...
     def put_page(self, batch_id: str, page: int, outcomes: BatchPage, *, expires_at: int) -> BatchPage: ...
     def count_page(
         self, batch_id: str, page: int, outcomes: BatchPage, *, now: datetime, lease_until: int
@@ -267,7 +271,11 @@ class BatchRunner:
                 [BatchOutcome(code=code, outcome="invalid", message=message) for code in codes], next_cursor
             )
         caller = Caller(owner_id=batch.owner, role=batch.role)
-        outcomes = [self._apply(caller, batch.action, code, update, stage_cache) for code in codes]
+        already = self._already_before(batch, caller, codes, update)
+        outcomes = [
+            self._apply(caller, batch.action, code, update, stage_cache, already_before=code in already)
+            for code in codes
+        ]
         return BatchPage(outcomes, next_cursor)
 
     def _select(self, batch: Batch) -> tuple[list[str], str | None]:
@@ -288,6 +296,28 @@ class BatchRunner:
         page = self._owner_links.list_links(batch.owner, before=cursor, limit=PAGE_LINKS, tag=batch.tag)
         return [link.code for link in page.links], page.next_position
 
+    def _already_before(
+        self, batch: Batch, caller: Caller, codes: list[str], update: LinkUpdate | None
+    ) -> set[str]:
+        """The codes of the page that were already as the batch makes them before any run of the
+        page changed them (read and stored by its first run, read back by a rerun)."""
+        stored = self._records.get_already(batch.batch_id, batch.pages)
+        if stored is not None:
+            return stored
+        already = {code for code in codes if self._is_already(caller, code, update)}
+        return self._records.put_already(
+            batch.batch_id, batch.pages, already, expires_at=clock.epoch_seconds() + self._retention_seconds
+        )
+
+    def _is_already(self, caller: Caller, code: str, update: LinkUpdate | None) -> bool:
+        try:
+            link = self._manager.get(caller, code)
+        except LinkGoneError:
+            return update is None  # deleted already
+        except ShortenerError:
+            return False  # its outcome says why when the page runs
+        return update is not None and _already(link, update)
+
     def _apply(
         self,
         caller: Caller,
@@ -295,9 +325,11 @@ class BatchRunner:
         code: str,
         update: LinkUpdate | None,
         stage_cache: StageCacheInvalidator | None,
+        *,
+        already_before: bool,
     ) -> BatchOutcome:
         try:
-            return self._change(caller, code, update, stage_cache)
+            return self._change(caller, code, update, stage_cache, already_before=already_before)
         except LinkNotFoundError as exc:
             return BatchOutcome(code=code, outcome="not_found", message=str(exc))
         except LinkGoneError as exc:
@@ -310,14 +342,27 @@ class BatchRunner:
             return BatchOutcome(code=code, outcome="invalid", message=str(exc))
 
     def _change(
-        self, caller: Caller, code: str, update: LinkUpdate | None, stage_cache: StageCacheInvalidator | None
+        self,
+        caller: Caller,
+        code: str,
+        update: LinkUpdate | None,
+        stage_cache: StageCacheInvalidator | None,
+        *,
+        already_before: bool,
     ) -> BatchOutcome:
-        link = self._manager.get(caller, code)
+        try:
+            link = self._manager.get(caller, code)
+        except LinkGoneError:
+            if update is None and not already_before:  # deleted by this page's run that crashed
+                return BatchOutcome(code=code, outcome="changed")
+            raise
         if update is None:
             change = self._manager.delete_link(link, stage_cache)
-        elif _already(link, update):
+        elif already_before:
             return BatchOutcome(code=code, outcome="unchanged")
         else:
+            # Written even when a crashed run of this page made the change already: the write is
+            # the same, and the stage cache's entry is refreshed, which that run may not have done.
             change = self._manager.update_link(link, update, self._policy, stage_cache)
         if change.stage_cache_invalidated is False:
             self._on_stale_cache(code)

@@ -27,6 +27,7 @@ class Records:
         self.lease: tuple[str | None, int] = (None, 0)
         self.takeovers = 0
         self.pages: dict[int, BatchPage] = {}
+        self.already: dict[int, set[str]] = {}
         self.released: list[str] = []
 
     def get(self, batch_id: str) -> tuple[Batch, int]:
@@ -50,6 +51,12 @@ class Records:
 
     def put_page(self, batch_id: str, page: int, outcomes: BatchPage, *, expires_at: int) -> BatchPage:
         return self.pages.setdefault(page, outcomes)
+
+    def get_already(self, batch_id: str, page: int) -> set[str] | None:
+        return self.already.get(page)
+
+    def put_already(self, batch_id: str, page: int, codes: set[str], *, expires_at: int) -> set[str]:
+        return self.already.setdefault(page, codes)
 
     def count_page(
         self, batch_id: str, page: int, outcomes: BatchPage, *, now: datetime, lease_until: int
@@ -221,6 +228,49 @@ def test_already_so_is_unchanged_and_a_deleted_code_is_gone_except_for_delete() 
     records = Records(a_batch(action="delete", codes=["d"]))
     runner(records, Manager(links), []).run("b" * 32, "one", lambda: 900.0)
     assert [o.outcome for o in records.pages[0].outcomes] == ["unchanged"]
+
+
+class CrashingManager(Manager):
+    """Dies (as a killed invocation does) after ``writes_before_crash`` writes."""
+
+    def __init__(self, links: dict[str, Link], writes_before_crash: int) -> None:
+        super().__init__(links)
+        self.left = writes_before_crash
+
+    def update_link(self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None) -> Change:
+        self._one_more_write()
+        return super().update_link(link, update, policy, stage_cache)
+
+    def delete_link(self, link: Link, stage_cache: Any = None) -> Change:
+        self._one_more_write()
+        return super().delete_link(link, stage_cache)
+
+    def _one_more_write(self) -> None:
+        if self.left == 0:
+            raise KeyboardInterrupt("killed")
+        self.left -= 1
+
+
+@pytest.mark.parametrize("action", ["disable", "delete"])
+def test_a_page_rerun_after_a_crash_midway_counts_each_code_changed_once(action: str) -> None:
+    # Given a page of 4 codes, one already disabled, whose first run dies after changing 2 links
+    links = {"a": a_link("a"), "b": a_link("b", status="disabled"), "c": a_link("c"), "d": a_link("d")}
+    if action == "delete":
+        links["b"] = a_link("b", status="deleted")
+    records = Records(a_batch(action=action, codes=list("abcd")))
+    with pytest.raises(KeyboardInterrupt):
+        runner(records, CrashingManager(links, 1), []).run("b" * 32, "killed", lambda: 900.0)
+    # When the page runs again in a new invocation
+    records.lease = (None, 0)
+    runner(records, Manager(links), []).run("b" * 32, "retry", lambda: 900.0)
+    # Then the links the first run changed count as changed, the one found so as unchanged
+    assert [(o.code, o.outcome) for o in records.pages[0].outcomes] == [
+        ("a", "changed"),
+        ("b", "unchanged"),
+        ("c", "changed"),
+        ("d", "changed"),
+    ]
+    assert (records.batch.changed, records.batch.unchanged) == (3, 1)
 
 
 def test_takedowns_refresh_the_stage_cache_entry_of_each_changed_code() -> None:

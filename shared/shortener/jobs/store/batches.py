@@ -1,12 +1,14 @@
 """Batches (changes in bulk) in the jobs table, and the reads that select their links.
 
 A batch is one "batch" item (what it changes, its counts, where its next page starts, the lease of
-the invocation working on it) and one "batchpage#<n>" item per page of links it reached (each
-code's outcome). A page's outcomes are written once (a conditional put: a rerun of the page after
-a crash finds them and does not run it again) and counted once (a conditional update on the
-number of pages counted so far), so a redelivered or retried invocation never counts twice.
-Neither item has the ``owner`` and ``created_at`` attributes the table's ByOwner index is keyed
-on, so batches never show among an owner's jobs."""
+the invocation working on it), one "batchpage#<n>" item per page of links it reached (each code's
+outcome) and one "batchalready#<n>" item per page (the codes that were already as the batch makes
+them before the page ran, written once by its first run, so that a rerun after a crash tells the
+links that run changed from those it found changed). A page's outcomes are written once (a
+conditional put: a rerun of the page after a crash finds them and does not run it again) and
+counted once (a conditional update on the number of pages counted so far), so a redelivered or
+retried invocation never counts twice. No item has the ``owner`` and ``created_at`` attributes the
+table's ByOwner index is keyed on, so batches never show among an owner's jobs."""
 
 import json
 from datetime import datetime
@@ -22,6 +24,8 @@ from shortener.links.store_items import link_from_item
 
 BATCH_SK = "batch"
 PAGE_PREFIX = "batchpage#"
+# Sorts before PAGE_PREFIX, so the reads of pages never meet it.
+ALREADY_PREFIX = "batchalready#"
 _PAGE_DIGITS = 7
 _NAMES = {"#total": "total", "#status": "status", "#cursor": "cursor"}
 _SPEC_FIELDS = (
@@ -135,6 +139,35 @@ class BatchStore(aws.DynamoDBTable):
         )
         item: Any = response.get("Item")
         return _page_from_item(item) if item else None
+
+    def get_already(self, batch_id: str, page: int) -> set[str] | None:
+        """The codes of a page that were already as the batch makes them before it ran, or None
+        when no run of the page stored them yet."""
+        response = self.client.get_item(
+            TableName=self.table_name, Key=_key(batch_id, _already_sk(page)), ConsistentRead=True
+        )
+        item: Any = response.get("Item")
+        return set(json.loads(item["codes"]["S"])) if item else None
+
+    def put_already(self, batch_id: str, page: int, codes: set[str], *, expires_at: int) -> set[str]:
+        """Store those codes unless a run of the page stored them first: the codes as stored."""
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "job_id": {"S": batch_id},
+                    "sk": {"S": _already_sk(page)},
+                    "codes": {"S": json.dumps(sorted(codes), separators=(",", ":"))},
+                    "expires_at": {"N": str(expires_at)},
+                },
+                ConditionExpression="attribute_not_exists(job_id)",
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            stored = self.get_already(batch_id, page)
+            return codes if stored is None else stored
+        return codes
 
     def put_page(self, batch_id: str, page: int, outcomes: BatchPage, *, expires_at: int) -> BatchPage:
         """Store a page's outcomes unless a run of it stored them first: the page as stored."""
@@ -295,6 +328,10 @@ class TaggedLinks(aws.DynamoDBTable):
 
 def page_sk(page: int) -> str:
     return f"{PAGE_PREFIX}{page:0{_PAGE_DIGITS}d}"
+
+
+def _already_sk(page: int) -> str:
+    return f"{ALREADY_PREFIX}{page:0{_PAGE_DIGITS}d}"
 
 
 def _key(batch_id: str, sk: str) -> dict[str, Any]:
