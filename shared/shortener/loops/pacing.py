@@ -9,8 +9,13 @@ does so on its own, and together they settle near the table's throughput, instea
 writing as fast as it can and retrying what was throttled in a storm. A throttle is a batch whose
 items came back unprocessed, or a request refused as a whole.
 
-Requests are spaced, not bursted: a token bucket at the rate holding one request's worth
-(thread-safe: a chunk's writer threads share one pacer)."""
+Requests are spaced at the rate by a token bucket (thread-safe: a chunk's writer threads share one
+pacer). The bucket holds more than one request's worth only as a burst: a loop that has not written
+for a while (a fresh container, or one between jobs) may send BURST_ITEMS at once, as the table's
+own bucket takes them, so a small job is never held back by a slow start it would end before; once
+writing goes on, the bucket is empty and every request waits its turn. A throttle of a burst says
+the table's bucket is shared or small, not what rate it takes: it ends the burst and pauses the
+loop, and leaves the rate and slow start as they were."""
 
 import math
 import threading
@@ -40,6 +45,12 @@ FIRST_DECREASE = 0.5
 INCREASE = 0.015
 # A loop that was throttled this recently says the table is its bottleneck.
 THROTTLED_RECENTLY_SECONDS = 60
+# What a loop may send at once after writing nothing for a while (its bucket refills at its rate):
+# a quarter of the 4,000 write request units a new on-demand table serves at once
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html),
+# so that four loops bursting together stay within it; the rows of four 250-row messages, so that
+# a job of up to 1,000 rows is written as fast as the loop works.
+BURST_ITEMS = 1_000.0
 # A waiting writer thread looks at the rate again this often (a cut applies to it at once).
 _RECHECK_SECONDS = 0.05
 
@@ -51,6 +62,7 @@ class WritePacer:
         self,
         *,
         start_rate: float = START_RATE,
+        burst: float = BURST_ITEMS,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -61,7 +73,10 @@ class WritePacer:
         self.slow_start = True
         self._filled_at = self._second_began = monotonic()
         self._second_rate = start_rate
-        self._tokens = 0.0
+        # A fresh loop's bucket is full, as the table's is.
+        self._burst = burst
+        self._tokens = burst
+        self._bursting_at = -math.inf  # when a request last went on the burst's credit
         self._paused_until = -math.inf
         self._limited = False
         self._cut_at = -math.inf
@@ -71,16 +86,21 @@ class WritePacer:
 
     def acquire(self, units: float) -> None:
         """Wait until ``units`` writes may go at the current rate: a token bucket at the rate,
-        holding at most one request's worth, checked again as the wait goes on, so that a cut
-        slows the writer threads already waiting at once (no slot is reserved ahead)."""
+        holding one request's worth or the burst (whichever is more), checked again as the wait
+        goes on, so that a cut slows the writer threads already waiting at once (no slot is
+        reserved ahead)."""
         waited = False
         while True:
             with self._lock:
                 now = self._monotonic()
                 if now >= self._paused_until:
-                    self._tokens = min(units, self._tokens + (now - self._filled_at) * self.rate)
+                    depth = max(units, self._burst)
+                    self._tokens = min(depth, self._tokens + (now - self._filled_at) * self.rate)
                 self._filled_at = now
                 if now >= self._paused_until and self._tokens >= units - 1e-6:
+                    if self._tokens > max(2 * units, self.rate):
+                        # More credit than a second at the rate would give: a burst.
+                        self._bursting_at = now
                     self._tokens -= units
                     if not waited:
                         self._limited = False
@@ -97,6 +117,14 @@ class WritePacer:
             now = self._monotonic()
             self.throttles += 1
             self.last_throttled_at = wall_clock.epoch_seconds()
+            if now - self._bursting_at < COOL_DOWN_SECONDS:
+                # Requests sent on the burst's credit met a table whose bucket is shared or
+                # small: that is not the rate's fault. The burst ends, the table refills.
+                self._tokens = 0.0
+                self._bursting_at = -math.inf
+                self._paused_until = max(self._paused_until, now + PAUSE_SECONDS)
+                self._cut_at = now  # the requests in flight with it are the same throttle
+                return
             if now - self._cut_at < COOL_DOWN_SECONDS:
                 return
             self.rate = max(FLOOR_RATE, self.rate * (FIRST_DECREASE if self.slow_start else DECREASE))
