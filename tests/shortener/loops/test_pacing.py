@@ -168,9 +168,28 @@ def test_a_loop_idle_long_enough_bursts_again() -> None:
     time = Time()
     pacer = WritePacer(start_rate=100, burst=500, monotonic=time, sleep=time.sleep)
     pacer.throttled()  # the rate is 50 and the bucket empty
-    time.now += 60.0  # a loop between jobs: the bucket refills at its rate, up to the burst
+    # A loop between jobs, throttled less than a minute ago: no burst
+    time.now += pacing.THROTTLED_RECENTLY_SECONDS / 2
+    pacer.acquire(25)
+    pacer.acquire(25)
+    assert time.now > pacing.THROTTLED_RECENTLY_SECONDS / 2
+    # Idle again, and not throttled for longer: it may burst again
+    time.now += pacing.THROTTLED_RECENTLY_SECONDS
+    began = time.now
     for _ in range(20):
         pacer.acquire(25)
-    assert time.now == 60.0
+    assert time.now == began
     pacer.acquire(25)
-    assert time.now > 60.0
+    assert time.now > began
+
+
+def test_slow_start_goes_on_from_the_rate_a_burst_was_written_at() -> None:
+    time = Time()
+    pacer = WritePacer(monotonic=time, sleep=time.sleep)
+    for _ in range(40):  # 1,000 items written in 0.8 s: 1,250 a second
+        pacer.acquire(25)
+        time.now += 0.02
+        pacer.succeeded(25)
+    pacer.acquire(25)
+    assert pacer.slow_start
+    assert pacer.rate == pytest.approx(1250, rel=0.05)
