@@ -8,10 +8,11 @@ Starts its own local stack (no persistence) with moto's request recorder, record
 simulated idle time (the schedule runs --time-scale times faster), counts the requests the
 functions made (the local stack's own CloudWatch emulation is not counted: on AWS those metrics
 cost nothing) and works out the requests per idle hour from the requests per restarter run. Then,
---jobs times, uploads a job of --rows rows with no loop running and prints when its first row was
-done, when the job was done, and when the loops were back to none. The first job meets a cold
-poller (a new execution environment: on a loaded two-core machine its imports take seconds); the
-next ones a warm one.
+--jobs times, uploads a job of --rows rows with no loop running and prints when the upload was
+answered (202), when its first row was done, when the job was done, and when the loops were back to
+none. The first job meets a cold API function and a cold poller (new execution environments: on a
+loaded two-core machine their imports take seconds); the next ones warm ones. The targets (a
+1,000-row job on an idle machine): first row within 1 s, the job done within 2 s.
 """
 
 import argparse
@@ -59,9 +60,10 @@ def main() -> None:
                     time.sleep(options.gap)
                 timings = run_job(stack, options.rows, f"idle-{number}")
                 print(
-                    f"  job {number + 1}: {options.rows:,} rows, first row done {timings['first_row']:.1f} s "
-                    f"after the upload (target < 5 s), job done after {timings['done']:.1f} s, loops back "
-                    f"to 0 after {timings['loops_gone']:.1f} s (peak {timings['peak_loops']} loops)"
+                    f"  job {number + 1}: {options.rows:,} rows, answered after {timings['accepted']:.1f} s, "
+                    f"first row done {timings['first_row']:.1f} s after the upload (target < 1 s), job "
+                    f"done after {timings['done']:.1f} s (target < 2 s), loops back to 0 after "
+                    f"{timings['loops_gone']:.1f} s (peak {timings['peak_loops']} loops)"
                 )
         finally:
             stack.stop()
@@ -99,11 +101,12 @@ def print_idle(options: argparse.Namespace, idle: dict[str, Any]) -> None:
 
 
 def run_job(stack: LocalStack, rows: int, tag: str) -> dict[str, float]:
-    """Upload a job with no loop running; when its first row, the job, and the loop count's return
-    to zero happened."""
+    """Upload a job with no loop running; when its upload was answered, its first row, the job,
+    and the loop count's return to zero happened."""
     wait_for_no_loops(stack, 120)
     started = time.monotonic()
     accepted = stack.upload(bulk_csv(rows, tag))
+    answered = time.monotonic() - started
     first_row = done = None
     peak = 0
     while done is None and time.monotonic() - started < 600:
@@ -117,7 +120,13 @@ def run_job(stack: LocalStack, rows: int, tag: str) -> dict[str, float]:
     if first_row is None or done is None:
         raise RuntimeError(f"job {accepted['job_id']} was not done in time")
     gone = wait_for_no_loops(stack, 600) - started
-    return {"first_row": first_row, "done": done, "loops_gone": gone, "peak_loops": peak}
+    return {
+        "accepted": answered,
+        "first_row": first_row,
+        "done": done,
+        "loops_gone": gone,
+        "peak_loops": peak,
+    }
 
 
 def job_status(stack: LocalStack, job_id: str) -> dict[str, Any]:

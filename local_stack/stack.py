@@ -5,7 +5,7 @@ import logging
 import re
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from local_stack.cloudformation import (
     parameter_values,
     stack_uuid,
 )
-from local_stack.cloudformation.resources import API_STAGE, REST_API
+from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
@@ -234,6 +234,10 @@ class LocalStack:
         )
         functions = {route.function for route in routes} | (access.authorizer_functions if access else set())
         self._runtime.warm_up(sorted(name for name in functions if self._runtime.function(name)))
+        # The functions that functions invoke by name (here the loops' poller and the jobs worker),
+        # started in the background: the first job after the start meets them warm, as it meets
+        # the API's (a provisioned concurrency of one; on AWS the first job pays their cold starts).
+        self._runtime.warm_up(sorted(invoked_by_name(resources.functions.values()) - functions), wait=False)
         self._serve(self._api.serve_forever, "api-gateway")
 
     def _lambda_runtime(
@@ -442,3 +446,14 @@ def durable_services(resources: Resources, data_dir: Path) -> list[ServiceState]
     stack.resources = resources
     parts = [make().durable_state(stack, data_dir) for make in SERVICES]
     return [part for part in parts if part is not None]
+
+
+def invoked_by_name(functions: Iterable[FunctionSpec]) -> set[str]:
+    """The functions whose name another function is given in its environment (to invoke it)."""
+    specs = list(functions)
+    values = [value for spec in specs for value in spec.environment.values()]
+    return {
+        spec.name
+        for spec in specs
+        if any(value == spec.name or f'"{spec.name}"' in value for value in values)
+    }

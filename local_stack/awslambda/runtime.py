@@ -447,12 +447,12 @@ class LambdaRuntime:
             self._threads.add(thread)
         thread.start()
 
-    def warm_up(self, names: list[str]) -> None:
-        """Start one environment of each named function, in parallel."""
+    def warm_up(self, names: list[str], *, wait: bool = True) -> None:
+        """Start one environment of each named function, in parallel (``wait``: until they are up)."""
         threads = [threading.Thread(target=self._pools[name].warm_up, daemon=True) for name in names]
         for thread in threads:
             thread.start()
-        for thread in threads:
+        for thread in threads if wait else ():
             thread.join(_INIT_TIMEOUT_SECONDS)
 
     def _reclaim_idle_workers(self) -> None:

@@ -9,8 +9,14 @@ does so on its own, and together they settle near the table's throughput, instea
 writing as fast as it can and retrying what was throttled in a storm. A throttle is a batch whose
 items came back unprocessed, or a request refused as a whole.
 
-Requests are spaced, not bursted: a token bucket at the rate holding one request's worth
-(thread-safe: a chunk's writer threads share one pacer)."""
+Requests are spaced at the rate by a token bucket (thread-safe: a chunk's writer threads share one
+pacer). The bucket holds more than one request's worth only as a burst: a loop that has not written
+for IDLE_SECONDS (a fresh container, or one between jobs), and that the table has not throttled in
+the last THROTTLED_RECENTLY_SECONDS, may send BURST_ITEMS at once, as the table's own bucket takes
+them, so a small job is never held back by a slow start it would end before. When the burst is
+spent unthrottled, slow start goes on from the rate the burst was written at. A throttle of a burst
+says the table's bucket is shared or small, not what rate it takes: it ends the burst and pauses
+the loop, and leaves the rate and slow start as they were."""
 
 import math
 import threading
@@ -40,6 +46,14 @@ FIRST_DECREASE = 0.5
 INCREASE = 0.015
 # A loop that was throttled this recently says the table is its bottleneck.
 THROTTLED_RECENTLY_SECONDS = 60
+# What a loop may send at once after writing nothing for a while (its bucket refills at its rate):
+# a quarter of the 4,000 write request units a new on-demand table serves at once
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html),
+# so that four loops bursting together stay within it; the rows of four 250-row messages, so that
+# a job of up to 1,000 rows is written as fast as the loop works.
+BURST_ITEMS = 1_000.0
+# A loop that asked to write nothing for this long may burst again (the table's bucket has refilled).
+IDLE_SECONDS = 5.0
 # A waiting writer thread looks at the rate again this often (a cut applies to it at once).
 _RECHECK_SECONDS = 0.05
 
@@ -51,6 +65,7 @@ class WritePacer:
         self,
         *,
         start_rate: float = START_RATE,
+        burst: float = BURST_ITEMS,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -61,7 +76,12 @@ class WritePacer:
         self.slow_start = True
         self._filled_at = self._second_began = monotonic()
         self._second_rate = start_rate
+        self._burst = burst
         self._tokens = 0.0
+        self._active_at = -math.inf  # when a writer last asked to write (a fresh loop is idle)
+        self._burst_began: float | None = None  # a burst under way: when it began
+        self._burst_written = 0.0  # items of it written unthrottled
+        self._bursting_at = -math.inf  # when a request last went on the burst's credit
         self._paused_until = -math.inf
         self._limited = False
         self._cut_at = -math.inf
@@ -71,25 +91,49 @@ class WritePacer:
 
     def acquire(self, units: float) -> None:
         """Wait until ``units`` writes may go at the current rate: a token bucket at the rate,
-        holding at most one request's worth, checked again as the wait goes on, so that a cut
-        slows the writer threads already waiting at once (no slot is reserved ahead)."""
+        holding one request's worth (or what is left of a burst), checked again as the wait goes
+        on, so that a cut slows the writer threads already waiting at once (no slot is reserved
+        ahead)."""
         waited = False
         while True:
             with self._lock:
                 now = self._monotonic()
+                if now - self._active_at >= IDLE_SECONDS and self._may_burst(now):
+                    self._tokens = max(self._tokens, self._burst)
+                    self._burst_began, self._burst_written = now, 0.0
+                self._active_at = now
                 if now >= self._paused_until:
-                    self._tokens = min(units, self._tokens + (now - self._filled_at) * self.rate)
+                    depth = max(units, self._tokens)
+                    self._tokens = min(depth, self._tokens + (now - self._filled_at) * self.rate)
                 self._filled_at = now
                 if now >= self._paused_until and self._tokens >= units - 1e-6:
+                    if self._tokens > max(2 * units, self.rate):
+                        # More credit than a second at the rate would give: a burst.
+                        self._bursting_at = now
                     self._tokens -= units
                     if not waited:
                         self._limited = False
                     return
+                if self._burst_began is not None:
+                    self._burst_spent(now)
                 # Requests that have to wait: the rate, not the work coming in, sets the pace now.
                 self._limited = True
                 wait = max(self._paused_until - now, (units - self._tokens) / self.rate)
             waited = True
             self._sleep(min(max(wait, 0.001), _RECHECK_SECONDS))
+
+    def _may_burst(self, now: float) -> bool:
+        throttled_recently = now - self._cut_at < THROTTLED_RECENTLY_SECONDS
+        return self._burst > 0 and not throttled_recently
+
+    def _burst_spent(self, now: float) -> None:
+        """The burst's credit ran out unthrottled: slow start goes on from the rate it was
+        written at (a table that took it will take that rate)."""
+        elapsed = now - self._burst_began if self._burst_began is not None else 0.0
+        if self.slow_start and elapsed > 0 and self._burst_written:
+            self.rate = min(CEILING_RATE, max(self.rate, self._burst_written / elapsed))
+            self._second_began, self._second_rate = now, self.rate
+        self._burst_began = None
 
     def throttled(self) -> None:
         """The table throttled a request of this container (items handed back, or refused)."""
@@ -97,10 +141,20 @@ class WritePacer:
             now = self._monotonic()
             self.throttles += 1
             self.last_throttled_at = wall_clock.epoch_seconds()
+            if now - self._bursting_at < COOL_DOWN_SECONDS:
+                # Requests sent on the burst's credit met a table whose bucket is shared or
+                # small: that is not the rate's fault. The burst ends, the table refills.
+                self._tokens = 0.0
+                self._bursting_at = -math.inf
+                self._burst_began = None
+                self._paused_until = max(self._paused_until, now + PAUSE_SECONDS)
+                self._cut_at = now  # the requests in flight with it are the same throttle
+                return
             if now - self._cut_at < COOL_DOWN_SECONDS:
                 return
             self.rate = max(FLOOR_RATE, self.rate * (FIRST_DECREASE if self.slow_start else DECREASE))
             self.slow_start = False
+            self._burst_began = None
             self._paused_until = now + PAUSE_SECONDS
             self._tokens = 0.0
             self._rate_at_cut = self.rate
@@ -112,6 +166,8 @@ class WritePacer:
         doubles it in slow start, and adds INCREASE of the rate at the last cut afterwards; only
         while the rate is what holds the loop back."""
         with self._lock:
+            if self._burst_began is not None:
+                self._burst_written += units
             if not self._limited:
                 # The loop sends less than its rate allows (between chunks, a short backlog): a
                 # rate it has not used would come back as a burst.

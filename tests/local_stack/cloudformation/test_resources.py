@@ -11,6 +11,7 @@ from local_stack.cloudformation.template import expand_sam, load_template
 from local_stack.embedded.client import aws_client
 from local_stack.embedded.server import EmbeddedAws
 from local_stack.registry import PROVIDERS_BY_TYPE
+from local_stack.stack import invoked_by_name
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +96,12 @@ def test_function_environments_resolve_to_local_names(aws: EmbeddedAws) -> None:
     )
     assert resources.functions["PollerFunction"].timeout_seconds == 300
     assert resources.functions["ApiFunction"].layer_dirs[0].name == "shared"
+
+
+def test_the_functions_started_ahead_of_the_first_job_are_those_invoked_by_name(aws: EmbeddedAws) -> None:
+    # The local stack warms them up in the background (local_stack/stack.py): the loops' poller
+    # and the jobs worker, which other functions invoke by the name in their environment
+    resources = build(aws, create=False)
+    specs = resources.functions.values()
+    invoked = invoked_by_name(specs)
+    assert {spec.logical_id for spec in specs if spec.name in invoked} == {"PollerFunction", "FilesFunction"}

@@ -130,3 +130,66 @@ def test_a_cut_holds_the_next_request_back_so_the_table_refills() -> None:
     pacer.throttled()
     pacer.acquire(25)
     assert pacing.PAUSE_SECONDS <= time.now <= pacing.PAUSE_SECONDS + 0.1
+
+
+def test_a_fresh_loop_writes_a_small_job_at_once() -> None:
+    time = Time()
+    pacer = WritePacer(monotonic=time, sleep=time.sleep)
+    # 1,000 items in batches of 25, as four 250-row messages write them
+    for _ in range(40):
+        pacer.acquire(25)
+        pacer.succeeded(25)
+    assert time.now == 0.0
+    # The burst spent, the next batch waits its turn at the (slow-start) rate
+    pacer.acquire(25)
+    assert time.now == pytest.approx(25 / pacing.START_RATE, abs=0.06)
+
+
+def test_a_throttled_burst_pauses_the_loop_and_keeps_its_rate_and_slow_start() -> None:
+    time = Time()
+    pacer = WritePacer(start_rate=100, monotonic=time, sleep=time.sleep)
+    for _ in range(8):
+        pacer.acquire(25)  # eight writer threads' first batches, on the burst's credit
+    for _ in range(8):
+        pacer.throttled()  # a small table throttled them all
+    assert (pacer.rate, pacer.slow_start, pacer.throttles) == (100, True, 8)
+    pacer.acquire(25)
+    # The burst is over: paused, then paced at the rate
+    assert pacing.PAUSE_SECONDS <= time.now <= pacing.PAUSE_SECONDS + 25 / 100 + 0.06
+    # A throttle of a paced request a second later is slow start's end, as without a burst
+    time.now += pacing.COOL_DOWN_SECONDS
+    pacer.acquire(25)
+    pacer.throttled()
+    assert pacer.rate == pytest.approx(100 * pacing.FIRST_DECREASE)
+    assert not pacer.slow_start
+
+
+def test_a_loop_idle_long_enough_bursts_again() -> None:
+    time = Time()
+    pacer = WritePacer(start_rate=100, burst=500, monotonic=time, sleep=time.sleep)
+    pacer.throttled()  # the rate is 50 and the bucket empty
+    # A loop between jobs, throttled less than a minute ago: no burst
+    time.now += pacing.THROTTLED_RECENTLY_SECONDS / 2
+    pacer.acquire(25)
+    pacer.acquire(25)
+    assert time.now > pacing.THROTTLED_RECENTLY_SECONDS / 2
+    # Idle again, and not throttled for longer: it may burst again
+    time.now += pacing.THROTTLED_RECENTLY_SECONDS
+    began = time.now
+    for _ in range(20):
+        pacer.acquire(25)
+    assert time.now == began
+    pacer.acquire(25)
+    assert time.now > began
+
+
+def test_slow_start_goes_on_from_the_rate_a_burst_was_written_at() -> None:
+    time = Time()
+    pacer = WritePacer(monotonic=time, sleep=time.sleep)
+    for _ in range(40):  # 1,000 items written in 0.8 s: 1,250 a second
+        pacer.acquire(25)
+        time.now += 0.02
+        pacer.succeeded(25)
+    pacer.acquire(25)
+    assert pacer.slow_start
+    assert pacer.rate == pytest.approx(1250, rel=0.05)
