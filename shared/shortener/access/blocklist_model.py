@@ -2,7 +2,9 @@
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from shortener.request_model import RequestModel
 
 
 class BlockedHost(BaseModel):
@@ -25,10 +27,8 @@ class BlockAnswer(BlockedHost):
     scan_complete: bool = True
 
 
-class BlockRequest(BaseModel):
+class BlockRequest(RequestModel):
     """``PUT /blocklist/{host}``: why (optional)."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     reason: str = Field(default="", max_length=500)
 

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from shortener import clock
 from shortener.access.model import ApiKey, Caller, CreatedKey, NewKeyRequest
 from shortener.exceptions import InvalidKeyRequestError, KeyNotFoundError, UsagePlanError
+from shortener.request_model import problems
 
 AccessMode = Literal["keys", "open"]
 
@@ -205,8 +206,7 @@ class KeyManager:
         try:
             request = NewKeyRequest.model_validate({"name": name, "owner_id": owner_id, "role": role})
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidKeyRequestError(problems) from exc
+            raise InvalidKeyRequestError(problems(exc)) from exc
         key_id, key = new_key()
         record = ApiKey(
             key_id=key_id,
