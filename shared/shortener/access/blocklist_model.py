@@ -25,6 +25,9 @@ class BlockAnswer(BlockedHost):
     links_taken_down: int = 0
     stage_cache_refreshed: int | None = None
     scan_complete: bool = True
+    # The host was blocked already (in this or another spelling): the entry shown is the first
+    # one, its reason kept (unblock, then block, to change it).
+    already_blocked: bool = False
 
 
 class BlockRequest(RequestModel):
