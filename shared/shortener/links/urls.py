@@ -147,25 +147,24 @@ def is_loopback(host: str) -> bool:
     IPv4-mapped one; ``host`` as the URL parser serialises it (IPv6 in brackets)."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
-    try:
-        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
-    except ValueError:
-        return False
-    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+    return any(address.is_loopback for address in _addresses(host))
 
 
 def reaches_this_machine(host: str) -> bool:
     """A loopback host (``is_loopback``), or an unspecified address (0.0.0.0, [::], also
     IPv4-mapped): connecting to one reaches the local host (Linux's ip(7), ipv6(7))."""
-    if is_loopback(host):
-        return True
+    return is_loopback(host) or any(address.is_unspecified for address in _addresses(host))
+
+
+def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The IP address ``host`` is (IPv6 in brackets), and the IPv4 address it maps, if any; none
+    for a name."""
     try:
         address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
     except ValueError:
-        return False
+        return []
     mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    return address.is_unspecified or (mapped is not None and mapped.is_unspecified)
+    return [address] if mapped is None else [address, mapped]
 
 
 def url_key(normalised_url: str, owner: str | None = None) -> str:
