@@ -12,6 +12,12 @@ import ua_parser
 from shortener.clicks.model import MAX_VALUE_LENGTH, UNKNOWN, DeviceClass
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# HTTP libraries' own user agents, which the crawler list counts as bots.
+_HTTP_LIBRARY = re.compile(
+    r"(curl|wget|python-requests|python-urllib|python-httpx|aiohttp|go-http-client|okhttp|java|"
+    r"apache-httpclient|node-fetch|axios|undici|libwww-perl|php|ruby|httpie|powershell)\b",
+    re.IGNORECASE,
+)
 # Tablets announce themselves in a few ways that ua-parser's device family does not always carry.
 _TABLET = re.compile(r"iPad|Tablet|Kindle|Silk/|PlayBook|Nexus (7|9|10)\b|SM-T\d", re.IGNORECASE)
 _DESKTOP_OS = ("Windows", "Mac OS X", "Linux", "Ubuntu", "Fedora", "Chrome OS", "FreeBSD", "OpenBSD")
@@ -54,6 +60,8 @@ def _value(text: str | None) -> str:
 
 def is_crawler(user_agent: str) -> bool:
     """Whether ``user_agent`` names a crawler, scanner or link-preview fetcher. No user agent at all
-    is counted as a bot's click, but names nobody: it is not a crawler here, so it cannot be used to
-    follow a click-limited link without using up a click."""
-    return bool(user_agent.strip()) and classify_agent(user_agent)[0]
+    is counted as a bot's click, but names nobody; nor does an HTTP library's default (curl,
+    python-requests, okhttp ...: the crawler list names them too, but scripts and apps send them on
+    a person's behalf). Neither may follow a click-limited link without using up a click."""
+    text = user_agent.strip()
+    return bool(text) and not _HTTP_LIBRARY.match(text) and classify_agent(user_agent)[0]

@@ -91,3 +91,6 @@ def test_a_request_without_a_user_agent_uses_up_a_click() -> None:
     # No user agent is a bot's click in the reports, but it names no crawler: it pays for the click.
     assert not is_crawler("") and not is_crawler("  ")
     assert is_crawler(PREVIEW_AGENT) and not is_crawler(BROWSER_AGENT)
+    # An HTTP library's own user agent is a script's or an app's, sent for a person: it pays too.
+    for library in ("curl/8.5.0", "python-requests/2.32.3", "Python-urllib/3.13", "okhttp/4.12.0"):
+        assert not is_crawler(library), library
