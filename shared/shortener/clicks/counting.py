@@ -170,8 +170,7 @@ class ClickCollector:
             if self.limits is not None and limited and written is not None:
                 per_code: dict[str, int] = {}
                 for counts in hours:
-                    # People's redirects only: a crawler's or preview fetcher's never uses up a limit.
-                    per_code[counts.code] = per_code.get(counts.code, 0) + counts.humans
+                    per_code[counts.code] = per_code.get(counts.code, 0) + counts.clicks
                 outcome.limits = self.limits(per_code, limited)
         return outcome
 
