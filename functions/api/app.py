@@ -19,6 +19,7 @@ from qr import router as qr_router
 from request import base_url, body_fields, caller, stage_cache
 
 from shortener import clock
+from shortener.clicks.agents import is_crawler
 from shortener.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
 from shortener.http import openapi, security_headers, web
 from shortener.http.api import ErrorBody
@@ -181,9 +182,13 @@ _REDIRECTS = {
 )
 def follow(code: str) -> Response[str]:
     event = app.current_event
-    # HEAD only looks: it never uses up one of a link's allowed clicks.
+    # HEAD only looks, and a crawler or link-preview fetcher only shows the link: neither uses up
+    # one of a link's allowed clicks (the click collector still records the preview as a bot's).
     resolution = links().resolve(
-        code, fresh=web.wants_fresh(event.headers), count_click=event.http_method != "HEAD"
+        code,
+        fresh=web.wants_fresh(event.headers),
+        count_click=event.http_method != "HEAD",
+        from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
     )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()

@@ -138,6 +138,7 @@ def block_host(host: str) -> Response[str]:
         links_taken_down=report.links,
         stage_cache_refreshed=report.stage_cache_refreshed,
         scan_complete=report.complete,
+        already_blocked=report.already_blocked,
     )
     return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json())
 

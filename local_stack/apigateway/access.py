@@ -104,6 +104,8 @@ class ApiAccess:
             )
             verdict = self.authorizers.authorize(route.authorizer, event, arn)
             if isinstance(verdict, Refusal):
+                if verdict.context is not None:
+                    context["authorizer"] = verdict.context
                 return self.refuse(verdict.response_type, verdict.message, event)
             assert isinstance(verdict, Grant)
             context["authorizer"] = verdict.context

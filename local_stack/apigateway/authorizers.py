@@ -104,6 +104,8 @@ class Refusal:
 
     response_type: str
     message: str | None = None
+    # The authorizer's context, which API Gateway's own answer may read (an ACCESS_DENIED's too).
+    context: dict[str, str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -177,10 +179,11 @@ class Authorizers:
             answer = outcome
             if spec.ttl_seconds > 0 and identity:
                 self.cache.put(key, answer, spec.ttl_seconds)
+        context = {key: _context_text(value) for key, value in (answer.get("context") or {}).items()}
         refused = evaluate_policy(answer["policyDocument"], arn)
         if refused is not None:
-            return Refusal("ACCESS_DENIED", refused)
-        context = {key: _context_text(value) for key, value in (answer.get("context") or {}).items()}
+            # A Deny's context reaches the gateway response ($context.authorizer.<key>).
+            return Refusal("ACCESS_DENIED", refused, {**context, "principalId": str(answer["principalId"])})
         usage = answer.get("usageIdentifierKey")
         return Grant({**context, "principalId": str(answer["principalId"])}, str(usage) if usage else None)
 

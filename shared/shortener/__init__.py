@@ -15,6 +15,7 @@ ports (``Protocol``s) that the adapters satisfy. ``services`` is the one composi
 module per function, built once per container); handlers never import an adapter.
 
 The shared vocabulary stays at the top: ``exceptions`` (typed domain errors), ``clock`` (every read
-of "now"), ``observability``, ``settings`` (read once per container), and the AWS client base
+of "now"), ``observability``, ``settings`` (read once per container), ``request_model`` (the
+strict base of every request body: an unknown field is a 422 naming it), and the AWS client base
 ``aws`` with its request serializer ``aws_serializer`` and request counter ``aws_usage``.
 """

@@ -204,3 +204,7 @@ def test_open_access_shortens_without_a_key_and_limits_a_single_client(start_sta
     # While its links still redirect, and a wrong key is still refused
     assert stack.request("GET", codes[0], api_key=None).status == 301
     assert stack.request("GET", "jobs/x", api_key=WRONG_KEY).status == 403
+    # And a keyed route reached without a key is refused as missing one, not as a wrong one
+    listing = stack.request("GET", "links", api_key=None)
+    assert (listing.status, listing.json()["error"]) == (403, "missing_api_key"), listing.text
+    assert "X-Api-Key" in listing.json()["message"]

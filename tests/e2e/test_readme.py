@@ -209,7 +209,7 @@ DOCS_EXPECTED = {
     "campaign-links.md": [
         r"^301\n301\n410$",
         r'"max_clicks":2,"clicks_left":0,"expired":true',
-        r'"message": "expires_at: Value error, must be in the future"\} 422$',
+        r'"message": "expires_at: must be in the future"\} 422$',
         r'"clicks_left":1,.*"expired":false',
         r"^200 image/png$",
         r"^<svg",

@@ -14,7 +14,17 @@ SHORTENER = ROOT / "shared" / "shortener"
 DOMAINS = frozenset({"links", "jobs", "clicks", "loops", "access", "http", "services"})
 # The shared vocabulary at the top of the package (its __init__.py docstring says so).
 SHARED = frozenset(
-    {"__init__", "exceptions", "clock", "observability", "settings", "aws", "aws_serializer", "aws_usage"}
+    {
+        "__init__",
+        "exceptions",
+        "clock",
+        "observability",
+        "settings",
+        "request_model",
+        "aws",
+        "aws_serializer",
+        "aws_usage",
+    }
 )
 LONGEST_FUNCTION = 120
 

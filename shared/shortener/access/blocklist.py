@@ -20,7 +20,7 @@ class BlockedHosts(Protocol):
     """``shortener.access.store_blocklist.BlocklistStore``, or a fake."""
 
     def find(self, hosts: Sequence[str]) -> set[str]: ...
-    def add(self, entry: BlockedHost) -> None: ...
+    def add(self, entry: BlockedHost) -> BlockedHost: ...
     def remove(self, host: str) -> bool: ...
     def list_all(self) -> list[BlockedHost]: ...
 
@@ -31,10 +31,21 @@ _LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
 _HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 
 
+# What a URL puts around its host, never in it: user info, a path, a query, a fragment.
+_NOT_IN_A_HOST = ("@", "/", "\\", "?", "#")
+
+
 def host_to_block(text: str) -> str:
     """``text`` (a host as an admin typed it: any case, a trailing dot, Unicode) in the canonical
     form the blocklist stores, or InvalidRequestError."""
-    host = canonical_host(text) if len(text) <= MAX_HOST_LENGTH and "/" not in text else None
+    if any(mark in text for mark in _NOT_IN_A_HOST):
+        # 'user@evil.example' reads as a user at a host (an address?): blocking evil.example whole
+        # would block more than the admin typed, and no URL's host is that text. Say so instead.
+        raise InvalidRequestError(
+            f"'{text[:80]}' is not a host name (such as evil.example): it has a user name, path, query "
+            "or fragment; send the host alone."
+        )
+    host = canonical_host(text) if len(text) <= MAX_HOST_LENGTH else None
     if host is not None and not (_is_ip_address(host) or _HOST_NAME.fullmatch(host)):
         host = None  # '*', '-', 'a..b': the URL parser takes them, but no URL's host is one
     if host is None:
@@ -89,13 +100,14 @@ class HostGuard:
                 refused[url] = match
         return refused
 
-    def block(self, host_text: str, *, added_by: str, reason: str = "") -> BlockedHost:
-        """Add a host to the blocklist."""
+    def block(self, host_text: str, *, added_by: str, reason: str = "") -> tuple[BlockedHost, bool]:
+        """Add a host to the blocklist: the entry, and whether it is new. A host blocked already
+        (in any spelling) keeps its entry (reason, who, when): that one is answered."""
         entry = BlockedHost(
             host=host_to_block(host_text), created_at=clock.now(), added_by=added_by, reason=reason
         )
-        self._store.add(entry)
-        return entry
+        stored = self._store.add(entry)
+        return stored, stored is entry
 
     def unblock(self, host_text: str) -> bool:
         """Remove a host from the blocklist; False when it was not on it."""

@@ -2,7 +2,9 @@
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from shortener.request_model import RequestModel
 
 
 class BlockedHost(BaseModel):
@@ -23,12 +25,13 @@ class BlockAnswer(BlockedHost):
     links_taken_down: int = 0
     stage_cache_refreshed: int | None = None
     scan_complete: bool = True
+    # The host was blocked already (in this or another spelling): the entry shown is the first
+    # one, its reason kept (unblock, then block, to change it).
+    already_blocked: bool = False
 
 
-class BlockRequest(BaseModel):
+class BlockRequest(RequestModel):
     """``PUT /blocklist/{host}``: why (optional)."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     reason: str = Field(default="", max_length=500)
 

@@ -25,10 +25,14 @@ from pydantic import ValidationError
 from shortener import clock
 from shortener.access.model import ApiKey, Caller, CreatedKey, NewKeyRequest
 from shortener.exceptions import InvalidKeyRequestError, KeyNotFoundError, UsagePlanError
+from shortener.request_model import problems
 
 AccessMode = Literal["keys", "open"]
 
 KEY_PREFIX = "shk"
+# The refusals a Decision explains to API Gateway's ACCESS_DENIED response (template.yaml).
+_MISSING_KEY = ("missing_api_key", "This route needs an API key: send it in the X-Api-Key header.")
+_INVALID_KEY = ("invalid_api_key", "The API key in X-Api-Key is not valid, or it was revoked.")
 _KEY_ID_BYTES = 6  # 12 hex characters: unique enough for the keys of one deployment
 _SECRET_BYTES = 32  # 256 bits of secret
 _USAGE_KEY_BYTES = 30  # API Gateway API key values need at least 20 characters
@@ -124,6 +128,14 @@ class Decision:
             # Context values must be strings, numbers or booleans; the API reads them with
             # shortener.http.web.caller_from_event.
             output["context"] = self.caller.model_dump()
+        # Why API Gateway refuses a route this answer does not allow: its ACCESS_DENIED gateway
+        # response reads these ($context.authorizer.<key>, AWS: "Output from an API Gateway Lambda
+        # authorizer", https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-lambda-authorizer-output.html).
+        # The anonymous caller of Access=open reaching a keyed route sent no key at all.
+        anonymous = self.allow and self.caller is not None and self.caller.role == "anonymous"
+        if not self.allow or anonymous:
+            error, message = _MISSING_KEY if anonymous else _INVALID_KEY
+            output["context"] = {**output.get("context", {}), "refusal": error, "refusal_message": message}
         if self.allow and self.usage_key:
             output["usageIdentifierKey"] = self.usage_key
         return output
@@ -205,8 +217,7 @@ class KeyManager:
         try:
             request = NewKeyRequest.model_validate({"name": name, "owner_id": owner_id, "role": role})
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidKeyRequestError(problems) from exc
+            raise InvalidKeyRequestError(problems(exc)) from exc
         key_id, key = new_key()
         record = ApiKey(
             key_id=key_id,

@@ -4,6 +4,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from shortener import aws
 from shortener.access.blocklist_model import BlockedHost
 
@@ -38,8 +40,9 @@ class BlocklistStore(aws.DynamoDBTable):
                 raise RuntimeError("blocklist keys stayed unprocessed after retries")
         return found
 
-    def add(self, entry: BlockedHost) -> None:
-        """Block a host (again: the entry is replaced)."""
+    def add(self, entry: BlockedHost) -> BlockedHost:
+        """Block a host: the entry stored, which is the one already there when the host was
+        blocked before (its reason is never overwritten by a second block)."""
         item: dict[str, Any] = {
             "host": {"S": entry.host},
             "created_at": {"S": entry.created_at.isoformat()},
@@ -47,7 +50,22 @@ class BlocklistStore(aws.DynamoDBTable):
         }
         if entry.reason:
             item["reason"] = {"S": entry.reason}
-        self.client.put_item(TableName=self.table_name, Item=item)
+        try:
+            self.client.put_item(
+                TableName=self.table_name, Item=item, ConditionExpression="attribute_not_exists(host)"
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            existing = self.client.get_item(
+                TableName=self.table_name, Key={"host": {"S": entry.host}}, ConsistentRead=True
+            ).get("Item")
+            # Unblocked in between: the new entry stands (it was not written, so write it).
+            if existing is None:
+                self.client.put_item(TableName=self.table_name, Item=item)
+                return entry
+            return _entry(existing)
+        return entry
 
     def remove(self, host: str) -> bool:
         """Unblock a host; False when it was not blocked."""
@@ -71,13 +89,14 @@ class BlocklistStore(aws.DynamoDBTable):
         for page in self.client.get_paginator("scan").paginate(
             TableName=self.table_name, ConsistentRead=True
         ):
-            for item in page.get("Items", []):
-                entries.append(
-                    BlockedHost(
-                        host=item["host"]["S"],
-                        created_at=datetime.fromisoformat(item["created_at"]["S"]),
-                        added_by=item.get("added_by", {}).get("S", ""),
-                        reason=item.get("reason", {}).get("S", ""),
-                    )
-                )
+            entries.extend(_entry(item) for item in page.get("Items", []))
         return sorted(entries, key=lambda entry: entry.host)
+
+
+def _entry(item: dict[str, Any]) -> BlockedHost:
+    return BlockedHost(
+        host=item["host"]["S"],
+        created_at=datetime.fromisoformat(item["created_at"]["S"]),
+        added_by=item.get("added_by", {}).get("S", ""),
+        reason=item.get("reason", {}).get("S", ""),
+    )

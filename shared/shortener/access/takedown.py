@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import ada_url
@@ -105,6 +105,8 @@ class TakedownReport:
     links: int
     stage_cache_refreshed: int | None
     complete: bool
+    # A block of a host that was on the list already (its first entry stands).
+    already_blocked: bool = False
 
 
 class HostTakedowns:
@@ -130,9 +132,11 @@ class HostTakedowns:
     def block(
         self, host_text: str, *, added_by: str, reason: str, stage_cache: StageCacheRefresher | None
     ) -> tuple[BlockedHost, TakedownReport]:
-        """Block a host: new links to it are refused, existing ones answer 410."""
-        entry = self._guard.block(host_text, added_by=added_by, reason=reason)
-        return entry, self._after_change(entry.host, stage_cache, expect_gone=True)
+        """Block a host: new links to it are refused, existing ones answer 410. A host blocked
+        already keeps its entry (``already_blocked`` in the report); its links are checked again."""
+        entry, added = self._guard.block(host_text, added_by=added_by, reason=reason)
+        report = self._after_change(entry.host, stage_cache, expect_gone=True)
+        return entry, replace(report, already_blocked=not added)
 
     def unblock(self, host_text: str, *, stage_cache: StageCacheRefresher | None) -> TakedownReport | None:
         """Unblock a host: its links redirect again (those still active). None when it was not blocked."""

@@ -9,21 +9,18 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
 from typing import Protocol, cast
 from urllib.parse import unquote
 
-import crawleruseragents
 import iptocc
-import ua_parser
 from pydantic import ValidationError
 
 from shortener.access.model import ANONYMOUS_OWNER
+from shortener.clicks.agents import classify_agent
 from shortener.clicks.model import (
     DIMENSIONS,
     MAX_RANGE_DAYS,
     MAX_TOP_RANGE_DAYS,
-    MAX_VALUE_LENGTH,
     STAGE_CACHE_REFRESH_AGENT,
     TOP_LINKS,
     TOP_VALUES,
@@ -32,7 +29,6 @@ from shortener.clicks.model import (
     AllTime,
     BatchOutcome,
     Click,
-    DeviceClass,
     HourCounts,
     Interval,
     LimitOutcome,
@@ -52,11 +48,6 @@ from shortener.links.model import Link
 REDIRECT_ROUTE = "/{code}"
 # A code is one path segment; "#" never appears in one (the links table's own items use it).
 _CODE = re.compile(r"^[^/#\s]{1,128}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# Tablets announce themselves in a few ways that ua-parser's device family does not always carry.
-_TABLET = re.compile(r"iPad|Tablet|Kindle|Silk/|PlayBook|Nexus (7|9|10)\b|SM-T\d", re.IGNORECASE)
-_DESKTOP_OS = ("Windows", "Mac OS X", "Linux", "Ubuntu", "Fedora", "Chrome OS", "FreeBSD", "OpenBSD")
-_MOBILE_OS = ("iOS", "Android", "Windows Phone", "BlackBerry OS", "KaiOS", "HarmonyOS")
 
 
 class ClickCounter(Protocol):
@@ -126,40 +117,6 @@ def country_of(address: str | None) -> str:
     except (ValueError, TypeError):
         return UNKNOWN
     return code if isinstance(code, str) and len(code) == 2 else UNKNOWN
-
-
-@lru_cache(maxsize=4096)
-def classify_agent(user_agent: str) -> tuple[bool, DeviceClass, str, str]:
-    """(bot, device class, browser family, OS family) of a user agent. Bots are what the maintained
-    crawler list (crawler-user-agents) or ua-parser names a spider: search engines, scanners and
-    link-preview fetchers (Slack, X, Facebook, WhatsApp, iMessage, Mastodon, LinkedIn)."""
-    if not user_agent.strip():
-        return True, "bot", UNKNOWN, UNKNOWN  # browsers always send one
-    parsed = ua_parser.parse(user_agent)
-    browser = _value(parsed.user_agent.family if parsed.user_agent else None)
-    os_family = _value(parsed.os.family if parsed.os else None)
-    device_family = parsed.device.family if parsed.device else ""
-    if device_family == "Spider" or crawleruseragents.is_crawler(user_agent):
-        return True, "bot", browser, os_family
-    return False, _device_class(user_agent, device_family or "", os_family), browser, os_family
-
-
-def _device_class(user_agent: str, device_family: str, os_family: str) -> DeviceClass:
-    if _TABLET.search(user_agent) or _TABLET.search(device_family):
-        return "tablet"
-    if os_family == "Android" and "Mobile" not in user_agent:
-        return "tablet"  # Android tablets' browsers leave "Mobile" out
-    if os_family in _MOBILE_OS:
-        return "mobile"
-    if os_family in _DESKTOP_OS:
-        return "desktop"
-    return "other"
-
-
-def _value(text: str | None) -> str:
-    if not text or text == "Other":
-        return UNKNOWN
-    return _CONTROL.sub("", text)[:MAX_VALUE_LENGTH] or UNKNOWN
 
 
 def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:

@@ -12,7 +12,8 @@ from urllib.parse import parse_qs
 from pydantic import BaseModel, ValidationError
 
 from shortener.access.model import Caller
-from shortener.exceptions import InvalidFieldsError, InvalidRequestError, UnsupportedMediaTypeError
+from shortener.exceptions import InvalidRequestError, UnsupportedMediaTypeError
+from shortener.request_model import invalid_fields
 
 # A host name or address and an optional port: what a Host header may put into a short URL.
 _HOST_HEADER = re.compile(r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -134,11 +135,7 @@ def parse_request[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, A
     try:
         return model.model_validate(fields)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            location = ".".join(str(part) for part in error["loc"])
-            problems.append(f"{location}: {error['msg']}" if location else error["msg"])
-        raise InvalidFieldsError("; ".join(problems)) from exc
+        raise invalid_fields(exc) from exc
 
 
 def public_base_url(configured: str, headers: Mapping[str, str] | None, stage: str | None) -> str:

@@ -46,6 +46,7 @@ from shortener.links.management import LinkManager, StageCacheInvalidator, requi
 from shortener.links.model import Link, LinkUpdate
 from shortener.links.store_listing import LinkPage
 from shortener.links.urls import UrlPolicy
+from shortener.request_model import problems
 
 # Links per page of a batch by codes or by tag (a job's page is one of its chunks: at most 1,000).
 PAGE_LINKS = 250
@@ -266,7 +267,7 @@ class BatchRunner:
             update = _update_for(batch)
         except ValidationError as exc:
             # Checked when accepted: an expires_at has passed since, say.
-            message = f"The batch's change is no longer valid: {exc.errors()[0]['msg']}."
+            message = f"The batch's change is no longer valid: {problems(exc)}."
             return BatchPage(
                 [BatchOutcome(code=code, outcome="invalid", message=message) for code in codes], next_cursor
             )

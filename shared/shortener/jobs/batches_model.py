@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from shortener.access.model import Role
 from shortener.jobs.model import JOB_ID_TEXT
 from shortener.links.model import MAX_TITLE_LENGTH, TAG_PATTERN, ExpiresAt, MaxClicks, Tags
+from shortener.request_model import RequestModel
 
 BatchAction = Literal["disable", "enable", "delete", "set"]
 BatchSelector = Literal["codes", "job_id", "tag"]
@@ -29,11 +30,9 @@ BATCH_OUTCOMES_PAGE = 1_000
 BatchCode = Annotated[str, Field(min_length=1, max_length=64)]
 
 
-class BatchSet(BaseModel):
+class BatchSet(RequestModel):
     """The fields ``set`` changes, validated as ``PATCH /links/{code}`` validates them (null
     removes a limit)."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     expires_at: ExpiresAt | None = None
     max_clicks: MaxClicks | None = None
@@ -47,11 +46,9 @@ class BatchSet(BaseModel):
         return self
 
 
-class BatchRequest(BaseModel):
+class BatchRequest(RequestModel):
     """``POST /links/batch``: an action and exactly one selector (``codes``, ``job_id`` or
     ``tag``); ``set`` with the fields to change, only (and always) for the action "set"."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     action: BatchAction
     codes: Annotated[list[BatchCode], Field(min_length=1, max_length=MAX_BATCH_CODES)] | None = None

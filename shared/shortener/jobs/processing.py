@@ -26,6 +26,7 @@ from shortener.links.codes import CodeGenerator
 from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
+from shortener.request_model import problems
 
 # Eight chunks of the loop's 250 rows: a container that ends mid-block leaves at most this many
 # ids unused.
@@ -264,7 +265,7 @@ class ChunkProcessor:
                 request = request.model_copy(update=dict(attributes))
             # The chunk was screened against the blocklist already.
             result = self._link_service.shorten(
-                request, policy, base_url="", owner=message.owner, screen=False
+                request, policy, base_url="", owner=message.owner, screen=False, counted=True
             )
         except StorageThrottledError:
             # Not the row's outcome: the message fails and comes back after its visibility timeout.
@@ -272,7 +273,7 @@ class ChunkProcessor:
         except ShortenerError as exc:
             return _row_error(message, index, url, exc)
         except ValidationError as exc:
-            problem = "; ".join(str(error["msg"]) for error in exc.errors())
+            problem = problems(exc, fields=False)
             return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problem}")
         return RowOutcome(row=message.row_number(index), url=result.url, code=result.code)
 
@@ -284,13 +285,7 @@ def _attributes(message: ChunkMessage, index: int) -> LinkAttributes | None:
 
 
 def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationError) -> RowOutcome:
-    problems = []
-    for detail in error.errors():
-        location = ".".join(str(part) for part in detail["loc"])
-        problems.append(f"{location}: {detail['msg']}" if location else detail["msg"])
-    return RowOutcome(
-        row=message.row_number(index), url=url, error=f"invalid_request: {'; '.join(problems)}."
-    )
+    return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problems(error)}.")
 
 
 def _with_attributes(link: Link, attributes: LinkAttributes | None) -> Link:

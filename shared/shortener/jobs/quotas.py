@@ -1,6 +1,7 @@
-"""Limits that follow cost: what one owner may submit per UTC day, in rows of bulk files and in
-their bytes. A new job over either is refused (429 ``quota_exceeded``, nothing written); a file
-whose rows pass the quota while it is read ends there, its remaining read rows failed
+"""Limits that follow cost: what one owner may submit per UTC day, in rows (every link asked for,
+by any route: ``POST /``, ``POST /links/bulk``, a CSV in the body, a direct upload) and in bytes
+of bulk files. A new job or call over either is refused (429 ``quota_exceeded``, nothing written);
+a file whose rows pass the quota while it is read ends there, its remaining read rows failed
 ``quota_exceeded`` and the job ``ended_early`` saying so."""
 
 from dataclasses import dataclass
@@ -55,18 +56,19 @@ class DailyQuota:
             expires_at=int((now + _KEPT).timestamp()),
         )
 
-    def require(self, owner: str | None, *, rows: int, size: int) -> None:
-        """QuotaExceededError (429) when ``rows`` and ``size`` do not fit ``owner``'s day."""
+    def require(self, owner: str | None, *, rows: int, size: int, what: str = "This job") -> None:
+        """QuotaExceededError (429) when ``rows`` and ``size`` do not fit ``owner``'s day (``what``
+        names the request in the message)."""
         if not self.reserve(owner, rows=rows, size=size):
-            raise QuotaExceededError(self.message(owner))
+            raise QuotaExceededError(self.message(owner, what))
 
-    def message(self, owner: str | None = None) -> str:
+    def message(self, owner: str | None = None, what: str = "This job") -> str:
         if self.rows_for(owner) != self.max_rows:
             return (
-                f"This job would pass the daily quota of {self.rows_for(owner):,} rows that callers "
+                f"{what} would pass the daily quota of {self.rows_for(owner):,} rows that callers "
                 "without an API key share (AnonymousDailyRows); it resets at midnight UTC. Use an API key."
             )
         return (
-            f"This job would pass the daily quota of {self.max_rows:,} rows or {self.max_bytes:,} bytes "
-            "of bulk files per owner (OwnerDailyRows, OwnerDailyBytes); it resets at midnight UTC."
+            f"{what} would pass the daily quota of {self.max_rows:,} rows (links) or {self.max_bytes:,} "
+            "bytes of bulk files per owner (OwnerDailyRows, OwnerDailyBytes); it resets at midnight UTC."
         )

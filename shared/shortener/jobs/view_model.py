@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortener.jobs.model import JobError, JobPhase, JobStatus
+from shortener.links.model import MAX_TITLE_LENGTH, ExpiresAt, MaxClicks, Tags
+from shortener.request_model import RequestModel
 
 
 class UploadProgress(BaseModel):
@@ -85,12 +87,11 @@ class JobAccepted(BaseModel):
     status_url: str
 
 
-class DirectUploadRequest(BaseModel):
-    """``POST /bulk/uploads``: the file about to be uploaded straight to S3."""
+class DirectUploadRequest(RequestModel):
+    """``POST /bulk/uploads``: the file about to be uploaded straight to S3, and the defaults of
+    its rows' title, tags (a list, or one text with commas) and limits."""
 
-    model_config = ConfigDict(
-        extra="ignore", str_strip_whitespace=True, validate_by_name=True, validate_by_alias=True
-    )
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
     file_name: str = Field(default="upload.csv", min_length=1, max_length=255, alias="filename")
     size: int = Field(gt=0)
@@ -98,6 +99,11 @@ class DirectUploadRequest(BaseModel):
     # An SNS topic of this stack's account and region that also gets the job-ended message
     # (where the stack allows it: its AllowJobTopics parameter).
     notify_topic: str | None = Field(default=None, max_length=256)
+    # The rows' defaults, read again as ``LinkAttributes`` (as POST /bulk's query parameters).
+    title: str | None = Field(default=None, max_length=MAX_TITLE_LENGTH)
+    tags: Tags | str | None = None
+    expires_at: ExpiresAt | None = None
+    max_clicks: MaxClicks | None = None
 
 
 class PresignedUpload(BaseModel):

@@ -18,6 +18,7 @@ from shortener.exceptions import (
     ShortenerError,
 )
 from shortener.jobs.metering import map_in_context
+from shortener.jobs.quotas import DailyQuota
 from shortener.links.bulk_create_model import (
     MAX_BULK_BYTES,
     MAX_BULK_LINKS,
@@ -30,6 +31,7 @@ from shortener.links.codes import CodeGenerator
 from shortener.links.model import Link, link_fields
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
+from shortener.request_model import invalid_fields, problems
 
 # A message names what is wrong, not the whole (up to 32 KB) URL again.
 _MESSAGE_CHARS = 300
@@ -53,7 +55,9 @@ def read_bulk_request(raw: bytes, fields_of: Any) -> list[Any]:
     try:
         return BulkLinksEnvelope.model_validate(fields).links
     except ValidationError as exc:
-        raise InvalidFieldsError('Send {"links": [{"url": ...}, ...]} with 1 to 1,000 links.') from exc
+        raise InvalidFieldsError(
+            f'Send {{"links": [{{"url": ...}}, ...]}} with 1 to 1,000 links ({problems(exc)}).'
+        ) from exc
 
 
 class BulkCreate:
@@ -69,8 +73,11 @@ class BulkCreate:
         strategy: str = "counter",
         find_if_exists: bool = True,
         threads: int = 8,
+        quota: DailyQuota | None = None,
     ) -> None:
         self._link_service = link_service
+        # Each owner's daily rows: every link of a call counts (docs/security.md).
+        self._quota = quota
         self._generator = generator
         self._strategy = strategy
         self._find_if_exists = find_if_exists
@@ -82,7 +89,10 @@ class BulkCreate:
     def shorten(
         self, items: Sequence[Any], policy: UrlPolicy, base_url: str, *, owner: str | None
     ) -> list[BulkLinkOutcome]:
-        """One outcome per item, in input order."""
+        """One outcome per item, in input order; QuotaExceededError (429, nothing written) when
+        the call's links do not fit ``owner``'s daily quota of rows."""
+        if self._quota is not None:
+            self._quota.require(owner, rows=len(items), size=0, what="These links")
         outcomes: list[BulkLinkOutcome | None] = [None] * len(items)
         requests: dict[int, BulkLinkItem] = {}
         urls: dict[int, str] = {}
@@ -149,7 +159,7 @@ class BulkCreate:
         def shorten_one(index: int) -> BulkLinkOutcome:
             try:
                 result = self._link_service.shorten(
-                    requests[index], policy, base_url, owner=owner, screen=False
+                    requests[index], policy, base_url, owner=owner, screen=False, counted=True
                 )
             except ShortenerError as exc:
                 return _failed(exc)
@@ -176,11 +186,7 @@ def _read_item(item: Any) -> BulkLinkItem:
     try:
         return BulkLinkItem.model_validate(item)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            location = ".".join(str(part) for part in error["loc"])
-            problems.append(f"{location}: {error['msg']}" if location else error["msg"])
-        raise InvalidFieldsError("; ".join(problems)) from exc
+        raise invalid_fields(exc) from exc
 
 
 def _kind(item: Any) -> str:

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shortener.links.model import ShortenRequest
+from shortener.request_model import RequestModel
 
 # A synchronous call: 1,000 links and 1 MB in, so that every answer stays well under Lambda's 6 MB
 # for a synchronous response (an answer carries normalised URLs, at most about 3x the input).
@@ -13,18 +14,18 @@ MAX_BULK_BYTES = 1_000_000
 
 
 class BulkLinkItem(ShortenRequest):
-    """One link: the fields of ``POST /`` (``url``; ``code``, ``title``, ``tags`` optional). Other
-    fields are ignored."""
+    """One link: the fields of ``POST /`` (``url``; ``code``, ``title``, ``tags``, ``expires_at``,
+    ``max_clicks`` optional). Another field is that link's 422 outcome, naming it."""
 
 
-class BulkLinksRequest(BaseModel):
+class BulkLinksRequest(RequestModel):
     """``POST /links/bulk``: up to 1,000 links (and 1 MB). Each link is checked on its own: one
     that is wrong is an outcome with its error, not a failed call."""
 
     links: list[BulkLinkItem] = Field(min_length=1, max_length=MAX_BULK_LINKS)
 
 
-class BulkLinksEnvelope(BaseModel):
+class BulkLinksEnvelope(RequestModel):
     """The body as first read: a list of links, each then read as a ``BulkLinkItem``."""
 
     links: list[Any] = Field(min_length=1)

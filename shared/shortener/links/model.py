@@ -9,12 +9,12 @@ from pydantic import (
     AwareDatetime,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     model_validator,
 )
 
 from shortener import clock
+from shortener.request_model import RequestModel
 
 # A deleted link stays as a tombstone: its code answers 410 Gone and is never given out again.
 LinkStatus = Literal["active", "disabled", "deleted"]
@@ -59,10 +59,8 @@ ExpiresAt = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(
 MaxClicks = Annotated[int, BeforeValidator(_whole_number), Field(ge=1, le=1_000_000_000)]
 
 
-class LinkLimits(BaseModel):
+class LinkLimits(RequestModel):
     """When a link ends: at a time, after a number of clicks, or both (whichever comes first)."""
-
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
     expires_at: ExpiresAt | None = None
     max_clicks: MaxClicks | None = None
@@ -76,8 +74,6 @@ class LinkAttributes(LinkLimits):
     job's defaults, and what every way of making a link copies onto it (``link_fields``) follow
     from them, so a new attribute is a field here, on ``ShortenRequest``, ``Link``, ``LinkView``
     and ``LinkUpdate`` (CONTRIBUTING.md, "Adding a link field")."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     title: str = Field(default="", max_length=MAX_TITLE_LENGTH)
     tags: Tags = []
@@ -148,9 +144,7 @@ def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) 
 
 class ShortenRequest(LinkLimits):
     """``POST /``: a URL and, optionally, the custom code wanted for it, a title, tags and the
-    link's limits."""
-
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+    link's limits. An unknown field is refused (422 naming it), never ignored."""
 
     url: str = Field(min_length=1, max_length=32768, examples=["https://example.com/spring-sale"])
     code: str | None = Field(default=None, max_length=256)
@@ -243,12 +237,10 @@ class LinkList(BaseModel):
     next_cursor: str | None = None
 
 
-class LinkUpdate(BaseModel):
+class LinkUpdate(RequestModel):
     """``PATCH /links/{code}``: the fields to change (at least one). An unknown field is an error,
     so a misspelt one is never silently ignored. ``expires_at`` or ``max_clicks`` sent as null
     removes that limit."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     url: str | None = Field(
         default=None, min_length=1, max_length=32768, examples=["https://example.com/summer"]

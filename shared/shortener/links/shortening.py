@@ -22,6 +22,7 @@ from shortener.exceptions import (
     LinkGoneError,
     LinkNotFoundError,
 )
+from shortener.jobs.quotas import DailyQuota
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
 from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
@@ -186,8 +187,11 @@ class LinkService:
         cache_check_seconds: float = 1.0,
         guard: HostGuard | None = None,
         blocked_hosts: BlockedHostsSnapshot | None = None,
+        quota: DailyQuota | None = None,
     ) -> None:
         self._storage = storage
+        # Each owner's daily rows: a link made here counts as one (docs/security.md).
+        self._quota = quota
         # Redirects to a blocked host answer 410 (see shortener.access.takedown).
         self._blocked_hosts = blocked_hosts
         self._generator = generator
@@ -218,12 +222,17 @@ class LinkService:
         *,
         owner: str | None = None,
         screen: bool = True,
+        counted: bool = False,
     ) -> ShortenResult:
         """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
-        link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once)."""
+        link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once);
+        unless ``counted`` (its call or job counted it already), the link counts as one row of
+        ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit)."""
         url = normalise_url(request.url, policy)
         if screen and self._guard is not None:
             self._guard.check(url)
+        if not counted and self._quota is not None:
+            self._quota.require(owner, rows=1, size=0, what="This link")
         template = Link(
             code="-",
             url=url,
@@ -239,13 +248,22 @@ class LinkService:
             link, created = self._shorten_generated(template)
         return ShortenResult(code=link.code, short_url=base_url + link.code, url=link.url, created=created)
 
-    def resolve(self, code: str, *, fresh: bool = False, count_click: bool = True) -> Resolution:
+    def resolve(
+        self,
+        code: str,
+        *,
+        fresh: bool = False,
+        count_click: bool = True,
+        from_bot: Callable[[], bool] = lambda: False,
+    ) -> Resolution:
         """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
         without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
         past its time or its last allowed click. ``fresh`` skips the container's memory (a client
         asked for it, or API Gateway is refilling its cache). A link without limits costs one
         read (none when remembered); a click-limited one also one conditional write, which counts
-        the click unless ``count_click`` is False (HEAD: it only looks)."""
+        the click unless ``count_click`` is False (HEAD: it only looks) or ``from_bot`` says the
+        visitor is a crawler or link-preview fetcher (asked only of a click-limited link: a preview
+        must not use up the click the person it was shown to then makes)."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
         link = None if fresh or self._cache is None else self._cache.get(code)
@@ -261,6 +279,7 @@ class LinkService:
         self._followable(link, fresh=fresh)
         _unexpired(link)
         if link.click_limited:
+            count_click = count_click and not from_bot()
             # The remembered link only said that it has a limit: the count is in the table.
             link = self._take_click(code) if count_click else self._storage.get(code, consistent=True)
             if link is None:

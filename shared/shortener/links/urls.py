@@ -132,12 +132,14 @@ def normalise_url(raw: str, policy: UrlPolicy) -> str:
 
 def _is_own_host(host: str, port: int | None, policy: UrlPolicy) -> bool:
     """Whether ``host:port`` is the shortener: one of its hosts, or, when it listens on loopback
-    (the local stack), any spelling of the loopback interface (localhost, 127.0.0.0/8, [::1],
-    [::ffff:127.0.0.1]) at its port."""
+    (the local stack), any spelling of an address that reaches this machine (localhost,
+    127.0.0.0/8, [::1], [::ffff:127.0.0.1], and the unspecified 0.0.0.0, [::], [::ffff:0.0.0.0],
+    which a connection takes as the local host) at its port. The parser has already read every
+    spelling of an IPv4 address ('0', '0x7f.1', '2130706433', '017700000001') as dotted decimal."""
     if host in policy.own_hosts:
         return True
     ports = policy.own_loopback_ports
-    return bool(ports) and is_loopback(host) and (None in ports or port in ports)
+    return bool(ports) and reaches_this_machine(host) and (None in ports or port in ports)
 
 
 def is_loopback(host: str) -> bool:
@@ -145,12 +147,24 @@ def is_loopback(host: str) -> bool:
     IPv4-mapped one; ``host`` as the URL parser serialises it (IPv6 in brackets)."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
+    return any(address.is_loopback for address in _addresses(host))
+
+
+def reaches_this_machine(host: str) -> bool:
+    """A loopback host (``is_loopback``), or an unspecified address (0.0.0.0, [::], also
+    IPv4-mapped): connecting to one reaches the local host (Linux's ip(7), ipv6(7))."""
+    return is_loopback(host) or any(address.is_unspecified for address in _addresses(host))
+
+
+def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The IP address ``host`` is (IPv6 in brackets), and the IPv4 address it maps, if any; none
+    for a name."""
     try:
         address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
     except ValueError:
-        return False
+        return []
     mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+    return [address] if mapped is None else [address, mapped]
 
 
 def url_key(normalised_url: str, owner: str | None = None) -> str:

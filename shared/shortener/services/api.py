@@ -159,4 +159,5 @@ def api_bulk_links() -> BulkCreate:
         code_generator(settings.CODE_ALPHABET, settings.CODE_KEY),
         strategy=settings.CODE_STRATEGY,
         find_if_exists=settings.FIND_IF_EXISTS,
+        quota=quotas.daily_quota(settings),
     )

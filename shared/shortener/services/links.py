@@ -11,6 +11,7 @@ from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore
 from shortener.links.store_changes import LinkChangesStore
 from shortener.links.store_listing import LinkIndex
+from shortener.services.quotas import daily_quota
 from shortener.settings import ApiSettings, PollerSettings, WorkerSettings
 
 
@@ -28,6 +29,8 @@ def link_service(settings: ApiSettings | PollerSettings | WorkerSettings) -> Lin
         cache_check_seconds=redirects.REDIRECT_CACHE_CHECK_SECONDS if redirects else 0,
         guard=host_guard(settings),
         blocked_hosts=blocked_hosts(redirects) if redirects else None,
+        # Only the API's links count here; a job's rows count as its file is split.
+        quota=daily_quota(redirects) if redirects else None,
     )
 
 

@@ -149,3 +149,29 @@ def test_blocking_a_host_takes_down_its_existing_links_and_unblocking_restores_o
     assert blocklist(admin, "DELETE", "phish.example")["statusCode"] == 204
     statuses = [member.follow(code)["statusCode"] for code in (to_host, to_subdomain, disabled)]
     assert statuses == [301, 301, 410]
+
+
+def test_a_host_with_a_user_name_is_refused_not_blocked_as_its_host(admin: ApiCaller) -> None:
+    # 'user@evil.example' is no host: blocking evil.example whole would block more than was typed.
+    answer = blocklist(admin, "PUT", "user@evil.example")
+    assert (answer["statusCode"], body(answer)["error"]) == (400, "invalid_request")
+    assert "user name" in body(answer)["message"]
+    assert body(blocklist(admin, "GET"))["hosts"] == []
+
+
+def test_blocking_again_in_another_spelling_answers_the_first_entry(
+    admin: ApiCaller, api: ModuleType
+) -> None:
+    # Given a host blocked for phishing
+    first = body(blocklist(admin, "PUT", "evil.example", reason="phishing"))
+    assert first["already_blocked"] is False
+    # When another admin blocks it again, spelt otherwise, for another reason
+    again = body(blocklist(ApiCaller(api, "root", role="admin"), "PUT", "EVIL.Example.", reason="spam"))
+    # Then the first entry stands, and the answer says so
+    assert again["already_blocked"] is True
+    assert (again["reason"], again["added_by"], again["created_at"]) == (
+        "phishing",
+        "ops",
+        first["created_at"],
+    )
+    assert [entry["reason"] for entry in body(blocklist(admin, "GET"))["hosts"]] == ["phishing"]

@@ -136,8 +136,12 @@ def test_no_key_a_wrong_key_or_a_revoked_key_is_denied_everywhere(case: str) -> 
     assert not decision.allow
     assert statement(response)["Effect"] == "Deny"
     assert statement(response)["Resource"] == [f"{STAGE}/*"]
-    # A denied caller gets no context and is metered to no key
-    assert "context" not in response
+    # A denied caller gets no caller context, only why (API Gateway's 403 says it), and is
+    # metered to no key
+    assert response["context"] == {
+        "refusal": "invalid_api_key",
+        "refusal_message": "The API key in X-Api-Key is not valid, or it was revoked.",
+    }
     assert "usageIdentifierKey" not in response
 
 
@@ -163,6 +167,8 @@ def test_open_access_lets_a_caller_without_a_key_shorten_as_anonymous() -> None:
     assert response["context"]["owner_id"] == "anonymous"
     assert response["context"]["role"] == "anonymous"
     assert response["usageIdentifierKey"] == "anon-usage"
+    # And a keyed route it is not allowed on is refused as missing a key, not as a wrong one
+    assert response["context"]["refusal"] == "missing_api_key"
     assert keys.reads == 0
 
 

@@ -1,9 +1,12 @@
 """Takedown by host without AWS: the container's blocklist snapshot and its refresh, and what a
 block refreshes in the stage cache."""
 
-from shortener.access.blocklist import HostGuard
+import pytest
+
+from shortener.access.blocklist import HostGuard, host_to_block
 from shortener.access.blocklist_model import BlockedHost
 from shortener.access.takedown import BlockedHostsSnapshot, HostTakedowns, blocked_match
+from shortener.exceptions import InvalidRequestError
 
 
 class FakeBlocklist:
@@ -14,8 +17,8 @@ class FakeBlocklist:
     def find(self, hosts: list[str]) -> set[str]:
         return {host for host in hosts if host in self.hosts}
 
-    def add(self, entry: BlockedHost) -> None:
-        self.hosts[entry.host] = entry
+    def add(self, entry: BlockedHost) -> BlockedHost:
+        return self.hosts.setdefault(entry.host, entry)
 
     def remove(self, host: str) -> bool:
         return self.hosts.pop(host, None) is not None
@@ -93,3 +96,21 @@ def test_a_block_refreshes_the_stage_cache_entries_of_the_hosts_links_only() -> 
     assert sorted(refreshed) == ["a", "b"]
     assert snapshot.blocked_host("https://evil.example/1") is None
     assert takedowns.unblock("evil.example", stage_cache=stage_cache) is None
+
+
+def test_a_host_with_user_info_is_refused_not_read_as_the_host() -> None:
+    for text in ("user@evil.example", "evil.example/path", "evil.example?x", "evil.example#x"):
+        with pytest.raises(InvalidRequestError, match="not a host name"):
+            host_to_block(text)
+    assert host_to_block("EVIL.example.") == "evil.example"
+
+
+def test_blocking_again_in_another_spelling_keeps_the_first_entry() -> None:
+    # Given a host blocked with a reason
+    guard = HostGuard(FakeBlocklist())
+    first, added = guard.block("evil.example", added_by="ops", reason="phishing")
+    # When an admin blocks it again in another spelling, with another reason
+    again, added_again = guard.block("EVIL.Example.", added_by="root", reason="spam")
+    # Then the first entry stands and is what is answered, saying it was there
+    assert (added, added_again) == (True, False)
+    assert (again.reason, again.added_by, again.created_at) == ("phishing", "ops", first.created_at)

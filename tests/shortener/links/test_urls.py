@@ -184,3 +184,41 @@ def test_other_local_services_are_not_the_loopback_shortener(raw: str) -> None:
 def test_a_loopback_shortener_still_takes_other_hosts() -> None:
     assert normalise_url("http://[::2]/x", LOCAL) == "http://[::2]/x"
     assert normalise_url("https://example.com/", LOCAL) == "https://example.com/"
+
+
+# Every spelling of the unspecified address (a connection to it reaches this machine) or of
+# loopback, as the WHATWG parser reads IPv4 in decimal, octal, hex and shortened forms.
+_THIS_MACHINE = [
+    "http://0.0.0.0:3000/x",
+    "http://0:3000/x",
+    "http://0x0:3000/x",
+    "http://00:3000/x",
+    "http://0.0:3000/x",
+    "http://[::]:3000/x",
+    "http://[0:0:0:0:0:0:0:0]:3000/x",
+    "http://[::ffff:0.0.0.0]:3000/x",
+    "http://[::ffff:0:0]:3000/x",
+    "http://0x7f.1:3000/x",
+    "http://2130706433:3000/x",
+    "http://017700000001:3000/x",
+    "http://0177.0.0.1:3000/x",
+    "http://127.0.0.1.:3000/x",
+    "http://%30:3000/x",
+    "http://[::ffff:127.0.0.1]:3000/x",
+]
+
+
+@pytest.mark.parametrize("raw", _THIS_MACHINE)
+def test_every_spelling_of_this_machine_at_the_stacks_port_is_refused(raw: str) -> None:
+    with pytest.raises(InvalidUrlError, match="this shortener itself"):
+        normalise_url(raw, UrlPolicy(frozenset({"http"}), 100).with_own_host("127.0.0.1:3000"))
+
+
+@pytest.mark.parametrize("raw", ["http://0.0.0.0:4000/x", "http://[::]:8080/x", "http://0:5000/x"])
+def test_this_machine_at_another_port_is_another_service(raw: str) -> None:
+    assert normalise_url(raw, UrlPolicy(frozenset({"http"}), 100).with_own_host("127.0.0.1:3000"))
+
+
+@pytest.mark.parametrize("raw", ["http://0.0.0.0/x", "http://[::]/x"])
+def test_the_unspecified_address_is_not_refused_off_loopback(raw: str) -> None:
+    assert normalise_url(raw, WEB)
