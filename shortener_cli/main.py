@@ -398,7 +398,9 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
         sys.stdout.flush()
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
-        print(f"{status['failed']} rows have an error; see the error column", file=sys.stderr)
+        failed = status["failed"]
+        rows = "1 row has" if failed == 1 else f"{failed} rows have"
+        print(f"{rows} an error; see the error column", file=sys.stderr)
     if status.get("fallback_lines"):
         print(
             f"{status['fallback_lines']} lines were not UTF-8 "

@@ -210,7 +210,7 @@ def test_rows_that_failed_are_results_the_cli_counts_and_ignored_columns_are_nam
     assert code == EXIT_OK
     err = capsys.readouterr().err
     assert "2/2 rows, 1 failed (done)" in err
-    assert "1 rows have an error; see the error column" in err
+    assert "1 row has an error; see the error column" in err
     assert "columns not read (not url, code or a link attribute): titel" in err
 
 

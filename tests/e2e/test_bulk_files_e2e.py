@@ -132,7 +132,7 @@ def test_a_quote_left_open_and_a_misspelt_column_lose_no_row_and_are_reported(
     assert [int(line["row"]) for line in lines] == list(range(1, 201))
     assert [line["row"] for line in lines if line["error"]] == ["150"]
     assert lines[149]["error"].startswith("invalid_row: line 151 opens a quoted cell that is not closed")
-    assert "1 rows have an error; see the error column" in done.stderr
+    assert "1 row has an error; see the error column" in done.stderr
     assert "columns not read (not url, code or a link attribute): titel" in done.stderr
     # And the job's status lists the column the reader does not know
     status = stack.request("GET", f"jobs/{_job_id(done)}").json()
