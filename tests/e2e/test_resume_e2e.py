@@ -91,7 +91,7 @@ def test_processing_killed_midway_resumes_within_seconds_of_ready(
 # Links of the batch test: one bulk job's, so that its pages are the job's chunks (250 links each
 # here). 20,000 and 5,000 took longer than this test may on the shared 2-core machine (the batch
 # itself ran about 8 links a second under load 8).
-BATCH_LINKS = 2_000
+BATCH_LINKS = 20_000
 BATCH_KILLS = 4
 
 

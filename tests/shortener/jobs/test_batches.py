@@ -142,9 +142,13 @@ def a_batch(**fields: Any) -> Batch:
 
 
 def runner(
-    records: Records, manager: Manager, started: list[str], refreshed: list[str] | None = None
+    records: Records,
+    manager: Manager,
+    started: list[str],
+    refreshed: list[str] | None = None,
+    reads: NoReads | None = None,
 ) -> BatchRunner:
-    reads = NoReads()
+    reads = reads or NoReads()
     cache = refreshed if refreshed is not None else []
 
     def stage_cache_for(base_url: str) -> Any:
@@ -289,3 +293,23 @@ def test_a_batch_taken_over_too_often_fails_instead_of_running_forever() -> None
     assert runner(records, manager, []).run("b" * 32, "next", lambda: 900.0) == "failed"
     assert records.batch.status == "failed" and "stalled" in records.batch.error
     assert manager.writes == []
+
+
+def test_a_jobs_rows_sharing_a_code_change_its_link_once_and_each_row_says_so() -> None:
+    # Given a job whose first and third rows got the same code (FindIfExists)
+    class SharedCodes(NoReads):
+        def codes_from(self, job_id: str, chunk: int, *, chunks: int) -> tuple[list[str], int | None]:
+            return ["j0", "j1", "j0"], None
+
+    records = Records(a_batch(action="delete", selector="job_id", job_id="a" * 32, codes=[]))
+    manager = Manager({code: a_link(code) for code in ("j0", "j1")})
+    # When its links are deleted
+    assert runner(records, manager, [], reads=SharedCodes()).run("b" * 32, "one", lambda: 900.0) == "done"
+    # Then each link was deleted once (two deletes at once of one link would conflict) and every
+    # row has its outcome, in order
+    assert sorted(manager.writes) == [("j0", "delete"), ("j1", "delete")]
+    assert [(o.code, o.outcome) for o in records.pages[0].outcomes] == [
+        ("j0", "changed"),
+        ("j1", "changed"),
+        ("j0", "changed"),
+    ]

@@ -112,6 +112,24 @@ def test_a_batch_disables_the_callers_listed_links_and_not_anothers(
         assert (answer["statusCode"], body(answer)["error"]) == (404, "batch_not_found")
 
 
+def test_a_pages_outcomes_keep_the_listed_order(
+    alice: ApiCaller, bob: ApiCaller, started: StartedBatches
+) -> None:
+    # Given 30 of alice's links, and one of bob's in the middle of the list
+    mine = [alice.shorten(f"https://example.com/order/{n}")["code"] for n in range(30)]
+    theirs = bob.shorten("https://example.com/order/bob")["code"]
+    listed = [*mine[:15], theirs, *mine[15:]]
+    # When alice disables them all (the page's links are changed at once, not one by one)
+    batch_id = body(start(alice, {"action": "disable", "codes": listed}))["batch_id"]
+    assert run_files(batch_id) == {"batch": "done"}
+    # Then the outcomes come in the order listed
+    report = body(status(alice, batch_id))
+    assert [o["code"] for o in report["outcomes"]] == listed
+    assert [o["outcome"] for o in report["outcomes"]] == ["changed"] * 15 + ["not_found"] + ["changed"] * 15
+    assert {alice.follow(code)["statusCode"] for code in mine} == {410}
+    assert bob.follow(theirs)["statusCode"] == 301
+
+
 def test_enable_brings_links_back_and_repeats_are_unchanged(
     alice: ApiCaller, started: StartedBatches
 ) -> None:
