@@ -120,18 +120,15 @@ def run_page(page: Path, stack: RunningStack, directory: Path, timeout: float) -
     (clone / ".local-stack").symlink_to(stack.data_dir)
     script = clone / "page.sh"
     script.write_text(page_script(page.read_text(encoding="utf-8")), encoding="utf-8")
-    # The pages' defaults (port 3000, the CLI's own discovery) pointed at this stack's free ports;
+    # The pages' defaults (port 3000) pointed at this stack's free ports;
     # nothing of the caller's own shortener setup leaks in.
     env = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith("SHORTENER_") and name not in {"API", "KEY", "AWS_ENDPOINT_URL"}
     }
-    env |= {
-        "API": stack.api_url.rstrip("/"),
-        "SHORTENER_API_URL": stack.api_url,
-        "SHORTENER_CONFIG": str(directory / "no-config.toml"),
-    }
+    # The CLI finds the stack by itself, by its stack.json in ./.local-stack.
+    env |= {"API": stack.api_url.rstrip("/"), "SHORTENER_CONFIG": str(directory / "no-config.toml")}
     completed = subprocess.run(
         ["bash", str(script)],
         cwd=clone,
