@@ -3,8 +3,9 @@ larger) and wait for its results, fetch the results of any job, manage links, th
 (admins), list the loops, make, list and revoke API keys. Where the API and its key come from:
 shortener_cli/config.py.
 
-Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
-usage, 3 unreachable, 4 a job ended early (its file was not read to its end: rows after that point
+Exit codes: 0 done (also when the reader of stdout went away, as ``| head -1`` does), 1 the API
+(or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong usage (a file that cannot be
+written included), 3 unreachable, 4 a job ended early (its file was not read to its end: rows after that point
 have no outcome; the message says why)."""
 
 import argparse
@@ -12,8 +13,10 @@ import csv
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -48,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="data dir of the local stack (env SHORTENER_LOCAL_STACK; default: ./.local-stack)",
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the API's answers as JSON (for programs), not as text"
+        "--json",
+        action="store_true",
+        help="print the answers as JSON (for programs), not as text; CSV results and reports go to "
+        "--output then, and stdout holds the job's status",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -223,22 +229,36 @@ def main(argv: list[str] | None = None) -> int:
         "qr": lambda: _qr(client, args),
         "batch": lambda: _batch(client, args),
         "block": lambda: _show(client.block(args.host, args.reason), args.json),
-        "unblock": lambda: _unblock(client, args.host),
+        "unblock": lambda: _unblock(client, args.host, args.json),
         "blocklist": lambda: _blocklist(client, args.json),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }
+    return _run(commands[args.command])
+
+
+def _run(command: Callable[[], int]) -> int:
+    """``command``'s exit code; a refusal, an unreachable API, a closed pipe or a file that cannot
+    be written is a line on stderr and an exit code, never a traceback."""
     try:
-        return commands[args.command]()
+        return command()
+    except BrokenPipeError:
+        # The reader went away (`| head -1`): what it did not read is not wanted. Later writes,
+        # the interpreter's own flush at exit included, go nowhere instead of failing again.
+        # https://docs.python.org/3/library/signal.html#note-on-sigpipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OutputError as exc:
+        print(f"shortener: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ApiError as exc:
+        hint = ""
         if exc.status == 403 and exc.error in ("missing_api_key", "invalid_api_key"):
             hint = (
-                "pass --api-key, set SHORTENER_API_KEY, or put api_key in "
-                + "~/.config/shortener/config.toml"
+                "; pass --api-key, set SHORTENER_API_KEY, or put api_key in ~/.config/shortener/config.toml"
             )
-            print(f"shortener: {exc.message} ({exc.status} {exc.error}); {hint}", file=sys.stderr)
-            return EXIT_REFUSED
-        print(f"shortener: {exc.message} ({exc.status} {exc.error})", file=sys.stderr)
+        print(f"shortener: {exc.message} ({exc.status} {exc.error}){hint}", file=sys.stderr)
         return EXIT_REFUSED
     except UnreachableError as exc:
         print(f"shortener: {exc}", file=sys.stderr)
@@ -249,30 +269,58 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
+    check_folder(args.output)
     if bool(args.job) == bool(args.code):
         print("shortener: name a link's code or a --job, not both", file=sys.stderr)
         return EXIT_USAGE
     if args.job:
-        partial = args.output.with_name(args.output.name + ".partial")
-        try:
-            with partial.open("wb") as out:
-                size = client.save_labels(
-                    args.job, args.format, out, deadline=time.monotonic() + args.timeout
-                )
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.replace(args.output)
+        deadline = time.monotonic() + args.timeout
+        size = write_whole(
+            args.output, lambda out: client.save_labels(args.job, args.format, out, deadline=deadline)
+        )
         print(f"QR codes of job {args.job} ({size:,} bytes) written to {args.output}", file=sys.stderr)
+        if args.json:
+            print(output.as_json({"job_id": args.job, "output": str(args.output), "bytes": size}))
         return EXIT_OK
     image_format = args.output.suffix.lower().lstrip(".")
     if image_format not in ("png", "svg"):
         print(f"shortener: {args.output} should end in .png or .svg", file=sys.stderr)
         return EXIT_USAGE
     image = client.qr(args.code, image_format, args.size)
-    args.output.write_bytes(image)
+    size = write_whole(args.output, lambda out: out.write(image))
     print(f"QR code of {args.code} written to {args.output}", file=sys.stderr)
+    if args.json:
+        print(output.as_json({"code": args.code, "output": str(args.output), "bytes": size}))
     return EXIT_OK
+
+
+class OutputError(Exception):
+    """A file the user named cannot be written (no such folder, no permission, disk full)."""
+
+
+def check_folder(path: Path | None) -> None:
+    """OutputError, before any work is done, when ``path``'s folder does not exist (a download
+    after an hour's wait must not fail for a typo)."""
+    if path is not None and not path.parent.is_dir():
+        raise OutputError(f"cannot write {path}: the folder {path.parent} does not exist")
+
+
+def write_whole(path: Path, write: Callable[[BinaryIO], int]) -> int:
+    """Write ``path`` with ``write`` (which returns the bytes written): aside first and renamed
+    when whole, so a failed download leaves no partial file. OutputError (one line, no
+    traceback) when the file cannot be written."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as out:
+            size = write(out)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return size
 
 
 def batch_request(args: argparse.Namespace) -> dict[str, Any] | str:
@@ -340,7 +388,7 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
     link = client.shorten(args.url, args.code)
-    print(link["short_url"])
+    print(output.as_json(link) if args.json else link["short_url"])
     return EXIT_OK
 
 
@@ -351,13 +399,17 @@ def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"shortener: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
+    if args.json and args.wait and not args.output:
+        print("shortener: the results are CSV: with --json, name their file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
     if data:
         job = client.upload(data)
         print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
     else:
         job = _upload_directly(client, args.file, size, sys.stderr)
     if not (args.wait or args.output):
-        print(job["job_id"])
+        print(output.as_json(job) if args.json else job["job_id"])
         return EXIT_OK
     return _results(client, job["job_id"], args)
 
@@ -373,7 +425,12 @@ def _upload_directly(client: ShortenerClient, path: Path, size: int, out: TextIO
 
 
 def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> int:
-    """Wait for the job (unless told not to), then write its whole results CSV."""
+    """Wait for the job (unless told not to), then write its whole results CSV; with --json, the
+    job's last status (the results go to --output then)."""
+    if args.json and not args.output:
+        print("shortener: the results are CSV: with --json, name their file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
     deadline = time.monotonic() + args.timeout
     status = client.job(job_id)
     if not getattr(args, "no_wait", False):
@@ -383,19 +440,13 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
             return EXIT_REFUSED
         status = waited
     if args.output:
-        # Written aside and renamed when whole: a failed download leaves no partial results file.
-        partial = args.output.with_name(args.output.name + ".partial")
-        try:
-            with partial.open("wb") as out:
-                client.save_results(job_id, out, deadline=deadline)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.replace(args.output)
+        write_whole(args.output, lambda out: client.save_results(job_id, out, deadline=deadline))
         print(f"results written to {args.output}", file=sys.stderr)
     else:
         client.save_results(job_id, sys.stdout.buffer, deadline=deadline)
         sys.stdout.flush()
+    if args.json:
+        print(output.as_json(status))
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         failed = status["failed"]
@@ -433,21 +484,36 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
             print("shortener: give a CODE or --job, not both", file=sys.stderr)
             return EXIT_USAGE
         return _job_clicks(client, args)
+    if args.json and args.csv:
+        print("shortener: --json or --csv, not both", file=sys.stderr)
+        return EXIT_USAGE
     if not args.code:
         top = client.top_links(**{"from": args.start or "", "to": args.end or ""})
-        print(f"{top['total']} clicks ({top['humans']} humans) from {top['from']} to {top['to']}")
-        for link in top["links"]:
-            print(f"{link['clicks']:>8}  {link['humans']:>8}  {link['short_url']}")
+        print(output.as_json(top) if args.json else format_top_links(top))
         return EXIT_OK
     report = client.link_clicks(
         args.code, **{"from": args.start or "", "to": args.end or "", "interval": args.interval or ""}
     )
-    if args.csv:
+    if args.json:
+        print(output.as_json(report))
+    elif args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["start", "clicks", "humans"])
         for point in report["series"]:
             writer.writerow([point["start"], point["clicks"], point["humans"]])
-        return EXIT_OK
+    else:
+        _print_link_clicks(report)
+    return EXIT_OK
+
+
+def format_top_links(top: dict[str, Any]) -> str:
+    """The caller's clicks in a range, then a line per link, most followed first."""
+    lines = [f"{top['total']} clicks ({top['humans']} humans) from {top['from']} to {top['to']}"]
+    lines += [f"{link['clicks']:>8}  {link['humans']:>8}  {link['short_url']}" for link in top["links"]]
+    return "\n".join(lines)
+
+
+def _print_link_clicks(report: dict[str, Any]) -> None:
     print(
         f"{report['code']}: {report['total']} clicks ({report['humans']} humans, {report['bots']} bots) "
         f"from {report['from']} to {report['to']}, by {report['interval']}"
@@ -458,25 +524,22 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
     for name in ("countries", "devices", "browsers", "os", "referrers"):
         values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report[name])
         print(f"{name}: {values or '-'}")
-    return EXIT_OK
 
 
 def _job_clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
+    if args.json and not args.output:
+        print("shortener: the click report is CSV: with --json, name its file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
     if not args.output:
         client.save_job_clicks(args.job, sys.stdout.buffer, deadline=deadline)
         sys.stdout.flush()
         return EXIT_OK
-    # Written aside and renamed when whole: a failed download leaves no partial report.
-    partial = args.output.with_name(args.output.name + ".partial")
-    try:
-        with partial.open("wb") as out:
-            client.save_job_clicks(args.job, out, deadline=deadline)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(args.output)
+    size = write_whole(args.output, lambda out: client.save_job_clicks(args.job, out, deadline=deadline))
     print(f"click report written to {args.output}", file=sys.stderr)
+    if args.json:
+        print(output.as_json({"job_id": args.job, "output": str(args.output), "bytes": size}))
     return EXIT_OK
 
 
@@ -608,9 +671,9 @@ def _show(fields: dict[str, Any], as_json: bool = False) -> int:
     return EXIT_OK
 
 
-def _unblock(client: ShortenerClient, host: str) -> int:
+def _unblock(client: ShortenerClient, host: str, as_json: bool = False) -> int:
     client.unblock(host)
-    print(f"{host} is no longer blocked")
+    print(output.as_json({"host": host, "blocked": False}) if as_json else f"{host} is no longer blocked")
     return EXIT_OK
 
 
@@ -634,7 +697,8 @@ def _loops(args: argparse.Namespace) -> int:
     try:
         dynamodb = dynamodb_client(endpoint, args.region)
         table = args.tokens_table or find_tokens_table(dynamodb)
-        print(format_loops(list_loops(dynamodb, table)))
+        loops = list_loops(dynamodb, table)
+        print(output.as_json([asdict(loop) for loop in loops]) if args.json else format_loops(loops))
     except LookupError as exc:
         print(f"shortener: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -674,12 +738,21 @@ def _keys(args: argparse.Namespace) -> int:
                 f"{target.stack_name}. It is shown only now: keep it somewhere safe.",
                 file=sys.stderr,
             )
-            print(created.key)
+            print(output.as_json({"key": created.key, **keys.key_view(record)}) if args.json else created.key)
         elif args.keys_command == "list":
-            print(keys.format_keys(manager.list()))
+            found = manager.list()
+            print(
+                output.as_json([keys.key_view(key) for key in found])
+                if args.json
+                else keys.format_keys(found)
+            )
         else:
             record = manager.revoke(args.key_id)
-            print(f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}) is revoked from now on.")
+            print(
+                output.as_json(keys.key_view(record))
+                if args.json
+                else f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}) is revoked from now on."
+            )
     except InvalidKeyRequestError as exc:
         print(f"shortener: {exc.message}", file=sys.stderr)
         return EXIT_USAGE
