@@ -58,9 +58,12 @@ class ShortenerClient:
         self.timeout = timeout
         self.api_key = api_key
 
-    def shorten(self, url: str, code: str | None = None) -> dict[str, Any]:
-        """POST /: the link {"code", "short_url", "url"} (new or existing)."""
-        payload = {"url": url, **({"code": code} if code else {})}
+    def shorten(
+        self, url: str, code: str | None = None, fields: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """POST /: the link {"code", "short_url", "url"} (new or existing); ``fields``: title, tags,
+        expires_at, max_clicks."""
+        payload = {"url": url, **({"code": code} if code else {}), **(fields or {})}
         return self._call("POST", "", json.dumps(payload).encode(), "application/json").json()  # type: ignore[no-any-return]
 
     def upload(self, csv_bytes: bytes) -> dict[str, Any]:

@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     shorten = commands.add_parser("shorten", help="shorten one URL and print the short URL")
     shorten.add_argument("url")
     shorten.add_argument("--code", help="a custom code")
+    add_link_fields(shorten)
 
     bulk = commands.add_parser("bulk", help="upload a CSV with a url column (and an optional code column)")
     bulk.add_argument("file", type=Path)
@@ -151,9 +152,8 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     update = commands.add_parser("update", help="change a link's target, title or tags, or disable it")
     update.add_argument("code")
     update.add_argument("--url", help="the new target (the code stays the same)")
-    for name in TEXT_ATTRIBUTES:
-        update.add_argument(f"--{name}")
-    update.add_argument("--tag", action="append", dest="tags", help="a tag (repeat; replaces the tags)")
+    add_link_fields(update, removable=True)
+    update.add_argument("--tag", action="append", dest="tag_list", help="a tag (repeat; replaces the tags)")
     state = update.add_mutually_exclusive_group()
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
     state.add_argument("--enable", action="store_const", const="active", dest="status")
@@ -192,12 +192,7 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
         )
         chosen.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status reads")
         if action == "set":
-            chosen.add_argument("--expires-at", help="ISO 8601 with a zone, e.g. 2026-12-31T23:59:00Z")
-            chosen.add_argument(
-                "--max-clicks", type=int, help="redirects each link answers before it expires"
-            )
-            chosen.add_argument("--tags", help="comma-separated tags (replace each link's tags)")
-            chosen.add_argument("--title")
+            add_link_fields(chosen)
 
     block = commands.add_parser("block", help="refuse links to a host and its subdomains (admins)")
     block.add_argument("host")
@@ -205,6 +200,50 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     unblock = commands.add_parser("unblock", help="allow a blocked host again (admins)")
     unblock.add_argument("host")
     commands.add_parser("blocklist", help="list the blocked hosts (admins)")
+
+
+def add_link_fields(parser: argparse.ArgumentParser, *, removable: bool = False) -> None:
+    """--title, --tags, --expires-at and --max-clicks: the API's link fields (docs/api.md).
+    ``removable``: ``none`` removes a limit (PATCH sends it as null)."""
+    for name in TEXT_ATTRIBUTES:
+        parser.add_argument(f"--{name}", help=f"the link's {name}")
+    parser.add_argument("--tags", help="tags separated by commas, e.g. spring,sms (replace the tags)")
+    removes = "; none removes it" if removable else ""
+    parser.add_argument(
+        "--expires-at",
+        help=f"when the link expires: ISO 8601 with a zone, e.g. 2026-12-31T23:59:00Z{removes}",
+    )
+    parser.add_argument(
+        "--max-clicks",
+        type=_removable_count if removable else int,
+        help=f"redirects the link answers before it expires{removes}",
+    )
+
+
+def _removable_count(text: str) -> int | str:
+    return "none" if text.strip().lower() == "none" else int(text)
+
+
+def link_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The link fields given, as the API names them; a limit given as ``none`` is sent as null
+    (PATCH removes it)."""
+    tags = list(getattr(args, "tag_list", None) or [])
+    if args.tags is not None:
+        tags += [tag.strip() for tag in args.tags.split(",") if tag.strip()]
+    given = {
+        **{name: getattr(args, name) for name in TEXT_ATTRIBUTES},
+        "tags": tags if args.tags is not None or tags else None,
+        "expires_at": args.expires_at,
+        "max_clicks": args.max_clicks,
+    }
+    return {
+        name: None if name in _LIMITS and str(value).strip().lower() == "none" else value
+        for name, value in given.items()
+        if value is not None
+    }
+
+
+_LIMITS = ("expires_at", "max_clicks")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -336,15 +375,7 @@ def batch_request(args: argparse.Namespace) -> dict[str, Any] | str:
     else:
         request["tag"] = args.tag
     if args.action == "set":
-        fields: dict[str, Any] = {}
-        if args.expires_at is not None:
-            fields["expires_at"] = args.expires_at
-        if args.max_clicks is not None:
-            fields["max_clicks"] = args.max_clicks
-        if args.tags is not None:
-            fields["tags"] = [tag.strip() for tag in args.tags.split(",") if tag.strip()]
-        if args.title is not None:
-            fields["title"] = args.title
+        fields = link_fields(args)
         if not fields:
             return "set needs --expires-at, --max-clicks, --tags or --title"
         request["set"] = fields
@@ -387,7 +418,7 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
-    link = client.shorten(args.url, args.code)
+    link = client.shorten(args.url, args.code, link_fields(args))
     print(output.as_json(link) if args.json else link["short_url"])
     return EXIT_OK
 
@@ -651,17 +682,15 @@ def format_links(links: list[dict[str, Any]]) -> str:
 
 def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
     changes = {
-        key: value
-        for key, value in (
-            ("url", args.url),
-            *((name, getattr(args, name)) for name in TEXT_ATTRIBUTES),
-            ("tags", args.tags),
-            ("status", args.status),
-        )
-        if value is not None
+        **{key: value for key, value in (("url", args.url), ("status", args.status)) if value is not None},
+        **link_fields(args),
     }
     if not changes:
-        print("shortener: nothing to change (--url, --title, --tag, --disable or --enable)", file=sys.stderr)
+        print(
+            "shortener: nothing to change (--url, --title, --tags, --expires-at, --max-clicks, "
+            "--disable or --enable)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return _show(client.update_link(args.code, changes), args.json)
 

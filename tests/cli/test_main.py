@@ -48,6 +48,7 @@ class FakeApi(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        FakeApi.requests.append(("POST", self.path, body))
         if self.path == "/bulk":
             self._json(202, {"job_id": "j1", "total": 2, "status_url": "http://sho.rt/jobs/j1"})
         elif json.loads(body)["url"].startswith("https://"):
@@ -482,3 +483,25 @@ def test_batch_arguments_become_the_batch_request() -> None:
     assert request("enable") == "name the links by CODE..., --job or --tag (one of them)"
     assert request("enable", "abc", "--tag", "x") == "name the links by CODE..., --job or --tag (one of them)"
     assert request("set", "abc") == "set needs --expires-at, --max-clicks, --tags or --title"
+
+
+def test_shorten_and_update_send_the_links_fields(api_url: str) -> None:
+    # When a link is made with a title, tags and limits
+    shorten = ["shorten", "https://example.com/", "--title", "Sale", "--tags", "spring, sms"]
+    limits = ["--expires-at", "2030-01-01T00:00:00Z", "--max-clicks", "5"]
+    assert main(["--api-url", api_url, *shorten, *limits]) == EXIT_OK
+    # And changed: limits removed with "none", tags replaced
+    update = ["update", "c1", "--tags", "a", "--tag", "b", "--expires-at", "none", "--max-clicks", "none"]
+    assert main(["--api-url", api_url, *update]) == EXIT_OK
+    # Then the API gets them under its own names
+    sent = [json.loads(body) for method, _, body in FakeApi.requests if method in ("POST", "PATCH")]
+    assert sent == [
+        {
+            "url": "https://example.com/",
+            "title": "Sale",
+            "tags": ["spring", "sms"],
+            "expires_at": "2030-01-01T00:00:00Z",
+            "max_clicks": 5,
+        },
+        {"tags": ["b", "a"], "expires_at": None, "max_clicks": None},
+    ]
