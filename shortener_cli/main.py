@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shortener.exceptions import InvalidKeyRequestError, ShortenerError
 from shortener.links.model import TEXT_ATTRIBUTES
 from shortener_cli import keys, output
-from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
+from shortener_cli.client import ApiError, ShortenerClient, UnreachableError, multipart_file
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
 
@@ -434,9 +434,12 @@ def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
         print("shortener: the results are CSV: with --json, name their file with --output", file=sys.stderr)
         return EXIT_USAGE
     check_folder(args.output)
-    if data:
-        job = client.upload(data)
-        print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
+    # The form's own lines count towards the API's limit too.
+    if data and size + len(multipart_file(b"", args.file.name)[0]) <= SMALL_BODY_BYTES:
+        job = client.upload(data, args.file.name)
+        print(
+            f"job {job['job_id']}: {output.count(job['total'], 'row')} of {args.file.name}", file=sys.stderr
+        )
     else:
         job = _upload_directly(client, args.file, size, sys.stderr)
     if not (args.wait or args.output):

@@ -1,5 +1,6 @@
 """``--json`` on every command that prints; a closed pipe and a file that cannot be written end
-the CLI with an exit code and at most one line, never a traceback."""
+the CLI with an exit code and at most one line, never a traceback; an upload carries its file's
+name."""
 
 import json
 import subprocess
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from shortener.jobs.csv_reader import read_upload
+from shortener_cli.client import multipart_file
 from shortener_cli.main import EXIT_OK, EXIT_USAGE, main
 from tests.cli.test_main import FakeApi, api_url  # noqa: F401 - the fake API and its fixture
 
@@ -88,3 +91,21 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(api_url: str) -> None:  # noqa: 
     # Then it exits 0, with nothing on stderr
     assert process.wait(timeout=60) == EXIT_OK
     assert process.stderr.read() == b""
+
+
+@pytest.mark.parametrize("name", ["links.csv", 'spring "sale" 2026.csv', "Frühling ✓.csv"])
+def test_an_upload_carries_its_files_name_as_the_api_reads_it(name: str) -> None:
+    # Given a file sent as the CLI sends it
+    body, content_type = multipart_file(b"url\nhttps://example.com/\n", name)
+    # Then the API's own reader finds its rows and its name
+    uploaded = read_upload(body, content_type, max_bytes=10_000, max_rows=10)
+    assert uploaded.file_name == name
+    assert [row.url for row in uploaded.rows] == ["https://example.com/"]
+
+
+def test_bulk_sends_the_files_name(api_url: str, tmp_path: Path) -> None:  # noqa: F811
+    upload = tmp_path / "spring.csv"
+    upload.write_text("url\nhttps://a/\n")
+    assert main(["--api-url", api_url, "bulk", str(upload)]) == EXIT_OK
+    [(_, path, body)] = [request for request in FakeApi.requests if request[0] == "POST"]
+    assert path == "/bulk" and b'filename="spring.csv"' in body
