@@ -390,11 +390,15 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     batch_id = client.start_batch(request)["batch_id"]
     deadline = time.monotonic() + args.timeout
+    bar = _Bar(sys.stderr)
     while (status := client.batch(batch_id))["status"] == "running":
+        bar.show(batch_progress(batch_id, status))
         if time.monotonic() >= deadline:
+            bar.done()
             print(f"shortener: batch {batch_id} still running after {args.timeout:g} s", file=sys.stderr)
             return EXIT_REFUSED
         time.sleep(args.poll_interval)
+    bar.done()
     outcomes = list(status["outcomes"])
     cursor = status.get("next_cursor")
     while cursor:
@@ -406,8 +410,8 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
         print(output.as_json(status))
     else:
         print(
-            f"batch {batch_id} {status['status']}: {status['total']:,} links, {status['changed']:,} changed,"
-            f" {status['unchanged']:,} unchanged, {status['failed']:,} failed"
+            f"batch {batch_id} {status['status']}: {output.count(status['total'], 'link')}, "
+            f"{status['changed']:,} changed, {status['unchanged']:,} unchanged, {status['failed']:,} failed"
         )
         for outcome in outcomes:
             if outcome.get("message"):
@@ -415,6 +419,16 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
         if status.get("error"):
             print(f"shortener: {status['error']}", file=sys.stderr)
     return EXIT_OK if status["status"] == "done" and not status["failed"] else EXIT_REFUSED
+
+
+def batch_progress(batch_id: str, status: dict[str, Any]) -> str:
+    """batch b1: 120 of 300 links done so far, 2 failed (running). A batch by tag or job counts its
+    links as it reaches them, so the total grows while it runs."""
+    done = sum(int(status.get(name) or 0) for name in ("changed", "unchanged", "failed"))
+    return (
+        f"batch {batch_id}: {done:,} of {output.count(int(status.get('total') or 0), 'link')} done so far, "
+        f"{int(status.get('failed') or 0):,} failed ({status['status']})"
+    )
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
@@ -484,12 +498,13 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         failed = status["failed"]
-        rows = "1 row has" if failed == 1 else f"{failed} rows have"
-        print(f"{rows} an error; see the error column", file=sys.stderr)
+        has = "has" if failed == 1 else "have"
+        print(f"{output.count(failed, 'row')} {has} an error; see the error column", file=sys.stderr)
     if status.get("fallback_lines"):
+        lines = output.count(status["fallback_lines"], "line")
         print(
-            f"{status['fallback_lines']} lines were not UTF-8 "
-            f"and were read as {status.get('fallback_encoding')}",
+            f"{lines} {'was' if status['fallback_lines'] == 1 else 'were'} not UTF-8 "
+            f"and read as {status.get('fallback_encoding')}",
             file=sys.stderr,
         )
     if status.get("ignored_columns"):
@@ -541,20 +556,29 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
 
 
 def format_top_links(top: dict[str, Any]) -> str:
-    """The caller's clicks in a range, then a line per link, most followed first."""
-    lines = [f"{top['total']} clicks ({top['humans']} humans) from {top['from']} to {top['to']}"]
-    lines += [f"{link['clicks']:>8}  {link['humans']:>8}  {link['short_url']}" for link in top["links"]]
+    """The caller's clicks in a range, then a table of links, most followed first."""
+    total = f"{output.count(top['total'], 'click')} ({output.count(top['humans'], 'human')})"
+    lines = [f"{total} from {top['from']} to {top['to']}"]
+    if top["links"]:
+        lines.append(
+            output.table(
+                ("CLICKS", "HUMANS", "SHORT URL"),
+                ((f"{link['clicks']:,}", f"{link['humans']:,}", link["short_url"]) for link in top["links"]),
+            )
+        )
     return "\n".join(lines)
 
 
 def _print_link_clicks(report: dict[str, Any]) -> None:
+    counts = ", ".join((output.count(report["humans"], "human"), output.count(report["bots"], "bot")))
     print(
-        f"{report['code']}: {report['total']} clicks ({report['humans']} humans, {report['bots']} bots) "
+        f"{report['code']}: {output.count(report['total'], 'click')} ({counts}) "
         f"from {report['from']} to {report['to']}, by {report['interval']}"
     )
-    for point in report["series"]:
-        if point["clicks"]:
-            print(f"  {point['start']}  {point['clicks']:>6}  {point['humans']:>6} humans")
+    series = [point for point in report["series"] if point["clicks"]]
+    if series:
+        rows = ((point["start"], f"{point['clicks']:,}", f"{point['humans']:,}") for point in series)
+        print(output.table(("START", "CLICKS", "HUMANS"), rows))
     for name in ("countries", "devices", "browsers", "os", "referrers"):
         values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report[name])
         print(f"{name}: {values or '-'}")
@@ -630,13 +654,15 @@ def progress_bar(status: dict[str, Any]) -> str:
         done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
         return (
             f"[{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] file read {percent}%, "
-            f"{done}/{int(status.get('total') or 0)} rows queued so far done ({status.get('phase')})"
+            f"{done:,}/{output.count(int(status.get('total') or 0), 'row')} queued so far done "
+            f"({status.get('phase')})"
         )
     total = int(status.get("total") or 0)
     done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
     filled = _BAR_WIDTH if total == 0 else min(_BAR_WIDTH, _BAR_WIDTH * done // total)
     bar = "#" * filled + "." * (_BAR_WIDTH - filled)
-    return f"[{bar}] {done}/{total} rows, {int(status.get('failed') or 0)} failed ({status.get('status')})"
+    failed = int(status.get("failed") or 0)
+    return f"[{bar}] {done:,}/{output.count(total, 'row')}, {failed:,} failed ({status.get('status')})"
 
 
 def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
@@ -665,19 +691,28 @@ def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
             break
     if export == "table":
         print(format_links(rows))
+        if rows:
+            print(output.count(len(rows), "link"), file=sys.stderr)
     if cursor:
         print("more links follow: --all lists every page", file=sys.stderr)
     return EXIT_OK
 
 
 def format_links(links: list[dict[str, Any]]) -> str:
-    """A table of links: short URL, status, creation date, target and title."""
+    """A table of links: short URL, status, creation date, target, title and tags."""
     if not links:
         return "No links."
     return output.table(
-        ("SHORT URL", "STATUS", "CREATED", "URL", "TITLE"),
+        ("SHORT URL", "STATUS", "CREATED", "URL", "TITLE", "TAGS"),
         (
-            (link["short_url"], link["status"], link["created_at"][:10], link["url"], link.get("title") or "")
+            (
+                link["short_url"],
+                link["status"],
+                link["created_at"][:10],
+                link["url"],
+                link.get("title") or "",
+                ", ".join(link.get("tags") or []),
+            )
             for link in links
         ),
     )

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from shortener_cli import output
 from shortener_cli.loops import Loop, format_loops
 from shortener_cli.main import (
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
+    batch_progress,
     local_aws_endpoint,
     main,
     progress_bar,
@@ -249,7 +251,7 @@ def test_loops_are_listed_with_heartbeat_ages() -> None:
 def test_links_are_listed_page_after_page(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--api-url", api_url, "links", "--tag", "spring", "--all"]) == EXIT_OK
     header, *lines = capsys.readouterr().out.splitlines()
-    assert header.split() == ["SHORT", "URL", "STATUS", "CREATED", "URL", "TITLE"]
+    assert header.split() == ["SHORT", "URL", "STATUS", "CREATED", "URL", "TITLE", "TAGS"]
     assert [line.split()[0] for line in lines] == ["http://sho.rt/c1", "http://sho.rt/c2", "http://sho.rt/c3"]
     assert lines[1].split()[1] == "disabled"
     assert "Sale" in lines[1]
@@ -505,3 +507,25 @@ def test_shorten_and_update_send_the_links_fields(api_url: str) -> None:
         },
         {"tags": ["b", "a"], "expires_at": None, "max_clicks": None},
     ]
+
+
+def test_counts_are_singular_for_one_and_the_tag_batch_shows_progress(
+    api_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert [output.count(n, "link") for n in (0, 1, 2, 1000)] == [
+        "0 links",
+        "1 link",
+        "2 links",
+        "1,000 links",
+    ]
+    assert progress_bar({"status": "running", "total": 1, "succeeded": 0, "failed": 0}).endswith(
+        "0/1 row, 0 failed (running)"
+    )
+    running = {"status": "running", "total": 300, "changed": 118, "unchanged": 0, "failed": 2}
+    assert batch_progress("b1", running) == "batch b1: 120 of 300 links done so far, 2 failed (running)"
+    assert batch_progress("b1", running | {"total": 1, "changed": 1, "failed": 0}).startswith(
+        "batch b1: 1 of 1 link done"
+    )
+    # A table of links is counted on stderr, in the singular for one
+    assert main(["--api-url", api_url, "links", "--tag", "spring"]) == EXIT_OK
+    assert capsys.readouterr().err.splitlines()[0] == "2 links"

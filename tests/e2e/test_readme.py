@@ -198,10 +198,10 @@ DOCS_EXPECTED = {
     "clicks.md": [
         r'"total":1,"humans":1,"bots":0,',
         r'"browsers":\[\{"value":"Firefox","clicks":1\}\]',
-        r"^\S+: 1 clicks \(1 humans, 0 bots\) from ",
+        r"^\S+: 1 click \(1 human, 0 bots\) from ",
         r"^browsers: Firefox 1$",
         r"^start,clicks,humans$",
-        r"^\d+ clicks \(\d+ humans\) from ",
+        r"^\d+ clicks? \(\d+ humans?\) from ",
     ],
     "campaign-links.md": [
         r"^301\n301\n410$",
