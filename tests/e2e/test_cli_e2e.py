@@ -30,23 +30,21 @@ def checkout(stack: RunningStack, tmp_path_factory: pytest.TempPathFactory) -> P
     return folder
 
 
-def clean_env(folder: Path) -> dict[str, str]:
-    """This process's environment without SHORTENER_* variables, and a config file that does not
-    exist: nothing of this machine's shortener setup."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("SHORTENER_")}
-    return env | {"SHORTENER_CONFIG": str(folder / "no-such-config.toml")}
-
-
 def shortener(checkout: Path, *args: str, shell_pipe: str = "") -> subprocess.CompletedProcess[str]:
     """`shortener ARGS` (optionally piped into ``shell_pipe``, the pipeline failing when the CLI
-    does) run in ``checkout`` with nothing of this machine's shortener setup."""
-    env = clean_env(checkout)
+    does) run in ``checkout``."""
     command = [str(SHORTENER), *args]
     if shell_pipe:
-        quoted = shlex.join(command)
-        command = ["bash", "-c", f"set -o pipefail; {quoted} | {shell_pipe}"]
+        command = ["bash", "-c", f"set -o pipefail; {shlex.join(command)} | {shell_pipe}"]
+    return run(command, checkout)
+
+
+def run(command: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` run in ``folder`` with nothing of this machine's shortener setup."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SHORTENER_")}
+    env["SHORTENER_CONFIG"] = str(folder / "no-such-config.toml")
     return subprocess.run(
-        command, cwd=checkout, env=env, capture_output=True, text=True, timeout=120, check=False
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
     )
 
 
@@ -68,16 +66,7 @@ def test_the_banners_try_line_works(stack: RunningStack) -> None:
     [line] = [line.strip() for line in stack.log().splitlines() if " shorten https://" in line]
     assert "--local-stack" in line
     # When it is run as printed, from the checkout, with nothing else naming the stack
-    env = clean_env(PROJECT_ROOT)
-    done = subprocess.run(
-        ["bash", "-c", line],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run(["bash", "-c", line], PROJECT_ROOT)
     # Then it shortens on this stack
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(stack.api_url)
