@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import select
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -178,14 +179,19 @@ def banner(stack: LocalStack) -> str:
     lines += [f"  ! {warning}" for warning in stack.report.warnings]
     if options.faults:
         lines.append(f"Faults: {options.faults}")
+    # `shortener` finds the stack by its stack.json in the default data dir by itself, whatever the
+    # ports; another data dir is named to it.
+    cli = ".venv/bin/shortener"
+    if options.data_dir.resolve() != StackOptions().data_dir.resolve():
+        cli += f" --local-stack {shlex.quote(str(options.data_dir))}"
     lines += [
         "",
         "Try:",
         f"  curl -i -X POST {stack.api_url} -H 'Content-Type: application/json'"
         + (f" -H 'X-Api-Key: {stack.api_key}'" if stack.api_key else "")
         + ' -d \'{"url": "https://example.com/"}\'',
-        "  .venv/bin/shortener shorten https://example.com/",
-        "  .venv/bin/shortener bulk links.csv --wait --output results.csv",
+        f"  {cli} shorten https://example.com/",
+        f"  {cli} bulk links.csv --wait --output results.csv",
         f"  open {stack.api_url} in a browser",
         "",
         "Ctrl-C stops" + (f" (state saved to {data_dir})." if options.persist else "."),

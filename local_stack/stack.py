@@ -2,6 +2,7 @@
 
 import json
 import logging
+import os
 import re
 import socket
 import threading
@@ -388,6 +389,8 @@ class LocalStack:
             "outputs": self.resources.outputs(),
             # The local admin key (None when the template declares no keys).
             "api_key": self.api_key,
+            # Whose stack.json this is: `shortener` trusts the file only while this process runs.
+            "pid": os.getpid(),
         }
 
     def _serve(self, serve_forever: Callable[[], None], name: str) -> None:

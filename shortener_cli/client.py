@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import secrets
 import time
 import urllib.error
 import urllib.request
@@ -58,14 +59,22 @@ class ShortenerClient:
         self.timeout = timeout
         self.api_key = api_key
 
-    def shorten(self, url: str, code: str | None = None) -> dict[str, Any]:
-        """POST /: the link {"code", "short_url", "url"} (new or existing)."""
-        payload = {"url": url, **({"code": code} if code else {})}
+    def shorten(
+        self, url: str, code: str | None = None, fields: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """POST /: the link {"code", "short_url", "url"} (new or existing); ``fields``: title, tags,
+        expires_at, max_clicks."""
+        payload = {"url": url, **({"code": code} if code else {}), **(fields or {})}
         return self._call("POST", "", json.dumps(payload).encode(), "application/json").json()  # type: ignore[no-any-return]
 
-    def upload(self, csv_bytes: bytes) -> dict[str, Any]:
-        """POST /bulk: the job {"job_id", "total", "status_url"}."""
-        return self._call("POST", "bulk", csv_bytes, "text/csv").json()  # type: ignore[no-any-return]
+    def upload(self, csv_bytes: bytes, file_name: str | None = None) -> dict[str, Any]:
+        """POST /bulk: the job {"job_id", "total", "status_url"}. With ``file_name``, the file goes
+        as a multipart form's file field, as the page sends it, so that the job records its name
+        (``file_name`` in GET /jobs/{id} and the jobs list); without, as a text/csv body."""
+        if file_name is None:
+            return self._call("POST", "bulk", csv_bytes, "text/csv").json()  # type: ignore[no-any-return]
+        body, content_type = multipart_file(csv_bytes, file_name)
+        return self._call("POST", "bulk", body, content_type).json()  # type: ignore[no-any-return]
 
     def job(self, job_id: str) -> dict[str, Any]:
         """GET /jobs/{id}: status and counters."""
@@ -281,6 +290,24 @@ class ShortenerClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UnreachableError(f"cannot reach {self.api_url}: {reason}") from exc
+
+
+def multipart_file(data: bytes, file_name: str) -> tuple[bytes, str]:
+    """A multipart/form-data body holding ``data`` as the file field ``file`` named ``file_name``
+    (RFC 7578), and its Content-Type. A name that is not plain ASCII, or holds a quote, goes
+    percent-encoded as ``filename*`` (RFC 2231), which the API's reader decodes."""
+    boundary = "shortener-" + secrets.token_hex(16)
+    while boundary.encode() in data:
+        boundary = "shortener-" + secrets.token_hex(16)
+    plain = file_name.isascii() and file_name.isprintable() and not any(c in file_name for c in '"\\')
+    disposition = f'filename="{file_name}"' if plain else f"filename*=utf-8''{quote(file_name, safe='')}"
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="file"; {disposition}\r\n'
+        "Content-Type: text/csv\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    return head + data + tail, f"multipart/form-data; boundary={boundary}"
 
 
 def _followable(base: str, link: str, status: int) -> str:

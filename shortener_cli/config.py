@@ -1,7 +1,11 @@
 """Where the client finds the API and its key.
 
-API URL: ``--api-url``, else ``SHORTENER_API_URL``, else ``api_url`` in the config file, else the
-local stack (http://127.0.0.1:3000/).
+API URL: ``--api-url``, else ``SHORTENER_API_URL``, else the local stack named by ``--local-stack`` /
+``SHORTENER_LOCAL_STACK``, else ``api_url`` in the config file, else a running local stack found
+where `make run` keeps its data (whatever ports it chose, e.g. ``--api-port 0``), else
+http://127.0.0.1:3000/. A stack is found by ``stack.json`` in its data dir, which the stack writes
+once it is ready and removes on a clean stop; a file left behind by a killed stack is not trusted:
+its process must still exist and its API port must accept a connection.
 
 API key: ``--api-key``, else ``SHORTENER_API_KEY``, else, when the API is a running local stack,
 that stack's admin key (from ``stack.json`` in its data dir), else ``api_key`` in the config file.
@@ -14,6 +18,7 @@ Local stacks: ``--local-stack DIR`` or ``SHORTENER_LOCAL_STACK`` names a data di
 
 import json
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +30,8 @@ DEFAULT_API_URL = "http://127.0.0.1:3000/"
 DISCOVERY_FILE = "stack.json"
 _PROJECT_DATA_DIR = Path(__file__).resolve().parent.parent / ".local-stack"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# How long a found stack's API port may take to accept a connection (loopback: far less).
+_PROBE_SECONDS = 0.5
 
 
 class ConfigError(Exception):
@@ -58,6 +65,26 @@ class LocalStack:
             and mine.port == theirs.port
             and mine.scheme == theirs.scheme
         )
+
+    def running(self) -> bool:
+        """Whether the stack that wrote ``stack.json`` still runs: its process exists (when the
+        file names it) and its API port accepts a connection. A stack killed with ``kill -9``
+        leaves the file behind, and another program may since listen on its port."""
+        pid = self.info.get("pid")
+        if isinstance(pid, int) and pid > 0:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                pass  # another user's process: it exists
+        target = urlsplit(self.api_url)
+        try:
+            port = target.port or (443 if target.scheme == "https" else 80)
+            with socket.create_connection((target.hostname or "127.0.0.1", port), _PROBE_SECONDS):
+                return True
+        except (OSError, ValueError):
+            return False
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -117,11 +144,21 @@ def resolve_endpoint(
     """The API URL and key, by the precedence in this module's docstring."""
     env = os.environ if environ is None else environ
     config = read_config(config_path(env))
-    url = api_url or env.get("SHORTENER_API_URL") or str(config.get("api_url") or "") or DEFAULT_API_URL
+    stacks = local_stacks(local_stack, env)
+    named = bool(local_stack or env.get("SHORTENER_LOCAL_STACK"))
+    url = api_url or env.get("SHORTENER_API_URL") or ""
+    if not url and named and stacks:
+        url = stacks[0].api_url
+    url = url or str(config.get("api_url") or "") or _running_stack_url(stacks) or DEFAULT_API_URL
     key = api_key or env.get("SHORTENER_API_KEY") or None
     if key is None:
-        local = next((stack for stack in local_stacks(local_stack, env) if stack.serves(url)), None)
+        local = next((stack for stack in stacks if stack.serves(url)), None)
         key = local.api_key if local else None
     if key is None and config.get("api_key"):
         key = str(config["api_key"])
     return Endpoint(url, key)
+
+
+def _running_stack_url(stacks: list[LocalStack]) -> str:
+    """The API URL of the first of ``stacks`` that still runs ("" when none does)."""
+    return next((stack.api_url for stack in stacks if stack.running()), "")

@@ -63,6 +63,11 @@ def local_target(stack: LocalStack) -> Target:
     return Target(name, dict(info.get("outputs") or {}), session, str(info["aws_endpoint"]))
 
 
+def key_view(key: ApiKey) -> dict[str, Any]:
+    """A key's record as ``--json`` prints it: never its hash nor its usage plan key."""
+    return key.model_dump(mode="json", exclude={"key_hash", "usage_key"})
+
+
 def format_keys(keys: list[ApiKey]) -> str:
     """A table of keys for a terminal (never the keys themselves: only their ids)."""
     if not keys:

@@ -3,8 +3,9 @@ larger) and wait for its results, fetch the results of any job, manage links, th
 (admins), list the loops, make, list and revoke API keys. Where the API and its key come from:
 shortener_cli/config.py.
 
-Exit codes: 0 done, 1 the API (or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong
-usage, 3 unreachable, 4 a job ended early (its file was not read to its end: rows after that point
+Exit codes: 0 done (also when the reader of stdout went away, as ``| head -1`` does), 1 the API
+(or AWS) refused (4xx/5xx) or a job did not finish in time, 2 wrong usage (a file that cannot be
+written included), 3 unreachable, 4 a job ended early (its file was not read to its end: rows after that point
 have no outcome; the message says why)."""
 
 import argparse
@@ -12,15 +13,17 @@ import csv
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener.exceptions import InvalidKeyRequestError, ShortenerError
 from shortener.links.model import TEXT_ATTRIBUTES
 from shortener_cli import keys, output
-from shortener_cli.client import ApiError, ShortenerClient, UnreachableError
+from shortener_cli.client import ApiError, ShortenerClient, UnreachableError, multipart_file
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
 
@@ -48,13 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="data dir of the local stack (env SHORTENER_LOCAL_STACK; default: ./.local-stack)",
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the API's answers as JSON (for programs), not as text"
+        "--json",
+        action="store_true",
+        help="print the answers as JSON (for programs), not as text; CSV results and reports go to "
+        "--output then, and stdout holds the job's status",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
     shorten = commands.add_parser("shorten", help="shorten one URL and print the short URL")
     shorten.add_argument("url")
     shorten.add_argument("--code", help="a custom code")
+    add_link_fields(shorten)
 
     bulk = commands.add_parser("bulk", help="upload a CSV with a url column (and an optional code column)")
     bulk.add_argument("file", type=Path)
@@ -145,9 +152,8 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     update = commands.add_parser("update", help="change a link's target, title or tags, or disable it")
     update.add_argument("code")
     update.add_argument("--url", help="the new target (the code stays the same)")
-    for name in TEXT_ATTRIBUTES:
-        update.add_argument(f"--{name}")
-    update.add_argument("--tag", action="append", dest="tags", help="a tag (repeat; replaces the tags)")
+    add_link_fields(update, removable=True)
+    update.add_argument("--tag", action="append", dest="tag_list", help="a tag (repeat; replaces the tags)")
     state = update.add_mutually_exclusive_group()
     state.add_argument("--disable", action="store_const", const="disabled", dest="status")
     state.add_argument("--enable", action="store_const", const="active", dest="status")
@@ -186,12 +192,7 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
         )
         chosen.add_argument("--poll-interval", type=float, default=1.0, help="seconds between status reads")
         if action == "set":
-            chosen.add_argument("--expires-at", help="ISO 8601 with a zone, e.g. 2026-12-31T23:59:00Z")
-            chosen.add_argument(
-                "--max-clicks", type=int, help="redirects each link answers before it expires"
-            )
-            chosen.add_argument("--tags", help="comma-separated tags (replace each link's tags)")
-            chosen.add_argument("--title")
+            add_link_fields(chosen)
 
     block = commands.add_parser("block", help="refuse links to a host and its subdomains (admins)")
     block.add_argument("host")
@@ -199,6 +200,50 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     unblock = commands.add_parser("unblock", help="allow a blocked host again (admins)")
     unblock.add_argument("host")
     commands.add_parser("blocklist", help="list the blocked hosts (admins)")
+
+
+def add_link_fields(parser: argparse.ArgumentParser, *, removable: bool = False) -> None:
+    """--title, --tags, --expires-at and --max-clicks: the API's link fields (docs/api.md).
+    ``removable``: ``none`` removes a limit (PATCH sends it as null)."""
+    for name in TEXT_ATTRIBUTES:
+        parser.add_argument(f"--{name}", help=f"the link's {name}")
+    parser.add_argument("--tags", help="tags separated by commas, e.g. spring,sms (replace the tags)")
+    removes = "; none removes it" if removable else ""
+    parser.add_argument(
+        "--expires-at",
+        help=f"when the link expires: ISO 8601 with a zone, e.g. 2026-12-31T23:59:00Z{removes}",
+    )
+    parser.add_argument(
+        "--max-clicks",
+        type=_removable_count if removable else int,
+        help=f"redirects the link answers before it expires{removes}",
+    )
+
+
+def _removable_count(text: str) -> int | str:
+    return "none" if text.strip().lower() == "none" else int(text)
+
+
+def link_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The link fields given, as the API names them; a limit given as ``none`` is sent as null
+    (PATCH removes it)."""
+    tags = list(getattr(args, "tag_list", None) or [])
+    if args.tags is not None:
+        tags += [tag.strip() for tag in args.tags.split(",") if tag.strip()]
+    given = {
+        **{name: getattr(args, name) for name in TEXT_ATTRIBUTES},
+        "tags": tags if args.tags is not None or tags else None,
+        "expires_at": args.expires_at,
+        "max_clicks": args.max_clicks,
+    }
+    return {
+        name: None if name in _LIMITS and str(value).strip().lower() == "none" else value
+        for name, value in given.items()
+        if value is not None
+    }
+
+
+_LIMITS = ("expires_at", "max_clicks")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,22 +268,36 @@ def main(argv: list[str] | None = None) -> int:
         "qr": lambda: _qr(client, args),
         "batch": lambda: _batch(client, args),
         "block": lambda: _show(client.block(args.host, args.reason), args.json),
-        "unblock": lambda: _unblock(client, args.host),
+        "unblock": lambda: _unblock(client, args.host, args.json),
         "blocklist": lambda: _blocklist(client, args.json),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }
+    return _run(commands[args.command])
+
+
+def _run(command: Callable[[], int]) -> int:
+    """``command``'s exit code; a refusal, an unreachable API, a closed pipe or a file that cannot
+    be written is a line on stderr and an exit code, never a traceback."""
     try:
-        return commands[args.command]()
+        return command()
+    except BrokenPipeError:
+        # The reader went away (`| head -1`): what it did not read is not wanted. Later writes,
+        # the interpreter's own flush at exit included, go nowhere instead of failing again.
+        # https://docs.python.org/3/library/signal.html#note-on-sigpipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OutputError as exc:
+        print(f"shortener: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ApiError as exc:
+        hint = ""
         if exc.status == 403 and exc.error in ("missing_api_key", "invalid_api_key"):
             hint = (
-                "pass --api-key, set SHORTENER_API_KEY, or put api_key in "
-                + "~/.config/shortener/config.toml"
+                "; pass --api-key, set SHORTENER_API_KEY, or put api_key in ~/.config/shortener/config.toml"
             )
-            print(f"shortener: {exc.message} ({exc.status} {exc.error}); {hint}", file=sys.stderr)
-            return EXIT_REFUSED
-        print(f"shortener: {exc.message} ({exc.status} {exc.error})", file=sys.stderr)
+        print(f"shortener: {exc.message} ({exc.status} {exc.error}){hint}", file=sys.stderr)
         return EXIT_REFUSED
     except UnreachableError as exc:
         print(f"shortener: {exc}", file=sys.stderr)
@@ -249,30 +308,58 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _qr(client: ShortenerClient, args: argparse.Namespace) -> int:
+    check_folder(args.output)
     if bool(args.job) == bool(args.code):
         print("shortener: name a link's code or a --job, not both", file=sys.stderr)
         return EXIT_USAGE
     if args.job:
-        partial = args.output.with_name(args.output.name + ".partial")
-        try:
-            with partial.open("wb") as out:
-                size = client.save_labels(
-                    args.job, args.format, out, deadline=time.monotonic() + args.timeout
-                )
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.replace(args.output)
+        deadline = time.monotonic() + args.timeout
+        size = write_whole(
+            args.output, lambda out: client.save_labels(args.job, args.format, out, deadline=deadline)
+        )
         print(f"QR codes of job {args.job} ({size:,} bytes) written to {args.output}", file=sys.stderr)
+        if args.json:
+            print(output.as_json({"job_id": args.job, "output": str(args.output), "bytes": size}))
         return EXIT_OK
     image_format = args.output.suffix.lower().lstrip(".")
     if image_format not in ("png", "svg"):
         print(f"shortener: {args.output} should end in .png or .svg", file=sys.stderr)
         return EXIT_USAGE
     image = client.qr(args.code, image_format, args.size)
-    args.output.write_bytes(image)
+    size = write_whole(args.output, lambda out: out.write(image))
     print(f"QR code of {args.code} written to {args.output}", file=sys.stderr)
+    if args.json:
+        print(output.as_json({"code": args.code, "output": str(args.output), "bytes": size}))
     return EXIT_OK
+
+
+class OutputError(Exception):
+    """A file the user named cannot be written (no such folder, no permission, disk full)."""
+
+
+def check_folder(path: Path | None) -> None:
+    """OutputError, before any work is done, when ``path``'s folder does not exist (a download
+    after an hour's wait must not fail for a typo)."""
+    if path is not None and not path.parent.is_dir():
+        raise OutputError(f"cannot write {path}: the folder {path.parent} does not exist")
+
+
+def write_whole(path: Path, write: Callable[[BinaryIO], int]) -> int:
+    """Write ``path`` with ``write`` (which returns the bytes written): aside first and renamed
+    when whole, so a failed download leaves no partial file. OutputError (one line, no
+    traceback) when the file cannot be written."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as out:
+            size = write(out)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return size
 
 
 def batch_request(args: argparse.Namespace) -> dict[str, Any] | str:
@@ -288,15 +375,7 @@ def batch_request(args: argparse.Namespace) -> dict[str, Any] | str:
     else:
         request["tag"] = args.tag
     if args.action == "set":
-        fields: dict[str, Any] = {}
-        if args.expires_at is not None:
-            fields["expires_at"] = args.expires_at
-        if args.max_clicks is not None:
-            fields["max_clicks"] = args.max_clicks
-        if args.tags is not None:
-            fields["tags"] = [tag.strip() for tag in args.tags.split(",") if tag.strip()]
-        if args.title is not None:
-            fields["title"] = args.title
+        fields = link_fields(args)
         if not fields:
             return "set needs --expires-at, --max-clicks, --tags or --title"
         request["set"] = fields
@@ -311,11 +390,15 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     batch_id = client.start_batch(request)["batch_id"]
     deadline = time.monotonic() + args.timeout
+    bar = _Bar(sys.stderr)
     while (status := client.batch(batch_id))["status"] == "running":
+        bar.show(batch_progress(batch_id, status))
         if time.monotonic() >= deadline:
+            bar.done()
             print(f"shortener: batch {batch_id} still running after {args.timeout:g} s", file=sys.stderr)
             return EXIT_REFUSED
         time.sleep(args.poll_interval)
+    bar.done()
     outcomes = list(status["outcomes"])
     cursor = status.get("next_cursor")
     while cursor:
@@ -327,8 +410,8 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
         print(output.as_json(status))
     else:
         print(
-            f"batch {batch_id} {status['status']}: {status['total']:,} links, {status['changed']:,} changed,"
-            f" {status['unchanged']:,} unchanged, {status['failed']:,} failed"
+            f"batch {batch_id} {status['status']}: {output.count(status['total'], 'link')}, "
+            f"{status['changed']:,} changed, {status['unchanged']:,} unchanged, {status['failed']:,} failed"
         )
         for outcome in outcomes:
             if outcome.get("message"):
@@ -338,9 +421,19 @@ def _batch(client: ShortenerClient, args: argparse.Namespace) -> int:
     return EXIT_OK if status["status"] == "done" and not status["failed"] else EXIT_REFUSED
 
 
+def batch_progress(batch_id: str, status: dict[str, Any]) -> str:
+    """batch b1: 120 of 300 links done so far, 2 failed (running). A batch by tag or job counts its
+    links as it reaches them, so the total grows while it runs."""
+    done = sum(int(status.get(name) or 0) for name in ("changed", "unchanged", "failed"))
+    return (
+        f"batch {batch_id}: {done:,} of {output.count(int(status.get('total') or 0), 'link')} done so far, "
+        f"{int(status.get('failed') or 0):,} failed ({status['status']})"
+    )
+
+
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
-    link = client.shorten(args.url, args.code)
-    print(link["short_url"])
+    link = client.shorten(args.url, args.code, link_fields(args))
+    print(output.as_json(link) if args.json else link["short_url"])
     return EXIT_OK
 
 
@@ -351,13 +444,20 @@ def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"shortener: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    if data:
-        job = client.upload(data)
-        print(f"job {job['job_id']}: {job['total']} rows", file=sys.stderr)
+    if args.json and args.wait and not args.output:
+        print("shortener: the results are CSV: with --json, name their file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
+    # The form's own lines count towards the API's limit too.
+    if data and size + len(multipart_file(b"", args.file.name)[0]) <= SMALL_BODY_BYTES:
+        job = client.upload(data, args.file.name)
+        print(
+            f"job {job['job_id']}: {output.count(job['total'], 'row')} of {args.file.name}", file=sys.stderr
+        )
     else:
         job = _upload_directly(client, args.file, size, sys.stderr)
     if not (args.wait or args.output):
-        print(job["job_id"])
+        print(output.as_json(job) if args.json else job["job_id"])
         return EXIT_OK
     return _results(client, job["job_id"], args)
 
@@ -373,7 +473,12 @@ def _upload_directly(client: ShortenerClient, path: Path, size: int, out: TextIO
 
 
 def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> int:
-    """Wait for the job (unless told not to), then write its whole results CSV."""
+    """Wait for the job (unless told not to), then write its whole results CSV; with --json, the
+    job's last status (the results go to --output then)."""
+    if args.json and not args.output:
+        print("shortener: the results are CSV: with --json, name their file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
     deadline = time.monotonic() + args.timeout
     status = client.job(job_id)
     if not getattr(args, "no_wait", False):
@@ -383,28 +488,23 @@ def _results(client: ShortenerClient, job_id: str, args: argparse.Namespace) -> 
             return EXIT_REFUSED
         status = waited
     if args.output:
-        # Written aside and renamed when whole: a failed download leaves no partial results file.
-        partial = args.output.with_name(args.output.name + ".partial")
-        try:
-            with partial.open("wb") as out:
-                client.save_results(job_id, out, deadline=deadline)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.replace(args.output)
+        write_whole(args.output, lambda out: client.save_results(job_id, out, deadline=deadline))
         print(f"results written to {args.output}", file=sys.stderr)
     else:
         client.save_results(job_id, sys.stdout.buffer, deadline=deadline)
         sys.stdout.flush()
+    if args.json:
+        print(output.as_json(status))
     if status.get("failed"):
         # Row errors (an invalid URL, a taken code) are results, not a failure of the job.
         failed = status["failed"]
-        rows = "1 row has" if failed == 1 else f"{failed} rows have"
-        print(f"{rows} an error; see the error column", file=sys.stderr)
+        has = "has" if failed == 1 else "have"
+        print(f"{output.count(failed, 'row')} {has} an error; see the error column", file=sys.stderr)
     if status.get("fallback_lines"):
+        lines = output.count(status["fallback_lines"], "line")
         print(
-            f"{status['fallback_lines']} lines were not UTF-8 "
-            f"and were read as {status.get('fallback_encoding')}",
+            f"{lines} {'was' if status['fallback_lines'] == 1 else 'were'} not UTF-8 "
+            f"and read as {status.get('fallback_encoding')}",
             file=sys.stderr,
         )
     if status.get("ignored_columns"):
@@ -433,50 +533,71 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
             print("shortener: give a CODE or --job, not both", file=sys.stderr)
             return EXIT_USAGE
         return _job_clicks(client, args)
+    if args.json and args.csv:
+        print("shortener: --json or --csv, not both", file=sys.stderr)
+        return EXIT_USAGE
     if not args.code:
         top = client.top_links(**{"from": args.start or "", "to": args.end or ""})
-        print(f"{top['total']} clicks ({top['humans']} humans) from {top['from']} to {top['to']}")
-        for link in top["links"]:
-            print(f"{link['clicks']:>8}  {link['humans']:>8}  {link['short_url']}")
+        print(output.as_json(top) if args.json else format_top_links(top))
         return EXIT_OK
     report = client.link_clicks(
         args.code, **{"from": args.start or "", "to": args.end or "", "interval": args.interval or ""}
     )
-    if args.csv:
+    if args.json:
+        print(output.as_json(report))
+    elif args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["start", "clicks", "humans"])
         for point in report["series"]:
             writer.writerow([point["start"], point["clicks"], point["humans"]])
-        return EXIT_OK
+    else:
+        _print_link_clicks(report)
+    return EXIT_OK
+
+
+def format_top_links(top: dict[str, Any]) -> str:
+    """The caller's clicks in a range, then a table of links, most followed first."""
+    total = f"{output.count(top['total'], 'click')} ({output.count(top['humans'], 'human')})"
+    lines = [f"{total} from {top['from']} to {top['to']}"]
+    if top["links"]:
+        lines.append(
+            output.table(
+                ("CLICKS", "HUMANS", "SHORT URL"),
+                ((f"{link['clicks']:,}", f"{link['humans']:,}", link["short_url"]) for link in top["links"]),
+            )
+        )
+    return "\n".join(lines)
+
+
+def _print_link_clicks(report: dict[str, Any]) -> None:
+    counts = ", ".join((output.count(report["humans"], "human"), output.count(report["bots"], "bot")))
     print(
-        f"{report['code']}: {report['total']} clicks ({report['humans']} humans, {report['bots']} bots) "
+        f"{report['code']}: {output.count(report['total'], 'click')} ({counts}) "
         f"from {report['from']} to {report['to']}, by {report['interval']}"
     )
-    for point in report["series"]:
-        if point["clicks"]:
-            print(f"  {point['start']}  {point['clicks']:>6}  {point['humans']:>6} humans")
+    series = [point for point in report["series"] if point["clicks"]]
+    if series:
+        rows = ((point["start"], f"{point['clicks']:,}", f"{point['humans']:,}") for point in series)
+        print(output.table(("START", "CLICKS", "HUMANS"), rows))
     for name in ("countries", "devices", "browsers", "os", "referrers"):
         values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report[name])
         print(f"{name}: {values or '-'}")
-    return EXIT_OK
 
 
 def _job_clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
+    if args.json and not args.output:
+        print("shortener: the click report is CSV: with --json, name its file with --output", file=sys.stderr)
+        return EXIT_USAGE
+    check_folder(args.output)
     if not args.output:
         client.save_job_clicks(args.job, sys.stdout.buffer, deadline=deadline)
         sys.stdout.flush()
         return EXIT_OK
-    # Written aside and renamed when whole: a failed download leaves no partial report.
-    partial = args.output.with_name(args.output.name + ".partial")
-    try:
-        with partial.open("wb") as out:
-            client.save_job_clicks(args.job, out, deadline=deadline)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(args.output)
+    size = write_whole(args.output, lambda out: client.save_job_clicks(args.job, out, deadline=deadline))
     print(f"click report written to {args.output}", file=sys.stderr)
+    if args.json:
+        print(output.as_json({"job_id": args.job, "output": str(args.output), "bytes": size}))
     return EXIT_OK
 
 
@@ -533,13 +654,15 @@ def progress_bar(status: dict[str, Any]) -> str:
         done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
         return (
             f"[{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] file read {percent}%, "
-            f"{done}/{int(status.get('total') or 0)} rows queued so far done ({status.get('phase')})"
+            f"{done:,}/{output.count(int(status.get('total') or 0), 'row')} queued so far done "
+            f"({status.get('phase')})"
         )
     total = int(status.get("total") or 0)
     done = int(status.get("succeeded") or 0) + int(status.get("failed") or 0)
     filled = _BAR_WIDTH if total == 0 else min(_BAR_WIDTH, _BAR_WIDTH * done // total)
     bar = "#" * filled + "." * (_BAR_WIDTH - filled)
-    return f"[{bar}] {done}/{total} rows, {int(status.get('failed') or 0)} failed ({status.get('status')})"
+    failed = int(status.get("failed") or 0)
+    return f"[{bar}] {done:,}/{output.count(total, 'row')}, {failed:,} failed ({status.get('status')})"
 
 
 def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
@@ -568,19 +691,28 @@ def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
             break
     if export == "table":
         print(format_links(rows))
+        if rows:
+            print(output.count(len(rows), "link"), file=sys.stderr)
     if cursor:
         print("more links follow: --all lists every page", file=sys.stderr)
     return EXIT_OK
 
 
 def format_links(links: list[dict[str, Any]]) -> str:
-    """A table of links: short URL, status, creation date, target and title."""
+    """A table of links: short URL, status, creation date, target, title and tags."""
     if not links:
         return "No links."
     return output.table(
-        ("SHORT URL", "STATUS", "CREATED", "URL", "TITLE"),
+        ("SHORT URL", "STATUS", "CREATED", "URL", "TITLE", "TAGS"),
         (
-            (link["short_url"], link["status"], link["created_at"][:10], link["url"], link.get("title") or "")
+            (
+                link["short_url"],
+                link["status"],
+                link["created_at"][:10],
+                link["url"],
+                link.get("title") or "",
+                ", ".join(link.get("tags") or []),
+            )
             for link in links
         ),
     )
@@ -588,17 +720,15 @@ def format_links(links: list[dict[str, Any]]) -> str:
 
 def _update(client: ShortenerClient, args: argparse.Namespace) -> int:
     changes = {
-        key: value
-        for key, value in (
-            ("url", args.url),
-            *((name, getattr(args, name)) for name in TEXT_ATTRIBUTES),
-            ("tags", args.tags),
-            ("status", args.status),
-        )
-        if value is not None
+        **{key: value for key, value in (("url", args.url), ("status", args.status)) if value is not None},
+        **link_fields(args),
     }
     if not changes:
-        print("shortener: nothing to change (--url, --title, --tag, --disable or --enable)", file=sys.stderr)
+        print(
+            "shortener: nothing to change (--url, --title, --tags, --expires-at, --max-clicks, "
+            "--disable or --enable)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return _show(client.update_link(args.code, changes), args.json)
 
@@ -608,9 +738,9 @@ def _show(fields: dict[str, Any], as_json: bool = False) -> int:
     return EXIT_OK
 
 
-def _unblock(client: ShortenerClient, host: str) -> int:
+def _unblock(client: ShortenerClient, host: str, as_json: bool = False) -> int:
     client.unblock(host)
-    print(f"{host} is no longer blocked")
+    print(output.as_json({"host": host, "blocked": False}) if as_json else f"{host} is no longer blocked")
     return EXIT_OK
 
 
@@ -634,7 +764,8 @@ def _loops(args: argparse.Namespace) -> int:
     try:
         dynamodb = dynamodb_client(endpoint, args.region)
         table = args.tokens_table or find_tokens_table(dynamodb)
-        print(format_loops(list_loops(dynamodb, table)))
+        loops = list_loops(dynamodb, table)
+        print(output.as_json([asdict(loop) for loop in loops]) if args.json else format_loops(loops))
     except LookupError as exc:
         print(f"shortener: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -674,12 +805,21 @@ def _keys(args: argparse.Namespace) -> int:
                 f"{target.stack_name}. It is shown only now: keep it somewhere safe.",
                 file=sys.stderr,
             )
-            print(created.key)
+            print(output.as_json({"key": created.key, **keys.key_view(record)}) if args.json else created.key)
         elif args.keys_command == "list":
-            print(keys.format_keys(manager.list()))
+            found = manager.list()
+            print(
+                output.as_json([keys.key_view(key) for key in found])
+                if args.json
+                else keys.format_keys(found)
+            )
         else:
             record = manager.revoke(args.key_id)
-            print(f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}) is revoked from now on.")
+            print(
+                output.as_json(keys.key_view(record))
+                if args.json
+                else f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}) is revoked from now on."
+            )
     except InvalidKeyRequestError as exc:
         print(f"shortener: {exc.message}", file=sys.stderr)
         return EXIT_USAGE

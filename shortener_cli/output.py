@@ -16,6 +16,11 @@ LINK_COLUMNS = tuple(name for name in LinkView.model_fields if name not in _LIMI
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """ "1 link", "2 links", "1,000 rows": a number and its noun, in the singular only for one."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
 def value_text(value: Any) -> str:
     """One value as a person reads it: '-' for none, yes/no, lists joined, numbers grouped."""
     if value is None or value in ("", [], {}):

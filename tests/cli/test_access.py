@@ -2,6 +2,9 @@
 and how keys are listed."""
 
 import json
+import os
+import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -11,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from shortener.access.model import ApiKey
-from shortener_cli.config import DEFAULT_API_URL, LocalStack, resolve_endpoint
+from shortener_cli import config
+from shortener_cli.config import DEFAULT_API_URL, Endpoint, LocalStack, resolve_endpoint
 from shortener_cli.keys import format_keys
 from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, main
 from tests.cli.test_main import FakeApi
@@ -50,14 +54,34 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)
+    # Not the stack a developer may be running in this checkout.
+    monkeypatch.setattr(config, "_PROJECT_DATA_DIR", tmp_path / "project" / ".local-stack")
     return tmp_path
 
 
-def local_stack_dir(root: Path, api_url: str, api_key: str = "local-key") -> Path:
-    data_dir = root / "data"
+def local_stack_dir(
+    root: Path, api_url: str, api_key: str = "local-key", name: str = "data", pid: int | None = None
+) -> Path:
+    data_dir = root / name
     data_dir.mkdir(exist_ok=True)
-    (data_dir / "stack.json").write_text(json.dumps({"api_url": api_url, "api_key": api_key}))
+    info = {"api_url": api_url, "api_key": api_key, **({"pid": pid} if pid is not None else {})}
+    (data_dir / "stack.json").write_text(json.dumps(info))
     return data_dir
+
+
+def closed_port_url() -> str:
+    """A loopback URL on which nothing listens (any more)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+def finished_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 def write_config(root: Path, text: str) -> None:
@@ -87,6 +111,42 @@ def test_the_api_url_comes_from_the_config_when_not_given(clean_env: Path) -> No
     assert resolve_endpoint(None, None, None, env).api_url == DEFAULT_API_URL
     write_config(clean_env, 'api_url = "https://sho.rt/"\napi_key = "k"\n')
     assert resolve_endpoint(None, None, None, env) == resolve_endpoint("https://sho.rt/", "k", None, env)
+
+
+def test_a_running_stack_is_found_where_make_run_keeps_it_whatever_its_port(
+    api_url: str, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stack on a port of its own choosing (make run ARGS="--api-port 0")
+    local_stack_dir(clean_env, api_url, "good", name=".local-stack", pid=os.getpid())
+    # When the client is given neither a URL nor a key, it finds the stack and its key
+    assert main(["shorten", "https://a/"]) == EXIT_OK
+    assert KeyedApi.seen == ["good"]
+    assert capsys.readouterr().out == "http://sho.rt/abc\n"
+    # And the URL and key given still win
+    env = {"XDG_CONFIG_HOME": str(clean_env / "config"), "SHORTENER_API_URL": "https://sho.rt/"}
+    assert resolve_endpoint(None, None, None, env) == resolve_endpoint("https://sho.rt/", None, None, {})
+
+
+@pytest.mark.parametrize("stale", ["process ended", "port closed"])
+def test_a_stack_json_left_by_a_killed_stack_is_not_trusted(
+    api_url: str, clean_env: Path, stale: str
+) -> None:
+    env = {"XDG_CONFIG_HOME": str(clean_env / "config")}
+    if stale == "process ended":
+        local_stack_dir(clean_env, api_url, name=".local-stack", pid=finished_pid())
+    else:
+        local_stack_dir(clean_env, closed_port_url(), name=".local-stack", pid=os.getpid())
+    assert resolve_endpoint(None, None, None, env) == Endpoint(DEFAULT_API_URL, None)
+
+
+def test_a_named_stack_wins_over_the_config_and_a_found_one(api_url: str, clean_env: Path) -> None:
+    write_config(clean_env, 'api_url = "https://sho.rt/"\napi_key = "k"\n')
+    local_stack_dir(clean_env, api_url, name=".local-stack", pid=os.getpid())
+    named = local_stack_dir(clean_env, "http://127.0.0.1:3999/", "named-key", name="other")
+    env = {"XDG_CONFIG_HOME": str(clean_env / "config")}
+    assert resolve_endpoint(None, None, str(named), env) == Endpoint("http://127.0.0.1:3999/", "named-key")
+    # The config's API, when given, comes before a stack found by itself
+    assert resolve_endpoint(None, None, None, env) == Endpoint("https://sho.rt/", "k")
 
 
 def test_a_local_stack_serves_its_own_port_under_any_loopback_name() -> None:

@@ -122,3 +122,11 @@ def test_an_unknown_link_and_a_confused_call_are_refused(
     assert main(["--api-url", api_url, "clicks", "nope"]) == EXIT_REFUSED
     assert "No such link. (404 not_found)" in capsys.readouterr().err
     assert main(["--api-url", api_url, "clicks", "abc", "--job", "j1"]) == EXIT_USAGE
+
+
+def test_reports_print_as_json(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--api-url", api_url, "--json", "clicks", "abc"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["total"] == 10
+    assert main(["--api-url", api_url, "--json", "clicks"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["links"][0]["short_url"] == "http://sho.rt/abc"
+    assert main(["--api-url", api_url, "--json", "clicks", "abc", "--csv"]) == EXIT_USAGE

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from shortener_cli import output
 from shortener_cli.loops import Loop, format_loops
 from shortener_cli.main import (
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
+    batch_progress,
     local_aws_endpoint,
     main,
     progress_bar,
@@ -48,6 +50,7 @@ class FakeApi(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        FakeApi.requests.append(("POST", self.path, body))
         if self.path == "/bulk":
             self._json(202, {"job_id": "j1", "total": 2, "status_url": "http://sho.rt/jobs/j1"})
         elif json.loads(body)["url"].startswith("https://"):
@@ -248,7 +251,7 @@ def test_loops_are_listed_with_heartbeat_ages() -> None:
 def test_links_are_listed_page_after_page(api_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--api-url", api_url, "links", "--tag", "spring", "--all"]) == EXIT_OK
     header, *lines = capsys.readouterr().out.splitlines()
-    assert header.split() == ["SHORT", "URL", "STATUS", "CREATED", "URL", "TITLE"]
+    assert header.split() == ["SHORT", "URL", "STATUS", "CREATED", "URL", "TITLE", "TAGS"]
     assert [line.split()[0] for line in lines] == ["http://sho.rt/c1", "http://sho.rt/c2", "http://sho.rt/c3"]
     assert lines[1].split()[1] == "disabled"
     assert "Sale" in lines[1]
@@ -482,3 +485,47 @@ def test_batch_arguments_become_the_batch_request() -> None:
     assert request("enable") == "name the links by CODE..., --job or --tag (one of them)"
     assert request("enable", "abc", "--tag", "x") == "name the links by CODE..., --job or --tag (one of them)"
     assert request("set", "abc") == "set needs --expires-at, --max-clicks, --tags or --title"
+
+
+def test_shorten_and_update_send_the_links_fields(api_url: str) -> None:
+    # When a link is made with a title, tags and limits
+    shorten = ["shorten", "https://example.com/", "--title", "Sale", "--tags", "spring, sms"]
+    limits = ["--expires-at", "2030-01-01T00:00:00Z", "--max-clicks", "5"]
+    assert main(["--api-url", api_url, *shorten, *limits]) == EXIT_OK
+    # And changed: limits removed with "none", tags replaced
+    update = ["update", "c1", "--tags", "a", "--tag", "b", "--expires-at", "none", "--max-clicks", "none"]
+    assert main(["--api-url", api_url, *update]) == EXIT_OK
+    # Then the API gets them under its own names
+    sent = [json.loads(body) for method, _, body in FakeApi.requests if method in ("POST", "PATCH")]
+    assert sent == [
+        {
+            "url": "https://example.com/",
+            "title": "Sale",
+            "tags": ["spring", "sms"],
+            "expires_at": "2030-01-01T00:00:00Z",
+            "max_clicks": 5,
+        },
+        {"tags": ["b", "a"], "expires_at": None, "max_clicks": None},
+    ]
+
+
+def test_counts_are_singular_for_one_and_the_tag_batch_shows_progress(
+    api_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert [output.count(n, "link") for n in (0, 1, 2, 1000)] == [
+        "0 links",
+        "1 link",
+        "2 links",
+        "1,000 links",
+    ]
+    assert progress_bar({"status": "running", "total": 1, "succeeded": 0, "failed": 0}).endswith(
+        "0/1 row, 0 failed (running)"
+    )
+    running = {"status": "running", "total": 300, "changed": 118, "unchanged": 0, "failed": 2}
+    assert batch_progress("b1", running) == "batch b1: 120 of 300 links done so far, 2 failed (running)"
+    assert batch_progress("b1", running | {"total": 1, "changed": 1, "failed": 0}).startswith(
+        "batch b1: 1 of 1 link done"
+    )
+    # A table of links is counted on stderr, in the singular for one
+    assert main(["--api-url", api_url, "links", "--tag", "spring"]) == EXIT_OK
+    assert capsys.readouterr().err.splitlines()[0] == "2 links"

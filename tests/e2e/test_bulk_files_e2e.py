@@ -70,7 +70,7 @@ def test_a_latin1_line_in_a_utf8_file_is_shortened_and_blank_lines_keep_the_row_
     assert [int(line["row"]) for line in lines] == [1, 3, 6]
     assert all(line["code"] and not line["error"] for line in lines)
     assert lines[1]["url"] == "https://example.com/caf%C3%A9"
-    assert "1 lines were not UTF-8 and were read as cp1252" in done.stderr
+    assert "1 line was not UTF-8 and read as cp1252" in done.stderr
 
 
 def test_a_cp1252_file_uploaded_directly_gives_every_row_one_outcome(
