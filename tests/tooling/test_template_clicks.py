@@ -118,3 +118,16 @@ def test_the_collector_may_write_counters_and_nothing_else() -> None:
     assert decide("CollectorFunction", "dynamodb:DeleteItem", clicks) != Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:BatchGetItem", links) == Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW
+
+
+def test_the_edge_stage_has_no_api_cache_so_the_function_spends_click_limits() -> None:
+    # Every redirect of a click-limited link through the edge must reach the function (the edge
+    # stores none: no-store), which spends the limit once (tests/shortener/clicks/test_edge_limits.py);
+    # an API cache on that stage would answer some without it.
+    for given in ({}, {"Stage": "prod"}):
+        resources = resolved(**given)
+        for properties in resources.of_type("AWS::ApiGateway::Stage").values():
+            if properties.get("StageName") == "edge":
+                assert str(properties.get("CacheClusterEnabled", False)).lower() == "false"
+                settings = properties.get("MethodSettings", [])
+                assert not any(str(s.get("CachingEnabled", False)).lower() == "true" for s in settings)
