@@ -25,16 +25,6 @@ pytestmark = pytest.mark.integration
 GROUP = "/aws/cloudfront/t-edge"
 
 
-@pytest.fixture
-def collector(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "collector")
-    monkeypatch.setenv("CLICK_RETENTION_DAYS", "30")
-    from functions.collector import app
-
-    monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    yield app
-
-
 def subscribed_group(collector: ModuleType, duplicates: float) -> list[dict[str, Any]]:
     """EdgeLogGroup subscribed to the collector (a function moto knows of, as CloudWatch Logs checks),
     its deliveries handed to the collector's handler at once; the summaries it answered."""
