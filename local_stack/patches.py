@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from local_stack import registry
 from local_stack.awslambda import quota as lambda_quota
 from local_stack.cloudformation import deploy
-from local_stack.cloudwatch import history
+from local_stack.cloudwatch import history, subscriptions
 from local_stack.dynamodb import compact as dynamodb_compact
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.embedded import server
@@ -143,6 +143,14 @@ PATCHES: tuple[Patch, ...] = (
         "CloudWatchResponse.describe_alarm_history",
         "moto 5 has no DescribeAlarmHistory; the alarm evaluator's history is answered through it.",
         "AlarmEvaluator (local_stack/cloudwatch/alarms.py)",
+    ),
+    Patch(
+        subscriptions.install,
+        "LogStream._send_log_events (a Lambda destination)",
+        "moto runs a subscribed function in Docker; events put into a subscribed log group (the "
+        "edge's logs) go to the stack's Lambda runtime instead, as CloudWatch Logs delivers them.",
+        "CloudWatchService.attach (local_stack/cloudwatch/service.py); "
+        "tests/local_stack/cloudwatch/test_subscriptions.py",
     ),
 )
 

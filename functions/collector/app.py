@@ -1,6 +1,7 @@
-"""The click collector: batches of the API's access log lines, delivered by its log group's
-subscription filter, counted into hourly per-link counters (shortener.clicks.counting). A malformed
-line is skipped and counted in a metric; the batch goes on. A batch delivered twice counts once."""
+"""The click collector: batches of the API's access log lines and of the edge's standard log records,
+delivered by their log groups' subscription filters, counted into hourly per-link counters
+(shortener.clicks.counting). A malformed record is skipped and counted in a metric; the batch goes
+on. A batch delivered twice counts once."""
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent, event_source
@@ -15,6 +16,7 @@ _SKIP_METRICS = {
     "not_a_redirect": "ClickLinesNotRedirects",
     "not_a_follow": "ClickLinesNotFollows",
     "cache_refresh": "ClickLinesCacheRefreshes",
+    "edge_stage": "ClickLinesEdgeStage",
 }
 
 
@@ -47,7 +49,7 @@ def lambda_handler(event: CloudWatchLogsEvent, context: LambdaContext) -> dict:
                 extra={"codes": outcome.limits.refresh_failed[:20]},
             )
     if outcome.skipped.get("malformed"):
-        logger.warning("Malformed access log lines skipped", extra={"count": outcome.skipped["malformed"]})
+        logger.warning("Malformed log records skipped", extra={"count": outcome.skipped["malformed"]})
     summary = {
         "lines": len(events),
         "clicks": outcome.clicks,

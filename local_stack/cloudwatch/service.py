@@ -1,12 +1,15 @@
-"""CloudWatch in the stack: the alarms evaluated on their own timer, and the API's access log
-delivered to its subscription filters' functions."""
+"""CloudWatch in the stack: the alarms evaluated on their own timer, the API's access log delivered
+to its subscription filters' functions, and so are events put into any other subscribed log group
+(the edge's logs: subscriptions.py)."""
 
 import logging
 from pathlib import Path
 from typing import Any
 
+from local_stack.cloudwatch import subscriptions
 from local_stack.cloudwatch.alarms import AlarmEvaluator, alarm_specs
 from local_stack.cloudwatch.log_state import AccessLogState
+from local_stack.cloudwatch.logs import SUBSCRIPTION_FILTER
 from local_stack.kms import KeyRing
 from local_stack.service import Service, Stack
 
@@ -19,6 +22,22 @@ class CloudWatchService(Service):
     def __init__(self) -> None:
         self._parts: list[Any] = []
         self._log_state: AccessLogState | None = None
+
+    def attach(self, stack: Stack) -> None:
+        subscriptions.install()
+
+    def connect(self, stack: Stack) -> None:
+        runtime = stack.runtime
+
+        def function_of(arn: str) -> str | None:
+            spec = runtime.function(arn)
+            return spec.name if spec is not None else None
+
+        subscriptions.set_delivery(
+            subscriptions.runtime_delivery(
+                function_of, runtime.invoke_async, stack.options.faults.duplicate_logs
+            )
+        )
 
     def durable_state(self, stack: Stack, data_dir: Path) -> AccessLogState:
         self._log_state = AccessLogState()
@@ -33,6 +52,13 @@ class CloudWatchService(Service):
             options.time_scale,
             keys=KeyRing.from_resources(resources) if options.iam else None,
         )
+        # Other subscribed log groups (the edge's logs), delivered from PutLogEvents on.
+        subscriptions.create_subscribed_groups(
+            resources.of_type(SUBSCRIPTION_FILTER),
+            stack.account_id,
+            options.region,
+            skip=stack.access_log.name if stack.access_log else None,
+        )
         # Lines of the previous run not yet delivered go first (cloudwatch/log_state.py).
         left = self._log_state.attach(stack.access_log) if self._log_state and stack.access_log else 0
         if left:
@@ -43,6 +69,7 @@ class CloudWatchService(Service):
                 self._parts.append(part)
 
     def stop(self) -> None:
+        subscriptions.set_delivery(None)
         for part in self._parts:
             part.stop()
         self._parts.clear()

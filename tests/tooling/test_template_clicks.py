@@ -44,7 +44,7 @@ def test_the_stage_logs_every_request_as_json_to_a_log_group_that_expires() -> N
 
 
 def test_the_access_log_is_subscribed_by_the_collector_for_redirects_only() -> None:
-    resources = resolved()
+    resources = resolved(Edge="off")
     [subscription] = resources.of_type("AWS::Logs::SubscriptionFilter").values()
     assert subscription["LogGroupName"] == resources.physical_id("ApiAccessLogGroup")
     assert subscription["DestinationArn"] == resources.resolver.get_att("CollectorFunction", "Arn")
@@ -53,6 +53,28 @@ def test_the_access_log_is_subscribed_by_the_collector_for_redirects_only() -> N
     permissions = resources.of_type("AWS::Lambda::Permission").values()
     [permission] = [p for p in permissions if p["Principal"] == "logs.amazonaws.com"]
     assert permission["SourceArn"] == resources.resolver.get_att("ApiAccessLogGroup", "Arn")
+
+
+def test_the_access_log_names_the_stage_so_the_edge_stage_is_never_counted_from_it() -> None:
+    fields = json.loads(stage(resolved())["AccessLogSetting"]["Format"])
+    assert fields["stage"] == "$context.stage"
+
+
+def test_the_edges_logs_are_subscribed_by_the_collector_where_the_edge_is_on() -> None:
+    resources = resolved()
+    filters = resources.of_type("AWS::Logs::SubscriptionFilter")
+    edge = filters["EdgeClicksSubscription"]
+    assert edge["LogGroupName"] == resources.physical_id("EdgeLogGroup")
+    assert edge["DestinationArn"] == resources.resolver.get_att("CollectorFunction", "Arn")
+    # Every record: the collector keeps the redirects
+    assert edge["FilterPattern"] == ""
+    permission = resources.properties("EdgeClicksPermission")
+    assert permission["Principal"] == "logs.amazonaws.com"
+    assert permission["SourceArn"] == resources.resolver.get_att("EdgeLogGroup", "Arn")
+    # Edge=off: neither the log group nor its subscription
+    off = resolved(Edge="off")
+    assert "EdgeClicksSubscription" not in off.of_type("AWS::Logs::SubscriptionFilter")
+    assert "EdgeLogGroup" not in off.of_type("AWS::Logs::LogGroup")
 
 
 def test_the_collector_writes_only_the_clicks_table_and_hourly_counts_expire() -> None:
@@ -96,3 +118,16 @@ def test_the_collector_may_write_counters_and_nothing_else() -> None:
     assert decide("CollectorFunction", "dynamodb:DeleteItem", clicks) != Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:BatchGetItem", links) == Decision.ALLOW
     assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW
+
+
+def test_the_edge_stage_has_no_api_cache_so_the_function_spends_click_limits() -> None:
+    # Every redirect of a click-limited link through the edge must reach the function (the edge
+    # stores none: no-store), which spends the limit once (tests/shortener/clicks/test_edge_limits.py);
+    # an API cache on that stage would answer some without it.
+    for given in ({}, {"Stage": "prod"}):
+        resources = resolved(**given)
+        for properties in resources.of_type("AWS::ApiGateway::Stage").values():
+            if properties.get("StageName") == "edge":
+                assert str(properties.get("CacheClusterEnabled", False)).lower() == "false"
+                settings = properties.get("MethodSettings", [])
+                assert not any(str(s.get("CachingEnabled", False)).lower() == "true" for s in settings)

@@ -162,6 +162,8 @@ def test_every_function_has_a_log_group_that_expires() -> None:
     }
     # The API's access log keeps its own retention (it holds client addresses; docs/clicks.md)
     assert groups.pop("/aws/apigateway/ops-access") == "90"
+    # So does the edge's log (the edge's standard logs: client addresses too)
+    assert groups.pop("/aws/cloudfront/ops-edge") == "90"
     assert groups == {f"/aws/lambda/{resources.physical_id(function)}": "14" for function in FUNCTIONS}
 
 

@@ -1,8 +1,10 @@
-"""Counting clicks from the API's access log (docs/clicks.md): each line of a delivered batch is
-parsed (a malformed one is skipped and counted, the batch goes on), a redirect of GET /{code} is
-classified (country from the address, which is then dropped; device class, browser and OS from
-the user agent; bot or human from the crawler list), and the batch's clicks are added up per link
-per hour before anything is written: one counter update per link hour, not one write per click."""
+"""Counting clicks from the API's access log and the edge's standard logs (docs/clicks.md): each
+record of a delivered batch is parsed (a malformed one is skipped and counted, the batch goes on), a
+redirect of GET /{code} is classified (country from the address, which is then dropped, or from
+CloudFront's viewer country; device class, browser and OS from the user agent; bot or human from
+the crawler list; the referrer's host where the edge logged one), and the batch's clicks are added
+up per link per hour before anything is written: one counter update per link hour, not one write
+per click."""
 
 import hashlib
 import json
@@ -10,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol, cast
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import iptocc
 from pydantic import ValidationError
@@ -19,8 +21,10 @@ from shortener.access.model import ANONYMOUS_OWNER
 from shortener.clicks.agents import classify_agent
 from shortener.clicks.model import (
     DIMENSIONS,
+    EDGE_STAGE,
     MAX_RANGE_DAYS,
     MAX_TOP_RANGE_DAYS,
+    MAX_VALUE_LENGTH,
     STAGE_CACHE_REFRESH_AGENT,
     TOP_LINKS,
     TOP_VALUES,
@@ -29,6 +33,7 @@ from shortener.clicks.model import (
     AllTime,
     BatchOutcome,
     Click,
+    EdgeLogRecord,
     HourCounts,
     Interval,
     LimitOutcome,
@@ -43,11 +48,14 @@ from shortener.clicks.model import (
     ValueCount,
 )
 from shortener.exceptions import InvalidRequestError
+from shortener.links.codes import is_reserved
 from shortener.links.model import Link
 
 REDIRECT_ROUTE = "/{code}"
 # A code is one path segment; "#" never appears in one (the links table's own items use it).
 _CODE = re.compile(r"^[^/#\s]{1,128}$")
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ClickCounter(Protocol):
@@ -76,16 +84,38 @@ def batch_key(log_group: str, log_stream: str, event_ids: Iterable[str]) -> str:
     return digest.hexdigest()[:40]
 
 
-def parse_line(message: str) -> AccessLogLine | None:
-    """The access log line, or None when it is not one (junk, truncated, a field out of bounds)."""
+def edge_batch_key(request_ids: Iterable[str]) -> str:
+    """The same for every delivery of the edge's records of one batch, whatever event ids and
+    stream CloudWatch Logs gave them: a digest of their ``x-edge-request-id``s (unique per request,
+    CloudFront's standard logging reference)."""
+    return batch_key("cloudfront", "edge", request_ids)
+
+
+def parse_line(message: str) -> AccessLogLine | EdgeLogRecord | None:
+    """The access log line or the edge's log record, or None when it is neither (junk, truncated,
+    a field out of bounds). The edge's records are told by their ``x-edge-request-id``."""
     try:
-        return AccessLogLine.model_validate(json.loads(message))
+        document = json.loads(message)
+        if isinstance(document, dict) and "x-edge-request-id" in document:
+            return EdgeLogRecord.model_validate(document)
+        return AccessLogLine.model_validate(document)
     except (ValueError, ValidationError):
         return None
 
 
-def click_of(line: AccessLogLine) -> Click | SkipReason:
-    """The click a line records, or why it is none."""
+def click_of(line: AccessLogLine | EdgeLogRecord) -> Click | SkipReason:
+    """The click a line or record records, or why it is none."""
+    if isinstance(line, EdgeLogRecord):
+        return edge_click_of(line)
+    return access_click_of(line)
+
+
+def access_click_of(line: AccessLogLine) -> Click | SkipReason:
+    """The click an access log line records, or why it is none."""
+    if line.stage == EDGE_STAGE:
+        # The edge's own origin requests: counted from the edge's logs (no access log is set on that
+        # stage; a line that arrived anyway must not count the click twice).
+        return "edge_stage"
     if line.resource_path != REDIRECT_ROUTE or line.method != "GET":
         return "not_a_follow"  # HEAD from link checkers, other routes
     if line.user_agent == STAGE_CACHE_REFRESH_AGENT:
@@ -105,6 +135,49 @@ def click_of(line: AccessLogLine) -> Click | SkipReason:
         browser=browser,
         os=os_family,
     )
+
+
+def edge_click_of(record: EdgeLogRecord) -> Click | SkipReason:
+    """The click an edge log record records, by the access log's rules (a GET of one code answered
+    with a redirect), or why it is none: the country is CloudFront's, the referrer its host."""
+    if record.method != "GET":
+        return "not_a_follow"  # HEAD from link checkers, POST of a password form
+    if record.user_agent == STAGE_CACHE_REFRESH_AGENT:
+        return "cache_refresh"
+    code = unquote(record.path).removeprefix("/")
+    if not _CODE.match(code) or is_reserved(code):
+        return "not_a_follow"  # the page, the app-site-association document, other routes
+    if not 300 <= record.status < 400:
+        return "not_a_redirect"  # 404, 410, refused by the WAF, errors
+    at_ms = record.at_ms()
+    if at_ms is None:  # the model refuses such a record; kept for the type
+        return "malformed"
+    bot, device, browser, os_family = classify_agent(record.user_agent or "")
+    country = (record.country or "").upper()
+    return Click(
+        code=code,
+        at=datetime.fromtimestamp(at_ms / 1000, UTC),
+        bot=bot,
+        country=country if _COUNTRY.match(country) else UNKNOWN,
+        device=device,
+        browser=browser,
+        os=os_family,
+        referrer=referrer_host(record.referer),
+        from_edge=True,
+    )
+
+
+def referrer_host(referer: str | None) -> str | None:
+    """The host of a Referer header, lower case, without port or credentials; None for none or one
+    that names no host."""
+    if not referer:
+        return None
+    try:
+        host = urlsplit(referer.strip()).hostname
+    except ValueError:
+        return None
+    host = _CONTROL.sub("", host or "").strip(".")
+    return host[:MAX_VALUE_LENGTH] or None
 
 
 def country_of(address: str | None) -> str:
@@ -143,13 +216,22 @@ class ClickCollector:
         self.limits = limits
 
     def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
+        """Count a delivered batch once per ``key`` (its log group, stream and event ids); a batch
+        of the edge's records is keyed by their request ids instead, so that the same records
+        delivered again under other event ids count once too."""
         outcome = BatchOutcome()
         clicks = []
+        edge_requests: list[str] = []
+        access_lines = 0
         for message in messages:
             line = parse_line(message)
             if line is None:
                 outcome.skip("malformed")
                 continue
+            if isinstance(line, EdgeLogRecord):
+                edge_requests.append(line.request_id)
+            else:
+                access_lines += 1
             click = click_of(line)
             if isinstance(click, str):
                 outcome.skip(click)
@@ -158,6 +240,8 @@ class ClickCollector:
             outcome.clicks += 1
             outcome.bots += click.bot
             outcome.humans += not click.bot
+        if edge_requests and not access_lines:
+            key = edge_batch_key(edge_requests)
         hours = aggregate(clicks)
         if hours:
             # One BatchGetItem of the batch's distinct links: their owners, their click limits.
@@ -167,10 +251,12 @@ class ClickCollector:
             outcome.items_written = written or 0
             limited = {code: link for code, link in links.items() if link.click_limited and link.active}
             # Counted once: a batch delivered again adds nothing to the limits either.
-            if self.limits is not None and limited and written is not None:
-                per_code: dict[str, int] = {}
-                for counts in hours:
-                    per_code[counts.code] = per_code.get(counts.code, 0) + counts.clicks
+            # The edge's clicks spent their limit in the function already (shortener.clicks.limits).
+            per_code: dict[str, int] = {}
+            for click in clicks:
+                if not click.from_edge:
+                    per_code[click.code] = per_code.get(click.code, 0) + 1
+            if self.limits is not None and limited and written is not None and per_code:
                 outcome.limits = self.limits(per_code, limited)
         return outcome
 

@@ -1,11 +1,13 @@
-"""Clicks: the access log line a redirect leaves (what the collector reads), one classified click,
-and the hourly counts the collector adds up (docs/clicks.md)."""
+"""Clicks: the records a redirect leaves (the API's access log line, the edge's standard log record:
+what the collector reads), one classified click, and the hourly counts the collector adds up
+(docs/clicks.md)."""
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
+from urllib.parse import unquote
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 # The user agent of the stack's own refresh of a stage-cache entry (shortener.links.stage_cache): the
 # access log records that request like any other, and it is not a click.
@@ -19,12 +21,23 @@ UNKNOWN = "unknown"
 DeviceClass = Literal["desktop", "mobile", "tablet", "bot", "other"]
 Dimension = Literal["country", "device", "browser", "os", "referrer"]
 DIMENSIONS: tuple[Dimension, ...] = ("country", "device", "browser", "os", "referrer")
-SkipReason = Literal["malformed", "not_a_redirect", "not_a_follow", "cache_refresh"]
+SkipReason = Literal["malformed", "not_a_redirect", "not_a_follow", "cache_refresh", "edge_stage"]
+# The API stage CloudFront's origin requests reach (template.yaml): its redirects are counted from
+# the edge's logs, never from an access log line, so a click through the edge counts once.
+EDGE_STAGE = "edge"
 
 
 def _dash_is_none(value: object) -> object:
     # API Gateway writes "-" for a variable without a value.
     return None if value in ("-", "") else value
+
+
+def _url_decoded(value: object) -> object:
+    # CloudFront's logs URL-encode the user agent and the referrer ("standard logging reference",
+    # log file fields); "-" is a header the request did not send.
+    if not isinstance(value, str) or value in ("-", ""):
+        return None
+    return unquote(value)
 
 
 class AccessLogLine(BaseModel):
@@ -42,6 +55,65 @@ class AccessLogLine(BaseModel):
     user_agent: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
         default=None, alias="userAgent", max_length=MAX_USER_AGENT_LENGTH
     )
+    # The stage that answered (absent from lines written before the format named it).
+    stage: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(default=None, max_length=128)
+
+
+class EdgeLogRecord(BaseModel):
+    """One record of the edge's standard logs (v2), output format JSON, delivered to a CloudWatch
+    Logs log group (template.yaml, EdgeLogGroup): AWS's field names, each value a string as
+    CloudFront writes it ("-" for none). The viewer's address (``c-ip``) is never read."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    request_id: str = Field(alias="x-edge-request-id", min_length=1, max_length=128)
+    # When the edge answered: ``timestamp(ms)``, or ``date`` and ``time`` (UTC) to the second.
+    timestamp_ms: Annotated[int | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="timestamp(ms)", gt=0
+    )
+    day: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="date", max_length=10
+    )
+    clock: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="time", max_length=12
+    )
+    method: str = Field(alias="cs-method", max_length=16)
+    host: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="x-host-header", max_length=256
+    )
+    path: str = Field(alias="cs-uri-stem", max_length=8192)
+    # "000": the viewer closed the connection before the edge answered.
+    status: int = Field(alias="sc-status", ge=0, le=599)
+    referer: Annotated[str | None, BeforeValidator(_url_decoded)] = Field(
+        default=None, alias="cs(Referer)", max_length=8192
+    )
+    user_agent: Annotated[str | None, BeforeValidator(_url_decoded)] = Field(
+        default=None, alias="cs(User-Agent)", max_length=MAX_USER_AGENT_LENGTH
+    )
+    result_type: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="x-edge-result-type", max_length=32
+    )
+    country: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="c-country", max_length=8
+    )
+
+    @model_validator(mode="after")
+    def _has_a_time(self) -> Self:
+        if self.timestamp_ms is None and self.at_ms() is None:
+            raise ValueError("a record needs timestamp(ms), or date and time")
+        return self
+
+    def at_ms(self) -> int | None:
+        """When the edge answered, in epoch milliseconds (None when the record does not say)."""
+        if self.timestamp_ms is not None:
+            return self.timestamp_ms
+        if not self.day or not self.clock:
+            return None
+        try:
+            moment = datetime.fromisoformat(f"{self.day}T{self.clock}+00:00")
+        except ValueError:
+            return None
+        return int(moment.timestamp() * 1000)
 
 
 @dataclass(frozen=True)
@@ -56,6 +128,9 @@ class Click:
     browser: str
     os: str
     referrer: str | None = None
+    # Counted from the edge's logs: its redirect reached the function through the edge stage (which
+    # has no cache), so a click limit was spent there already.
+    from_edge: bool = False
 
     def dimension(self, name: Dimension) -> str | None:
         return {

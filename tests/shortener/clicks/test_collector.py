@@ -2,7 +2,6 @@
 them, counted into the clicks table once per batch; no address is stored."""
 
 import json
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -16,16 +15,6 @@ from tests.support.loops import LambdaContext
 pytestmark = pytest.mark.integration
 
 T0 = 1_764_133_200_000  # 2025-11-26T05:00:00Z
-
-
-@pytest.fixture
-def collector(tables: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "collector")
-    monkeypatch.setenv("CLICK_RETENTION_DAYS", "30")
-    from functions.collector import app
-
-    monkeypatch.setattr(app.metrics, "namespace", "BulkShortenerTests")
-    yield app
 
 
 def deliveries(records: list[AccessRecord]) -> list[dict[str, Any]]:

@@ -47,7 +47,7 @@ FORMAT_FIELDS = (
     '{"requestId":"$context.requestId","time":"$context.requestTimeEpoch","method":"$context.httpMethod",'
     '"resourcePath":"$context.resourcePath","path":"$context.path","status":"$context.status",'
     '"ip":"$context.identity.sourceIp","userAgent":"$context.identity.userAgent",'
-    '"responseLength":"$context.responseLength"}'
+    '"responseLength":"$context.responseLength","stage":"$context.stage"}'
 )
 
 
