@@ -100,7 +100,6 @@ class OwnerLinks(Protocol):
         before: str | None,
         limit: int,
         tag: str | None = None,
-        contains: str | None = None,
     ) -> LinkPage: ...
 
 

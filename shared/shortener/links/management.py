@@ -13,6 +13,7 @@ from shortener.access.model import Caller
 from shortener.exceptions import (
     ConflictError,
     ForbiddenError,
+    InvalidRequestError,
     LinkGoneError,
     LinkNotFoundError,
 )
@@ -25,6 +26,7 @@ from shortener.http.paging import (
 )
 from shortener.links.codes import is_well_formed
 from shortener.links.model import Link, LinkLimits, LinkUpdate, link_fields
+from shortener.links.search import LISTED_STATUSES, LinkFilter
 from shortener.links.shortening import LinkService
 from shortener.links.store_changes import LinkChangedError
 from shortener.links.store_listing import LinkPage
@@ -53,8 +55,7 @@ class OwnerIndex(Protocol):
         before: str | None,
         limit: int,
         tag: str | None = None,
-        contains: str | None = None,
-        job_id: str | None = None,
+        where: LinkFilter | None = None,
     ) -> LinkPage: ...
 
     def position(self, link: Link) -> str:
@@ -112,12 +113,14 @@ class LinkManager:
         cursor: str | None = None,
         limit: int = LINKS_PAGE_SIZE,
         tag: str | None = None,
-        contains: str | None = None,
+        q: str | None = None,
         job_id: str | None = None,
+        status: str | None = None,
     ) -> tuple[list[Link], str | None]:
         """A page of the caller's links (an admin may name another ``owner``), newest first, and
-        the cursor of the next page; only those with ``tag``, with ``contains`` in their URL or
-        title, and of the bulk job ``job_id``, when given."""
+        the cursor of the next page; only those with ``tag``, matching the search ``q``
+        (shortener.links.search), of the bulk job ``job_id`` and of the listed ``status``, when
+        given. The page is full unless no later link matches."""
         require_key(caller)
         wanted = owner or caller.owner_id
         if wanted != caller.owner_id and not caller.is_admin:
@@ -127,9 +130,7 @@ class LinkManager:
             wanted,
             before=before,
             limit=size,
-            tag=tag or None,
-            contains=contains or None,
-            job_id=job_id or None,
+            where=LinkFilter.of(q=q, tag=tag, job_id=job_id, status=_listed_status(status)),
         )
         links, next_position = page.links, page.next_position
         # A page of long URLs ends early, its answer under Lambda's 6 MB; the cursor goes on from there.
@@ -256,3 +257,10 @@ def require_key(caller: Caller) -> None:
     """ForbiddenError for a caller without a key (everyone is the same anonymous owner then)."""
     if caller.role == "anonymous":
         raise ForbiddenError("Managing links needs an API key (send it in X-Api-Key).")
+
+
+def _listed_status(status: str | None) -> str | None:
+    """``status`` if it is one the link list shows (or absent), else InvalidRequestError."""
+    if status and status not in LISTED_STATUSES:
+        raise InvalidRequestError(f"status must be one of {', '.join(LISTED_STATUSES)}.")
+    return status or None
