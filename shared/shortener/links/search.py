@@ -32,6 +32,12 @@ def link_words(link: Link) -> frozenset[str]:
     return _link_words(link.code, link.url, link.title, link.tags)
 
 
+def search_text(link: Link) -> str:
+    """The link's words as stored on its item (``words``): each after a space, so that
+    ``contains(words, " " + w)`` is true when a word starts with ``w`` (DynamoDB filters by it)."""
+    return "".join(" " + word for word in sorted(link_words(link)))
+
+
 @lru_cache(maxsize=4096)
 def _link_words(code: str, url: str, title: str, tags: tuple[str, ...]) -> frozenset[str]:
     parts = urlsplit(url)

@@ -130,8 +130,8 @@ class LinkIndex(aws.DynamoDBTable):
             arguments["Limit"] = limit
         if shard.start is not None:
             arguments["ExclusiveStartKey"] = shard.start
-        # What DynamoDB can filter, it filters (less to send; the read costs the same); the words of
-        # a search and the status are matched here (DynamoDB has no case folding).
+        # What DynamoDB can filter, it filters (less to send, and to read here; the read costs the
+        # same); the status is matched here, and every filter is checked again.
         filters = []
         if where.tag:
             filters.append("contains(tags, :tag)")
@@ -139,6 +139,13 @@ class LinkIndex(aws.DynamoDBTable):
         if where.job_id:
             filters.append("job_id = :job_id")
             arguments["ExpressionAttributeValues"][":job_id"] = {"S": where.job_id}
+        if where.q:
+            # A word starts after a space in ``words``; a link written before links carried their
+            # words has none, and is matched here.
+            for n, word in enumerate(where.q):
+                arguments["ExpressionAttributeValues"][f":w{n}"] = {"S": " " + word}
+            starts = " AND ".join(f"contains(words, :w{n})" for n in range(len(where.q)))
+            filters.append(f"(attribute_not_exists(words) OR ({starts}))")
         if filters:
             arguments["FilterExpression"] = " AND ".join(filters)
         response = client.query(**arguments)

@@ -3,6 +3,7 @@ the owner's index until its page is full, so an old match is on the first page."
 
 from types import ModuleType
 
+import boto3
 import pytest
 from freezegun import freeze_time
 
@@ -63,3 +64,24 @@ def test_links_are_filtered_by_the_status_the_list_shows(alice: ApiCaller) -> No
     assert shown == {"enabled": [enabled], "disabled": [disabled], "expired": [expired]}
     answer = alice.list_links(status="active")
     assert answer["statusCode"] == 400
+
+
+def test_a_link_stored_before_links_carried_their_words_is_still_found(
+    alice: ApiCaller, tables: dict[str, str]
+) -> None:
+    # Given a link whose item has no words (written before this version), and one that has them
+    old = alice.shorten("https://shop.example/legacy-Flyer")["code"]
+    new = alice.shorten("https://shop.example/new-flyer")["code"]
+    client = boto3.client("dynamodb")
+    stored = client.get_item(TableName=tables["LINKS_TABLE"], Key={"code": {"S": new}})["Item"]
+    assert {" flyer", " new", " shop", " example", " " + new.casefold()} <= {
+        " " + w for w in stored["words"]["S"].split()
+    }
+    client.update_item(
+        TableName=tables["LINKS_TABLE"], Key={"code": {"S": old}}, UpdateExpression="REMOVE words"
+    )
+    # When she searches for a word both have
+    found = {link["code"] for link in body(alice.list_links(q="FLY"))["links"]}
+    # Then both are found, and a word only the old one has finds it alone
+    assert found == {old, new}
+    assert [link["code"] for link in body(alice.list_links(q="legacy"))["links"]] == [old]
