@@ -68,9 +68,11 @@ class LinkIndex(aws.DynamoDBTable):
         limit: int,
         tag: str | None = None,
         where: LinkFilter | None = None,
+        after: str | None = None,
     ) -> LinkPage:
         """Up to ``limit`` of ``owner``'s links (deleted ones are not in the index) created before
-        the position ``before`` (None: from the newest) that pass ``where`` (and have ``tag``)."""
+        the position ``before`` (None: from the newest), and at or after ``after`` when given (a
+        job's window), that pass ``where`` (and have ``tag``)."""
         wanted = where or LinkFilter()
         if tag:
             wanted = replace(wanted, tag=tag)
@@ -85,7 +87,7 @@ class LinkIndex(aws.DynamoDBTable):
             reading = [shard for shard in shards if not shard.done]
             answers = _shard_queries().map(
                 lambda shard: self._query(
-                    client, shard, before=before or _NEWEST, limit=read_limit, where=wanted
+                    client, shard, before=before or _NEWEST, after=after, limit=read_limit, where=wanted
                 ),
                 reading,
             )
@@ -93,7 +95,8 @@ class LinkIndex(aws.DynamoDBTable):
                 items_read += len(items)
                 for item in items:
                     link = link_from_item(item)
-                    if wanted.matches(link, now):
+                    # BETWEEN includes its end: the link at ``before`` ended the previous page.
+                    if wanted.matches(link, now) and item["list_sk"]["S"] != before:
                         shard.found.append((item["list_sk"]["S"], link))
                 shard.start, shard.done = last, last is None
                 shard.stopped_at = last["list_sk"]["S"] if last else None
@@ -117,7 +120,14 @@ class LinkIndex(aws.DynamoDBTable):
                 return LinkPage([link for _, link in complete], frontier, items_read)
 
     def _query(
-        self, client: "DynamoDBClient", shard: _Shard, *, before: str, limit: int | None, where: LinkFilter
+        self,
+        client: "DynamoDBClient",
+        shard: _Shard,
+        *,
+        before: str,
+        after: str | None,
+        limit: int | None,
+        where: LinkFilter,
     ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
@@ -126,6 +136,11 @@ class LinkIndex(aws.DynamoDBTable):
             "ExpressionAttributeValues": {":partition": {"S": shard.partition}, ":before": {"S": before}},
             "ScanIndexForward": False,
         }
+        if after is not None:
+            arguments["KeyConditionExpression"] = (
+                "list_pk = :partition AND list_sk BETWEEN :after AND :before"
+            )
+            arguments["ExpressionAttributeValues"][":after"] = {"S": after}
         if limit is not None:
             arguments["Limit"] = limit
         if shard.start is not None:
