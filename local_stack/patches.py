@@ -128,7 +128,8 @@ PATCHES: tuple[Patch, ...] = (
         "Table.query (on a secondary index), .put_item, .delete_item; DynamoDBBackend.update_item",
         "moto answered a Query on an index by sorting and walking every item of the table (13.8 s "
         "for one Query at 810,000 items); a sorted index per partition, kept on every write, "
-        "answers it in proportion to what it reads, with moto's own results.",
+        "answers it in proportion to what it reads, with moto's own results (on an index that "
+        "projects every attribute, the filter runs before the copy, so only what it keeps is copied).",
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_index.py",
     ),
     Patch(
