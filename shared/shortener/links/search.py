@@ -9,9 +9,7 @@ a word of the link or the start of one, in any letter case: ``Spring sa`` finds 
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Literal
-from urllib.parse import urlsplit
 
 from shortener.links.model import Link
 
@@ -29,19 +27,22 @@ def words(text: str) -> list[str]:
 
 def link_words(link: Link) -> frozenset[str]:
     """Every word a search may start: of the code, the host, the path, the title and the tags."""
-    return _link_words(link.code, link.url, link.title, link.tags)
+    return frozenset(words(" ".join((link.code, _host_and_path(link.url), link.title, *link.tags))))
 
 
 def search_text(link: Link) -> str:
     """The link's words as stored on its item (``words``): each after a space, so that
-    ``contains(words, " " + w)`` is true when a word starts with ``w`` (DynamoDB filters by it)."""
+    ``contains(words, " " + w)`` is true when a word starts with ``w`` (DynamoDB filters by it).
+    Built for every bulk link: plain string work, no URL parser."""
     return "".join(" " + word for word in sorted(link_words(link)))
 
 
-@lru_cache(maxsize=4096)
-def _link_words(code: str, url: str, title: str, tags: tuple[str, ...]) -> frozenset[str]:
-    parts = urlsplit(url)
-    return frozenset(words(" ".join((code, parts.hostname or "", parts.path, title, *tags))))
+def _host_and_path(url: str) -> str:
+    """``url`` without its scheme, query and fragment (a normalised URL: ``scheme://host/path?...``)."""
+    rest = url.partition("://")[2] or url
+    for mark in "?#":
+        rest = rest.partition(mark)[0]
+    return rest
 
 
 def listed_status(link: Link, now: datetime) -> ListedStatus:
