@@ -44,8 +44,9 @@ def list_links() -> Response[str]:
         cursor=event.get_query_string_value("cursor", None),
         limit=web.whole_number(event.get_query_string_value("limit", None) or str(LINKS_PAGE_SIZE), "limit"),
         tag=event.get_query_string_value("tag", None),
-        contains=event.get_query_string_value("q", None),
+        q=event.get_query_string_value("q", None),
         job_id=event.get_query_string_value("job_id", None),
+        status=event.get_query_string_value("status", None),
     )
     base = base_url(event)
     page = LinkList(links=[LinkView.of(link, base) for link in found], next_cursor=cursor)

@@ -312,7 +312,8 @@ def _fast_query(table: Table, query: dict[str, Any]) -> tuple[list[Item], int, d
             entry = entries[position]
             item = table.get_item(entry[1], entry[2] if index.table_has_range else None)
             assert item is not None, "the index holds an item the table has not"
-            if len(results) == query["limit"] or result_size + item.size() > RESULT_SIZE_LIMIT:
+            size = item.size()
+            if len(results) == query["limit"] or result_size + size > RESULT_SIZE_LIMIT:
                 last_evaluated_key = table._get_last_evaluated_key(results[-1], query["index_name"])
                 break
             if range_comparison and not item.attrs[index.range_attr].compare(
@@ -320,13 +321,20 @@ def _fast_query(table: Table, query: dict[str, Any]) -> tuple[list[Item], int, d
             ):
                 break  # past the key condition: the rest of the partition is too
             results.append(item)
-            result_size += item.size()
+            result_size += size
         scanned_count = len(results)
+        projected = table.get_index(query["index_name"])
+        # An index that projects every attribute shows the filter the item itself: filter first
+        # (read-only, under the lock), and copy only what the filter keeps (a search that reads an
+        # owner's 100,000 links and keeps one copied them all).
+        filter_expression = query["filter_expression"]
+        if filter_expression is not None and (projected.projection or {}).get("ProjectionType") == "ALL":
+            results = [item for item in results if filter_expression.expr(item)]
+            filter_expression = None
         results = copy.deepcopy(results)
-    projected = table.get_index(query["index_name"])
     results = [projected.project(r) for r in results]
-    if query["filter_expression"] is not None:
-        results = [item for item in results if query["filter_expression"].expr(item)]
+    if filter_expression is not None:
+        results = [item for item in results if filter_expression.expr(item)]
     if query["projection_expressions"]:
         results = [r.project(query["projection_expressions"]) for r in results]
     return results, scanned_count, last_evaluated_key

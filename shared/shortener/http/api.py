@@ -35,9 +35,14 @@ class ListLinksQuery(BaseModel):
     owner: str | None = Field(default=None, description="An admin: another owner's links.")
     tag: str | None = Field(default=None, description="Only links with this tag.")
     q: str | None = Field(
-        default=None, description="Only links whose URL or title contains this (case-sensitive)."
+        default=None,
+        description="Only links with each word of this (any letter case) as a word, or the start of "
+        "one, of their code, host, path, title or tags; across all the owner's links (docs/search.md).",
     )
     job_id: str | None = Field(default=None, description="Only the links made by this bulk job.")
+    status: Literal["enabled", "disabled", "expired"] | None = Field(
+        default=None, description="Only links with this status as the link list shows it."
+    )
 
 
 class BulkUploadQuery(BaseModel):

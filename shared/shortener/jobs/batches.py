@@ -105,7 +105,6 @@ class OwnerLinks(Protocol):
         before: str | None,
         limit: int,
         tag: str | None = None,
-        contains: str | None = None,
     ) -> LinkPage: ...
 
 

@@ -6,6 +6,7 @@ this container's, the other containers' (the takedown generation), and API Gatew
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from shortener import clock
@@ -13,6 +14,7 @@ from shortener.access.model import Caller
 from shortener.exceptions import (
     ConflictError,
     ForbiddenError,
+    InvalidRequestError,
     LinkGoneError,
     LinkNotFoundError,
 )
@@ -25,6 +27,7 @@ from shortener.http.paging import (
 )
 from shortener.links.codes import is_well_formed
 from shortener.links.model import Link, LinkLimits, LinkUpdate, link_fields
+from shortener.links.search import LISTED_STATUSES, LinkFilter
 from shortener.links.shortening import LinkService
 from shortener.links.store_changes import LinkChangedError
 from shortener.links.store_listing import LinkPage
@@ -53,14 +56,37 @@ class OwnerIndex(Protocol):
         before: str | None,
         limit: int,
         tag: str | None = None,
-        contains: str | None = None,
-        job_id: str | None = None,
+        where: LinkFilter | None = None,
+        after: str | None = None,
     ) -> LinkPage: ...
 
     def position(self, link: Link) -> str:
         """Where ``link`` is in its owner's listing (a page that ends with it continues below it)."""
         ...
 
+
+class JobRecord(Protocol):
+    """What a listing of a job's links reads of ``shortener.jobs.model.Job``."""
+
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime | None: ...
+    @property
+    def complete(self) -> bool: ...
+
+
+class JobRecords(Protocol):
+    """``shortener.jobs.store.items.JobItems``."""
+
+    def get_job(self, job_id: str) -> JobRecord | None: ...
+
+
+# A job's links were created between its record's creation and its last progress; the window read
+# is wider by this much on each side (the clocks of the functions that wrote them may differ).
+JOB_WINDOW_MARGIN = timedelta(minutes=1)
 
 # What GET /links may answer in one page (Lambda answers at most 6 MB), and a bound on what a link's
 # view adds to its own JSON (its short URL's base, the field names).
@@ -90,7 +116,9 @@ class LinkManager:
         service: LinkService,
         *,
         redirect_status: int = 301,
+        jobs: JobRecords | None = None,
     ) -> None:
+        self._jobs = jobs
         self._links = links
         self._changes = changes
         self._index = index
@@ -112,25 +140,28 @@ class LinkManager:
         cursor: str | None = None,
         limit: int = LINKS_PAGE_SIZE,
         tag: str | None = None,
-        contains: str | None = None,
+        q: str | None = None,
         job_id: str | None = None,
+        status: str | None = None,
     ) -> tuple[list[Link], str | None]:
         """A page of the caller's links (an admin may name another ``owner``), newest first, and
-        the cursor of the next page; only those with ``tag``, with ``contains`` in their URL or
-        title, and of the bulk job ``job_id``, when given."""
+        the cursor of the next page; only those with ``tag``, matching the search ``q``
+        (shortener.links.search), of the bulk job ``job_id`` and of the listed ``status``, when
+        given. The page is full unless no later link matches."""
         require_key(caller)
         wanted = owner or caller.owner_id
         if wanted != caller.owner_id and not caller.is_admin:
             raise ForbiddenError("Only an admin can list another owner's links.")
         before, size = decode_cursor(cursor), page_size(limit, MAX_LINKS_PAGE_SIZE)
-        page = self._index.list_links(
-            wanted,
-            before=before,
-            limit=size,
-            tag=tag or None,
-            contains=contains or None,
-            job_id=job_id or None,
-        )
+        where = LinkFilter.of(q=q, tag=tag, job_id=job_id, status=_listed_status(status))
+        after = None
+        if where.job_id and self._jobs is not None:
+            window = self._job_window(where.job_id, wanted)
+            if window is None:
+                return [], None
+            after, newest = window
+            before = min(before, newest) if before and newest else before or newest
+        page = self._index.list_links(wanted, before=before, limit=size, where=where, after=after)
         links, next_position = page.links, page.next_position
         # A page of long URLs ends early, its answer under Lambda's 6 MB; the cursor goes on from there.
         shown = _within_bytes(links, LIST_PAGE_BYTES)
@@ -138,6 +169,18 @@ class LinkManager:
             links, next_position = links[:shown], self._index.position(links[shown - 1])
         next_cursor = encode_cursor(next_position) if next_position else None
         return links, next_cursor
+
+    def _job_window(self, job_id: str, owner: str) -> tuple[str, str | None] | None:
+        """The listing positions the job's links lie between (the newest None: the job still
+        runs), or None when ``owner`` has no such job: a job's own key bounds its links' read."""
+        assert self._jobs is not None
+        job = self._jobs.get_job(job_id)
+        if job is None or job.owner != owner:
+            return None
+        first = (job.created_at - JOB_WINDOW_MARGIN).astimezone(UTC).isoformat()
+        if not job.complete or job.updated_at is None:
+            return first, None
+        return first, (job.updated_at + JOB_WINDOW_MARGIN).astimezone(UTC).isoformat() + "#~"
 
     def update(
         self,
@@ -256,3 +299,10 @@ def require_key(caller: Caller) -> None:
     """ForbiddenError for a caller without a key (everyone is the same anonymous owner then)."""
     if caller.role == "anonymous":
         raise ForbiddenError("Managing links needs an API key (send it in X-Api-Key).")
+
+
+def _listed_status(status: str | None) -> str | None:
+    """``status`` if it is one the link list shows (or absent), else InvalidRequestError."""
+    if status and status not in LISTED_STATUSES:
+        raise InvalidRequestError(f"status must be one of {', '.join(LISTED_STATUSES)}.")
+    return status or None

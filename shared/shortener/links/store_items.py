@@ -3,9 +3,11 @@ counter, find-if-exists claims, reserved ids and the takedown generation. "#" ne
 code, so internal keys cannot clash with links.
 
 Links with an owner carry the keys of the ByOwner index (``list_pk`` = owner and a shard number,
-``list_sk`` = creation time and code); no internal item does, so the index holds links only. The
-partition is split in LIST_SHARDS because a bulk upload writes one owner's links faster than one
-index partition takes writes (about 1,000 a second; DynamoDB's "write sharding" advice,
+``list_sk`` = creation time and code); no internal item does, so the index holds links only. An
+indexed link also carries ``words`` (its search words, shortener.links.search), so that DynamoDB
+filters a search. The partition is split in LIST_SHARDS because a bulk upload writes one owner's
+links faster than one index partition takes writes (about 1,000 a second; DynamoDB's "write
+sharding" advice,
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-sharding.html).
 
 LIST_SHARDS is twice what a new on-demand table takes (4,000 write units a second, each bulk link
@@ -26,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from shortener.links.model import Link
+from shortener.links.search import search_text
 
 COUNTER_KEY = "#id-counter"
 CLAIM_PREFIX = "#url#"
@@ -87,6 +90,8 @@ def link_to_item(link: Link) -> dict[str, Any]:
         if link.status != "deleted":
             item["list_pk"] = {"S": list_partition(link.owner, shard_of(link.code))}
             item["list_sk"] = {"S": _position(created_at, link.code)}
+            # What a search filters by (shortener.links.search): in the index with the link.
+            item["words"] = {"S": search_text(link)}
     if link.title:
         item["title"] = {"S": link.title}
     if link.tags:

@@ -1,19 +1,25 @@
-"""An owner's links, newest first, from the ByOwner index of the links table.
+"""An owner's links, newest first, from the ByOwner index of the links table, filtered.
 
 The owner's index partition is split in LIST_SHARDS (see ``link_items``), so a page is a merge of
-one Query per shard, each newest first from the same position (sent together, so a page takes about
-one Query's time, not LIST_SHARDS'). DynamoDB applies ``Limit`` before a
-filter, so a shard may stop early; the page then ends where every shard has been read (the
-highest position a shard stopped at), and the next page starts there. A position is a sort key
-value (creation time and code), so the cursor needs nothing of the caller but where they were."""
+Queries, one per shard, each newest first from the same position (sent together, so a round takes
+about one Query's time, not LIST_SHARDS'). A shard's Query may stop before the page is full
+(``Limit``, or DynamoDB's 1 MB a response); what lies at or above the highest position a shard
+stopped at (the frontier) has been read in every shard. A filtered listing (a search, a tag, a job,
+a status: shortener.links.search) goes on reading every shard from where it stopped, round after
+round, until its page is full above the frontier or every shard is read: a page is never short
+while later links could still match (docs/search.md: what that costs). Only a listing that reaches
+SEARCH_SECONDS stops early, with the cursor where it got to. A position is a sort key value
+(creation time and code), so the cursor needs nothing of the caller but where they were."""
 
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from shortener import aws
+from shortener import aws, clock
 from shortener.links.model import Link
+from shortener.links.search import LinkFilter
 from shortener.links.store_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition, list_position
 
 if TYPE_CHECKING:
@@ -21,6 +27,9 @@ if TYPE_CHECKING:
 
 # Above every position: ISO times start with a digit.
 _NEWEST = "~"
+# A filtered listing answers what it has found (and where it got to) after this long: under API
+# Gateway's 29 s integration timeout, with room for the answer.
+SEARCH_SECONDS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +38,19 @@ class LinkPage:
 
     links: list[Link]
     next_position: str | None
+    # Items the page's Queries read (what a search costs: docs/search.md).
+    items_read: int = 0
+
+
+@dataclass(slots=True)
+class _Shard:
+    """Where one shard's reading of a page has got to."""
+
+    partition: str
+    start: dict[str, Any] | None = None  # ExclusiveStartKey of its next Query
+    stopped_at: str | None = None  # the last position read (None: not started, or read to the end)
+    done: bool = False
+    found: list[tuple[str, Link]] = field(default_factory=list)
 
 
 class LinkIndex(aws.DynamoDBTable):
@@ -45,77 +67,104 @@ class LinkIndex(aws.DynamoDBTable):
         before: str | None,
         limit: int,
         tag: str | None = None,
-        contains: str | None = None,
-        job_id: str | None = None,
+        where: LinkFilter | None = None,
+        after: str | None = None,
     ) -> LinkPage:
         """Up to ``limit`` of ``owner``'s links (deleted ones are not in the index) created before
-        the position ``before`` (None: from the newest), with the tag ``tag``, ``contains`` in
-        their URL or title, and made by the bulk job ``job_id``, when given."""
-        found: list[tuple[str, Link]] = []
-        frontier: str | None = None
+        the position ``before`` (None: from the newest), and at or after ``after`` when given (a
+        job's window), that pass ``where`` (and have ``tag``)."""
+        wanted = where or LinkFilter()
+        if tag:
+            wanted = replace(wanted, tag=tag)
+        now, started = clock.now(), time.monotonic()
+        shards = [_Shard(list_partition(owner, shard)) for shard in range(LIST_SHARDS)]
+        # Unfiltered, every item is a link of the page: read no more than the page. Filtered, read
+        # what a Query returns at most (1 MB), in as few round trips as the search needs.
+        read_limit = limit if wanted.empty else None
         client = self.client  # one client for the threads (boto3's clients are thread-safe)
-        answers = _shard_queries().map(
-            lambda shard: self._query(
-                client,
-                list_partition(owner, shard),
-                before=before or _NEWEST,
-                limit=limit,
-                tag=tag,
-                contains=contains,
-                job_id=job_id,
-            ),
-            range(LIST_SHARDS),
-        )
-        for items, stopped_at in answers:
-            found += [(item["list_sk"]["S"], link_from_item(item)) for item in items]
-            if stopped_at is not None and (frontier is None or stopped_at > frontier):
-                frontier = stopped_at
-        # Only what lies at or above the frontier has been read in every shard.
-        complete = sorted(
-            (entry for entry in found if frontier is None or entry[0] >= frontier),
-            key=lambda entry: entry[0],
-            reverse=True,
-        )
-        if len(complete) > limit:
-            return LinkPage([link for _, link in complete[:limit]], complete[limit - 1][0])
-        return LinkPage([link for _, link in complete], frontier)
+        items_read = 0
+        while True:
+            reading = [shard for shard in shards if not shard.done]
+            answers = _shard_queries().map(
+                lambda shard: self._query(
+                    client, shard, before=before or _NEWEST, after=after, limit=read_limit, where=wanted
+                ),
+                reading,
+            )
+            for shard, (items, last) in zip(reading, answers, strict=True):
+                items_read += len(items)
+                for item in items:
+                    link = link_from_item(item)
+                    # BETWEEN includes its end: the link at ``before`` ended the previous page.
+                    if wanted.matches(link, now) and item["list_sk"]["S"] != before:
+                        shard.found.append((item["list_sk"]["S"], link))
+                shard.start, shard.done = last, last is None
+                shard.stopped_at = last["list_sk"]["S"] if last else None
+            frontier = max((shard.stopped_at for shard in shards if shard.stopped_at), default=None)
+            # Only what lies at or above the frontier has been read in every shard.
+            complete = sorted(
+                (
+                    entry
+                    for shard in shards
+                    for entry in shard.found
+                    if frontier is None or entry[0] >= frontier
+                ),
+                key=lambda entry: entry[0],
+                reverse=True,
+            )
+            if len(complete) > limit:
+                return LinkPage([link for _, link in complete[:limit]], complete[limit - 1][0], items_read)
+            if len(complete) == limit or frontier is None or wanted.empty:
+                return LinkPage([link for _, link in complete], frontier, items_read)
+            if time.monotonic() - started > SEARCH_SECONDS:
+                return LinkPage([link for _, link in complete], frontier, items_read)
 
     def _query(
         self,
         client: "DynamoDBClient",
-        partition: str,
+        shard: _Shard,
         *,
         before: str,
-        limit: int,
-        tag: str | None,
-        contains: str | None,
-        job_id: str | None,
-    ) -> tuple[list[dict[str, Any]], str | None]:
+        after: str | None,
+        limit: int | None,
+        where: LinkFilter,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
             "IndexName": LIST_INDEX,
             "KeyConditionExpression": "list_pk = :partition AND list_sk < :before",
-            "ExpressionAttributeValues": {":partition": {"S": partition}, ":before": {"S": before}},
+            "ExpressionAttributeValues": {":partition": {"S": shard.partition}, ":before": {"S": before}},
             "ScanIndexForward": False,
-            "Limit": limit,
         }
+        if after is not None:
+            arguments["KeyConditionExpression"] = (
+                "list_pk = :partition AND list_sk BETWEEN :after AND :before"
+            )
+            arguments["ExpressionAttributeValues"][":after"] = {"S": after}
+        if limit is not None:
+            arguments["Limit"] = limit
+        if shard.start is not None:
+            arguments["ExclusiveStartKey"] = shard.start
+        # What DynamoDB can filter, it filters (less to send, and to read here; the read costs the
+        # same); the status is matched here, and every filter is checked again.
         filters = []
-        if tag:
+        if where.tag:
             filters.append("contains(tags, :tag)")
-            arguments["ExpressionAttributeValues"][":tag"] = {"S": tag}
-        if contains:
-            # contains() is false for a missing attribute: a link without a title matches by URL.
-            filters.append("(contains(#url, :contains) OR contains(title, :contains))")
-            arguments["ExpressionAttributeValues"][":contains"] = {"S": contains}
-            arguments["ExpressionAttributeNames"] = {"#url": "url"}
-        if job_id:
+            arguments["ExpressionAttributeValues"][":tag"] = {"S": where.tag}
+        if where.job_id:
             filters.append("job_id = :job_id")
-            arguments["ExpressionAttributeValues"][":job_id"] = {"S": job_id}
+            arguments["ExpressionAttributeValues"][":job_id"] = {"S": where.job_id}
+        if where.q:
+            # A word starts after a space in ``words``; a link written before links carried their
+            # words has none, and is matched here.
+            for n, word in enumerate(where.q):
+                arguments["ExpressionAttributeValues"][f":w{n}"] = {"S": " " + word}
+            starts = " AND ".join(f"contains(words, :w{n})" for n in range(len(where.q)))
+            filters.append(f"(attribute_not_exists(words) OR ({starts}))")
         if filters:
             arguments["FilterExpression"] = " AND ".join(filters)
         response = client.query(**arguments)
-        last = response.get("LastEvaluatedKey")
-        return list(response.get("Items", [])), (last["list_sk"]["S"] if last else None)
+        return list(response.get("Items", [])), response.get("LastEvaluatedKey")
 
 
 @cache

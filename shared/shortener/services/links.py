@@ -5,6 +5,7 @@ from functools import lru_cache
 from shortener.access.blocklist import HostGuard
 from shortener.access.store_blocklist import BlocklistStore
 from shortener.access.takedown import BlockedHostsSnapshot
+from shortener.jobs.store.items import JobItems
 from shortener.links.codes import code_generator
 from shortener.links.management import LinkManager
 from shortener.links.shortening import LinkService
@@ -59,4 +60,5 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         LinkIndex(settings.LINKS_TABLE),
         service,
         redirect_status=settings.REDIRECT_STATUS,
+        jobs=JobItems(settings.JOBS_TABLE) if settings.JOBS_TABLE else None,
     )
