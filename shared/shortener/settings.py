@@ -107,6 +107,8 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
 
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
     REDIRECT_CACHE_CONTROL: str = "private, max-age=90"
+    # Behind the edge: how long it may keep a plain link's redirect (s-maxage; 0 = no edge).
+    EDGE_CACHE_SECONDS: int = Field(default=0, ge=0, le=86400)
     # How long a container remembers a code it resolved, and how often it checks whether any link
     # was taken down or changed since (then it forgets everything).
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)
