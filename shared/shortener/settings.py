@@ -45,6 +45,9 @@ class LinksMixin(_FromEnvironment):
     ALLOWED_SCHEMES: Annotated[list[str], BeforeValidator(_comma_separated)] = ["http", "https"]
     MAX_URL_LENGTH: int = Field(default=2048, ge=16, le=32768)
     PUBLIC_BASE_URL: str = ""
+    # The edge's distribution, by its comment (template.yaml's EdgeDistribution): changes invalidate
+    # its answers. Empty: no edge.
+    EDGE_DISTRIBUTION: str = ""
     # The most ids one counter write reserves for this container's single-link requests (blocks grow
     # to it: 1, 1, 2, 4, ... as links are made).
     ID_BLOCK_SIZE: int = Field(default=10, ge=1, le=1000)

@@ -4,24 +4,11 @@ by path alone, its logs delivered as JSON to EdgeLogGroup; off, the stack is the
 
 from typing import Any
 
-from local_stack.cloudformation.intrinsics import Resolver
-from local_stack.cloudformation.intrinsics import parameter_values as local_parameter_values
-from local_stack.cloudformation.resources import Resources, name_resources
-from local_stack.cloudformation.template import expand_sam, load_template
+from local_stack.cloudformation.resources import Resources
 from local_stack.cloudfront.log_fields import record_fields
+from tests.tooling.test_template_clicks import resolved
 
 STAGE = "AWS::ApiGateway::Stage"
-
-
-def resolved(**given: str) -> Resources:
-    expanded = expand_sam(load_template(), "edg", "us-east-1", given)
-    resolver = Resolver(
-        parameters=local_parameter_values(expanded["Parameters"], given),
-        region="us-east-1",
-        stack_name="edg",
-        conditions=expanded.get("Conditions", {}),
-    )
-    return name_resources(expanded, resolver, "http://127.0.0.1:9", "us-east-1")
 
 
 def stages(resources: Resources) -> dict[str, dict[str, Any]]:

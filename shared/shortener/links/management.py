@@ -4,7 +4,7 @@ is). A change that redirects see (a new target, disabling, deleting) reaches eve
 this container's, the other containers' (the takedown generation), and API Gateway's stage cache
 (one entry invalidated, when the stage caches)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,6 +69,8 @@ _VIEW_OVERHEAD = 400
 
 # Refreshes the stage cache's entry of a code: the status of the fresh answer (None: no answer).
 StageCacheInvalidator = Callable[[str], int | None]
+# Invalidates the edge's answers of codes (shortener.links.edge_cache.EdgeCache.invalidate).
+EdgeInvalidator = Callable[[Sequence[str]], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +92,14 @@ class LinkManager:
         service: LinkService,
         *,
         redirect_status: int = 301,
+        edge: EdgeInvalidator | None = None,
     ) -> None:
         self._links = links
         self._changes = changes
         self._index = index
         self._service = service
         self._redirect_status = redirect_status
+        self._edge = edge
 
     def get(self, caller: Caller, code: str) -> Link:
         """The caller's link ``code`` (any link for an admin)."""
@@ -224,6 +228,8 @@ class LinkManager:
         if not takedown:
             return Change(changed)
         self._service.forget(link.code)
+        if self._edge is not None:
+            self._edge([link.code])
         if stage_cache is None:
             return Change(changed)
         # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.

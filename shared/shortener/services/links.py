@@ -6,6 +6,7 @@ from shortener.access.blocklist import HostGuard
 from shortener.access.store_blocklist import BlocklistStore
 from shortener.access.takedown import BlockedHostsSnapshot
 from shortener.links.codes import code_generator
+from shortener.links.edge_cache import EdgeCache
 from shortener.links.management import LinkManager
 from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore
@@ -59,4 +60,5 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         LinkIndex(settings.LINKS_TABLE),
         service,
         redirect_status=settings.REDIRECT_STATUS,
+        edge=EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None,
     )
