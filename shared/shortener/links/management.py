@@ -4,12 +4,13 @@ is). A change that redirects see (a new target, disabling, deleting) reaches eve
 this container's, the other containers' (the takedown generation), and API Gateway's stage cache
 (one entry invalidated, when the stage caches)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from shortener import clock
 from shortener.access.model import Caller
+from shortener.access.takedown import EdgeInvalidator
 from shortener.exceptions import (
     ConflictError,
     ForbiddenError,
@@ -69,8 +70,6 @@ _VIEW_OVERHEAD = 400
 
 # Refreshes the stage cache's entry of a code: the status of the fresh answer (None: no answer).
 StageCacheInvalidator = Callable[[str], int | None]
-# Invalidates the edge's answers of codes (shortener.links.edge_cache.EdgeCache.invalidate).
-EdgeInvalidator = Callable[[Sequence[str]], bool]
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.store_blocklist import BlocklistStore
-from shortener.access.takedown import BlockedHostsSnapshot
+from shortener.access.takedown import BlockedHostsSnapshot, EdgeInvalidator
 from shortener.links.codes import code_generator
 from shortener.links.edge_cache import EdgeCache
 from shortener.links.management import LinkManager
@@ -60,5 +60,10 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         LinkIndex(settings.LINKS_TABLE),
         service,
         redirect_status=settings.REDIRECT_STATUS,
-        edge=EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None,
+        edge=edge_invalidator(settings),
     )
+
+
+def edge_invalidator(settings: ApiSettings | WorkerSettings) -> EdgeInvalidator | None:
+    """What invalidates changed codes at the edge (None without the edge)."""
+    return EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None

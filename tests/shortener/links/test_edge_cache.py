@@ -46,6 +46,7 @@ def distribution(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("EDGE_DISTRIBUTION", COMMENT)
     api_settings.cache_clear()
     api_services.api_link_manager.cache_clear()
+    api_services.api_takedowns.cache_clear()
     return str(created["Distribution"]["Id"])
 
 
@@ -81,3 +82,23 @@ def test_many_codes_at_once_cost_one_wildcard_path(moto: None, distribution: str
 
 def test_without_its_distribution_nothing_is_invalidated(moto: None) -> None:
     assert EdgeCache("no such comment").invalidate(["a"]) is False
+
+
+def test_blocking_a_host_invalidates_its_links_at_the_edge_in_one_request(
+    api: ModuleType, distribution: str
+) -> None:
+    # Given two links to a host
+    alice = ApiCaller(api, "alice")
+    codes = [alice.shorten(f"https://evil.example/{n}")["code"] for n in range(2)]
+    # When an admin blocks the host
+    admin = ApiCaller(api, "root", role="admin")
+    blocked = admin.request(
+        "PUT",
+        "/blocklist/evil.example",
+        resource="/blocklist/{host}",
+        path_parameters={"host": "evil.example"},
+        body={"reason": "phishing"},
+    )
+    assert blocked["statusCode"] == 200, blocked
+    # Then both paths went to the edge in one invalidation
+    assert invalidated_paths(distribution) == [sorted(f"/{code}" for code in codes)]
