@@ -60,10 +60,12 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         LinkIndex(settings.LINKS_TABLE),
         service,
         redirect_status=settings.REDIRECT_STATUS,
-        edge=edge_invalidator(settings),
+        # The API's changes only: a batch's thousand changes would each send a request (one per
+        # page is still to come; docs/edge.md), so the worker's wait out the redirects' s-maxage.
+        edge=edge_invalidator(settings) if isinstance(settings, ApiSettings) else None,
     )
 
 
-def edge_invalidator(settings: ApiSettings | WorkerSettings) -> EdgeInvalidator | None:
+def edge_invalidator(settings: ApiSettings) -> EdgeInvalidator | None:
     """What invalidates changed codes at the edge (None without the edge)."""
     return EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None
