@@ -94,6 +94,7 @@ bench: $(DEV)
 deploy: $(DEV)
 	$(BIN)/sam build --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV)
 	$(AWS_COMMAND) $(BIN)/python -m stack_tools check-quota --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)
+	$(AWS_COMMAND) $(BIN)/python -m stack_tools check-edge --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)
 	@if $(BIN)/python -m stack_tools configured --config-file $(SAMCONFIG) --config-env $(ENV); then \
 	  echo "$(AWS_COMMAND) sam deploy --config-file $(SAMCONFIG) --config-env $(ENV) $(ARGS)"; \
 	  $(AWS_COMMAND) $(BIN)/sam deploy --config-file $(abspath $(SAMCONFIG)) --config-env $(ENV) $(ARGS); \

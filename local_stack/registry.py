@@ -10,6 +10,7 @@ from local_stack.apigateway import resource_types as apigateway_types
 from local_stack.apigateway.service import ApiGatewayService
 from local_stack.awslambda import resource_types as lambda_types
 from local_stack.awslambda.service import LambdaService
+from local_stack.cloudfront import resource_types as cloudfront_types
 from local_stack.cloudwatch import resource_types as cloudwatch_types
 from local_stack.cloudwatch.service import CloudWatchService
 from local_stack.dynamodb.service import DynamoDbService
@@ -54,6 +55,12 @@ RESOURCE_PROVIDERS: tuple[ResourceProvider, ...] = (
     apigateway_types.WebAclAssociationProvider(),
     lambda_types.EventInvokeConfigProvider(),
     s3_types.BucketPolicyProvider(),
+    cloudfront_types.DistributionProvider(),
+    cloudfront_types.CachePolicyProvider(),
+    cloudfront_types.OriginRequestPolicyProvider(),
+    cloudfront_types.DeliverySourceProvider(),
+    cloudfront_types.DeliveryDestinationProvider(),
+    cloudfront_types.DeliveryProvider(),
 )
 PROVIDERS_BY_TYPE: dict[str, ResourceProvider] = {provider.TYPE: provider for provider in RESOURCE_PROVIDERS}
 

@@ -402,7 +402,7 @@ class LocalStack:
     def _stage_cache(
         resources: Resources, api_arn: str | None = None, may_invalidate: MayInvalidate | None = None
     ) -> StageCache | None:
-        """The cache the template's stage turns on (Stage=prod), if any."""
+        """The cache the template's stage turns on (Stage=prod with Edge=off), if any."""
         apis = resources.of_type(REST_API)
         for stage in resources.of_type(API_STAGE).values():
             api = next(iter(apis.values()), {})

@@ -10,6 +10,7 @@ import boto3
 from samtranslator.yaml_helper import yaml_parse
 
 from stack_tools.concurrency import check_quota, parameter_overrides, template_reservations
+from stack_tools.edge_preflight import EdgePlan, refusals, warnings
 from stack_tools.stacks import (
     StackToolError,
     buckets_deleted_with,
@@ -41,23 +42,35 @@ def main(argv: list[str] | None = None) -> int:
     quota.add_argument("--config-file", type=Path, default=Path("samconfig.toml"))
     quota.add_argument("--config-env", default="default")
     quota.add_argument("--template", type=Path, default=Path("template.yaml"))
+    edge = commands.add_parser(
+        "check-edge",
+        help="exit 1, saying what to pass, when the edge's us-east-1 parts would make the deploy fail",
+    )
+    edge.add_argument("--config-file", type=Path, default=Path("samconfig.toml"))
+    edge.add_argument("--config-env", default="default")
+    edge.add_argument("--region", default="", help="default: samconfig.toml's region, else the AWS profile's")
     args, extra = parser.parse_known_args(argv)
     try:
         if args.command == "configured":
             return 0 if deploy_parameters(args.config_file, args.config_env) else 1
         if args.command == "check-quota":
             return _check_quota(args, extra)
+        if args.command == "check-edge":
+            return _check_edge(args, extra)
         return _delete(args, extra)
     except StackToolError as exc:
         print(f"stack_tools: {exc}", file=sys.stderr)
         return 2
 
 
-def _check_quota(args: argparse.Namespace, sam_arguments: list[str]) -> int:
-    """The deploy's reserved concurrency against ``lambda get-account-settings``."""
-    configured = deploy_parameters(args.config_file, args.config_env)
+def _deploy_arguments(
+    configured: dict[str, Any], sam_arguments: list[str]
+) -> tuple[dict[str, str], str, str]:
+    """The parameter overrides, stack name and region of a deploy: samconfig.toml's, then the
+    command line's."""
     overrides = parameter_overrides(str(configured.get("parameter_overrides", "")))
     stack_name = str(configured.get("stack_name", ""))
+    region = str(configured.get("region", ""))
     option = ""
     for argument in sam_arguments:
         if argument.startswith("--"):
@@ -67,6 +80,32 @@ def _check_quota(args: argparse.Namespace, sam_arguments: list[str]) -> int:
             overrides |= parameter_overrides(argument)
         elif option == "--stack-name":
             stack_name = argument
+        elif option == "--region":
+            region = argument
+    return overrides, stack_name, region
+
+
+def _check_edge(args: argparse.Namespace, sam_arguments: list[str]) -> int:
+    """The edge's certificate and web ACL against the region they must be in."""
+    configured = deploy_parameters(args.config_file, args.config_env)
+    overrides, _, region = _deploy_arguments(configured, sam_arguments)
+    region = args.region or region or boto3.session.Session().region_name or "us-east-1"
+    plan = EdgePlan.of(region, overrides)
+    for warning in warnings(plan):
+        print(f"stack_tools: warning: {warning}", file=sys.stderr)
+    problems = refusals(plan)
+    for problem in problems:
+        print(f"stack_tools: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"The edge's parts fit a deploy to {region} (Edge={plan.edge}).")
+    return 0
+
+
+def _check_quota(args: argparse.Namespace, sam_arguments: list[str]) -> int:
+    """The deploy's reserved concurrency against ``lambda get-account-settings``."""
+    configured = deploy_parameters(args.config_file, args.config_env)
+    overrides, stack_name, _ = _deploy_arguments(configured, sam_arguments)
     template = yaml_parse(args.template.read_text(encoding="utf-8"))
     reserved = sum(template_reservations(template, overrides).values())
     lambda_client = boto3.client("lambda")

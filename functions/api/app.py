@@ -192,7 +192,9 @@ def follow(code: str) -> Response[str]:
     )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
-    cache_control = resolution.cache_control(settings.REDIRECT_CACHE_CONTROL, clock.now())
+    cache_control = resolution.cache_control(
+        settings.REDIRECT_CACHE_CONTROL, clock.now(), settings.EDGE_CACHE_SECONDS
+    )
     return Response(
         settings.REDIRECT_STATUS,
         "text/plain; charset=utf-8",

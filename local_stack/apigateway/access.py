@@ -74,6 +74,7 @@ class ApiAccess:
                 resources.of_type(WEB_ACL_ASSOCIATION),
                 {logical_id: resources.resolver.get_att(logical_id, "Arn") for logical_id in web_acls},
                 api_id,
+                STAGE,
             ),
             api_key_source=str(
                 properties.get("ApiKeySourceType")

@@ -162,13 +162,15 @@ class Firewall:
         associations: Mapping[str, Mapping[str, Any]],
         web_acl_arns: Mapping[str, str],
         api_id: str,
+        stage: str,
     ) -> "Firewall":
-        """The ACLs (logical id -> properties, -> ARN) whose association names the API's stage."""
+        """The ACLs (logical id -> properties, -> ARN) whose association names the API's ``stage``
+        (an ACL of another stage, such as the edge's, guards requests that stage answers)."""
         by_arn = {arn: logical_id for logical_id, arn in web_acl_arns.items()}
         attached = [
             by_arn[str(association["WebACLArn"])]
             for association in associations.values()
-            if f"/restapis/{api_id}/stages/" in str(association.get("ResourceArn", ""))
+            if str(association.get("ResourceArn", "")).endswith(f"/restapis/{api_id}/stages/{stage}")
             and str(association.get("WebACLArn")) in by_arn
         ]
         return cls([WebAcl(logical_id, web_acls[logical_id]) for logical_id in attached])

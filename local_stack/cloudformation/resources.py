@@ -50,6 +50,7 @@ WEB_ACL = "AWS::WAFv2::WebACL"
 WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
 BUCKET = "AWS::S3::Bucket"
 LOG_GROUP = "AWS::Logs::LogGroup"
+DISTRIBUTION = "AWS::CloudFront::Distribution"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -378,6 +379,8 @@ def create_resources(
     # A UsagePlanKey names the plan and the key, whose ids exist only once they are created.
     for resource_type in (USAGE_PLAN, API_KEY, USAGE_PLAN_KEY):
         _create_with(resources, providers[resource_type])
+    # The edge's distribution, in moto's CloudFront: a change's CreateInvalidation names it.
+    _create_with(resources, providers[DISTRIBUTION])
 
 
 def _create_with(resources: Resources, provider: ResourceProvider) -> None:

@@ -390,8 +390,9 @@ def access_log_group(
 def stack_access_log(
     resources: Resources, runtime: LambdaRuntime, duplicate_probability: float = 0.0, time_scale: float = 1.0
 ) -> LogGroup | None:
-    """The access log of the template's API stage, subscribed as the template says; None without one."""
-    stages = list(resources.of_type(API_STAGE).values())
+    """The access log of the template's API stage, subscribed as the template says; None without one.
+    The edge's stage has none (the edge's own logs count what comes through it)."""
+    stages = [stage for stage in resources.of_type(API_STAGE).values() if stage.get("AccessLogSetting")]
     if not stages:
         return None
     filters = resources.of_type(SUBSCRIPTION_FILTER)

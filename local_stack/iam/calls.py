@@ -18,6 +18,8 @@ CloudWatch / Amazon EventBridge / AWS Lambda") and the services' guides:
   ARN; the rest (PutMetricData, ...) on "*".
 - EventBridge: PutEvents on each entry's event bus; rule operations on the rule ARN.
 - Lambda: Invoke is lambda:InvokeFunction on the function ARN (checked by the Lambda endpoint).
+- CloudFront (REST): ListDistributions on "*"; CreateInvalidation, ListInvalidations and
+  GetInvalidation on the distribution's ARN (arn:aws:cloudfront::<account>:distribution/<id>).
 - S3 (REST, the operation told by method, path and subresource; path-style URLs, as boto3 signs
   them for the embedded AWS's loopback address): object operations on
   arn:aws:s3:::<bucket>/<key>; GetObject and HeadObject -> s3:GetObject; PutObject,
@@ -149,6 +151,8 @@ def parse_call(
     """The operation of a request to the embedded AWS and the accesses it needs."""
     if service == "s3":
         return s3_call(method, path, query, headers, region)
+    if service == "cloudfront":
+        return cloudfront_call(method, path, region, account)
     mapper = _MAPPERS.get(service)
     if mapper is None:
         raise UnmappedService(service)
@@ -242,6 +246,36 @@ def _s3_object(
 
 def _s3(operation: str, region: str, *accesses: Access) -> Call:
     return Call("s3", operation, REST_XML, accesses, region)
+
+
+# CloudFront's REST paths under its API version: the edge's invalidations (shortener.links.edge_cache).
+_CLOUDFRONT_INVALIDATIONS = re.compile(
+    r"/\d{4}-\d{2}-\d{2}/distribution/(?P<id>[^/]+)/invalidation(?P<one>/[^/]+)?"
+)
+_CLOUDFRONT_DISTRIBUTIONS = re.compile(r"/\d{4}-\d{2}-\d{2}/distribution/?")
+
+
+def cloudfront_call(method: str, path: str, region: str, account: str) -> Call:
+    """CloudFront's distribution listing (on "*") and invalidations (on the distribution's ARN,
+    arn:aws:cloudfront::<account>:distribution/<id>); any other operation is unmapped."""
+    path = urlsplit(path).path
+    if method == "GET" and _CLOUDFRONT_DISTRIBUTIONS.fullmatch(path):
+        return Call(
+            "cloudfront",
+            "ListDistributions",
+            REST_XML,
+            (Access("cloudfront:ListDistributions", "*"),),
+            region,
+        )
+    found = _CLOUDFRONT_INVALIDATIONS.fullmatch(path)
+    if found is None:
+        raise UnmappedService("cloudfront")
+    if method == "POST":
+        operation = "CreateInvalidation"
+    else:
+        operation = "GetInvalidation" if found["one"] else "ListInvalidations"
+    arn = f"arn:aws:cloudfront::{account}:distribution/{found['id']}"
+    return Call("cloudfront", operation, REST_XML, (Access(f"cloudfront:{operation}", arn),), region)
 
 
 def invoke_call(function_arn: str) -> Call:

@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from functools import lru_cache, wraps
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -85,9 +85,15 @@ def sns() -> "SNSClient":
     return usage.install(boto3.client("sns", config=_CONFIG))  # type: ignore[no-any-return]
 
 
+@lru_cache(maxsize=1)
+def cloudfront() -> Any:
+    """CloudFront (the edge's invalidations); untyped: the project installs no CloudFront stubs."""
+    return usage.install(boto3.client("cloudfront", config=_CONFIG))
+
+
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_, s3, events, sns):
+    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront):
         factory.cache_clear()
 
 

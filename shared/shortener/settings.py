@@ -45,6 +45,9 @@ class LinksMixin(_FromEnvironment):
     ALLOWED_SCHEMES: Annotated[list[str], BeforeValidator(_comma_separated)] = ["http", "https"]
     MAX_URL_LENGTH: int = Field(default=2048, ge=16, le=32768)
     PUBLIC_BASE_URL: str = ""
+    # The edge's distribution, by its comment (template.yaml's EdgeDistribution): changes invalidate
+    # its answers. Empty: no edge.
+    EDGE_DISTRIBUTION: str = ""
     # The most ids one counter write reserves for this container's single-link requests (blocks grow
     # to it: 1, 1, 2, 4, ... as links are made).
     ID_BLOCK_SIZE: int = Field(default=10, ge=1, le=1000)
@@ -107,6 +110,8 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
 
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
     REDIRECT_CACHE_CONTROL: str = "private, max-age=90"
+    # Behind the edge: how long it may keep a plain link's redirect (s-maxage; 0 = no edge).
+    EDGE_CACHE_SECONDS: int = Field(default=0, ge=0, le=86400)
     # How long a container remembers a code it resolved, and how often it checks whether any link
     # was taken down or changed since (then it forgets everything).
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)

@@ -56,12 +56,14 @@ def test_edge_records_show_with_referrer_and_country_within_a_minute_counted_onc
     # of every subscribed log group twice
     stack = start_stack(faults=["duplicate-logs=1"])
     assert stack.post_json("/", {"url": "https://example.com/e2e/edge", "code": "e2e-edge"}).status == 201
-    # EdgeLogGroup, where CloudFront's delivery writes (/aws/cloudfront/<stack>-edge on AWS; the
+    # EdgeLogGroup, where CloudFront's delivery writes (/aws/vendedlogs/cloudfront/<stack>-edge on AWS; the
     # local stack names log groups <stack>-<logical id>)
     logs = stack.boto3_client("logs")
     groups = [g["logGroupName"] for g in logs.describe_log_groups()["logGroups"]]
     [group] = [
-        name for name in groups if name.endswith("EdgeLogGroup") or name.startswith("/aws/cloudfront/")
+        name
+        for name in groups
+        if name.endswith("EdgeLogGroup") or name.startswith("/aws/vendedlogs/cloudfront/")
     ]
     logs.create_log_stream(logGroupName=group, logStreamName="cloudfront-delivery")
     now = int(time.time() * 1000)

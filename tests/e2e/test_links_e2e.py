@@ -47,7 +47,7 @@ def wait_for_job(stack: RunningStack, job_id: str, seconds: float) -> dict[str, 
 def prod_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     """One stack on the prod stage (API Gateway caches GET /{code}), shared by this module's tests."""
     started: list[RunningStack] = []
-    yield _factory(tmp_path_factory.mktemp("prod-stack"), started)(params={"Stage": "prod"})
+    yield _factory(tmp_path_factory.mktemp("prod-stack"), started)(params={"Stage": "prod", "Edge": "off"})
     for running in started:
         running.stop()
 

@@ -26,7 +26,7 @@ def prod_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStac
     """One stack on the prod stage (API Gateway caches GET /{code}), shared by this module's tests."""
     started: list[RunningStack] = []
     yield _factory(tmp_path_factory.mktemp("prod-limits"), started)(
-        time_scale=TIME_SCALE, params={"Stage": "prod"}
+        time_scale=TIME_SCALE, params={"Stage": "prod", "Edge": "off"}
     )
     for running in started:
         running.stop()

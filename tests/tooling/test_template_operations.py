@@ -140,10 +140,10 @@ def test_the_api_is_unreserved_by_default_and_capped_when_asked() -> None:
     )
 
 
-def test_one_stage_only_throttled_with_an_encrypted_redirect_cache() -> None:
-    resources = resolved(Stage="prod")
+def test_one_stage_only_throttled_with_an_encrypted_redirect_cache_without_the_edge() -> None:
+    resources = resolved(Stage="prod", Edge="off")
     kinds = {logical_id: resource["Type"] for logical_id, resource in resources.template["Resources"].items()}
-    stages = [logical_id for logical_id, kind in kinds.items() if kind == "AWS::ApiGateway::Stage"]
+    stages = list(resources.of_type("AWS::ApiGateway::Stage"))
     deployments = [logical_id for logical_id, kind in kinds.items() if kind == "AWS::ApiGateway::Deployment"]
     # A Deployment with a StageName would publish a second stage ("Stage")
     assert len(stages) == 1
@@ -162,8 +162,8 @@ def test_every_function_has_a_log_group_that_expires() -> None:
     }
     # The API's access log keeps its own retention (it holds client addresses; docs/clicks.md)
     assert groups.pop("/aws/apigateway/ops-access") == "90"
-    # So does the edge's log (the edge's standard logs: client addresses too)
-    assert groups.pop("/aws/cloudfront/ops-edge") == "90"
+    # and so does the edge's (tests/tooling/test_template_edge.py)
+    assert groups.pop("/aws/vendedlogs/cloudfront/ops-edge") == "90"
     assert groups == {f"/aws/lambda/{resources.physical_id(function)}": "14" for function in FUNCTIONS}
 
 

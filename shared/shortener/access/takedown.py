@@ -14,7 +14,7 @@ table, one signed request per code (``shortener.links.stage_cache``)."""
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -109,6 +109,11 @@ class TakedownReport:
     already_blocked: bool = False
 
 
+# Invalidates the edge's answers of codes: whether the edge took the request
+# (shortener.links.edge_cache.EdgeCache.invalidate; more than 1,000 codes become one wildcard).
+EdgeInvalidator = Callable[[Sequence[str]], bool]
+
+
 class HostTakedowns:
     """Blocks and unblocks hosts, and refreshes what caches hold of their links."""
 
@@ -121,7 +126,9 @@ class HostTakedowns:
         scan_seconds: float = 10,
         max_refreshes: int = 2_000,
         threads: int = 8,
+        edge: EdgeInvalidator | None = None,
     ) -> None:
+        self._edge = edge
         self._guard = guard
         self._links = links
         self._snapshot = snapshot
@@ -151,6 +158,10 @@ class HostTakedowns:
         if self._snapshot is not None:
             self._snapshot.refresh()
         codes, complete = self.codes_linking_to(host)
+        # The edge takes every code in one request (codes the scan did not reach in time expire
+        # there within the redirect's s-maxage).
+        if self._edge is not None:
+            self._edge(codes)
         if stage_cache is None:
             return TakedownReport(host, len(codes), None, complete)
         chosen = codes[: self._max_refreshes]

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from shortener import clock
 from shortener.access.model import Caller
+from shortener.access.takedown import EdgeInvalidator
 from shortener.exceptions import (
     ConflictError,
     ForbiddenError,
@@ -117,6 +118,7 @@ class LinkManager:
         *,
         redirect_status: int = 301,
         jobs: JobRecords | None = None,
+        edge: EdgeInvalidator | None = None,
     ) -> None:
         self._jobs = jobs
         self._links = links
@@ -124,6 +126,7 @@ class LinkManager:
         self._index = index
         self._service = service
         self._redirect_status = redirect_status
+        self._edge = edge
 
     def get(self, caller: Caller, code: str) -> Link:
         """The caller's link ``code`` (any link for an admin)."""
@@ -267,6 +270,8 @@ class LinkManager:
         if not takedown:
             return Change(changed)
         self._service.forget(link.code)
+        if self._edge is not None:
+            self._edge([link.code])
         if stage_cache is None:
             return Change(changed)
         # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.

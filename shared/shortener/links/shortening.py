@@ -57,19 +57,35 @@ class Resolution:
     expires_at: datetime | None = None
     click_limited: bool = False
 
-    def cache_control(self, configured: str, now: datetime) -> str:
-        """The redirect's Cache-Control: ``configured``, except that a click-limited link's
-        redirect is never stored (each follow must reach the function to be counted) and an
-        expiring link's is kept at most until its expiry."""
+    def cache_control(self, configured: str, now: datetime, edge_seconds: int = 0) -> str:
+        """The redirect's Cache-Control: ``configured`` (what browsers keep), except that a
+        click-limited link's redirect is never stored (each follow must reach the function to be
+        counted) and an expiring link's is kept at most until its expiry.
+
+        Behind the edge (``edge_seconds`` > 0) the answer also says how long the edge may keep it
+        (``s-maxage``: ``edge_seconds``, at most until the expiry) and drops ``private``, which
+        CloudFront never stores ("Managing how long content stays in the cache",
+        https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Expiration.html); a
+        change reaches the edge by invalidation, not by expiry."""
         if self.click_limited:
             return "private, no-store"
-        if self.expires_at is None:
-            return configured
-        left = max(int((self.expires_at - now).total_seconds()), 0)
-        found = _MAX_AGE.search(configured)
-        if found is None:
-            return f"{configured}, max-age={left}" if configured else f"private, max-age={left}"
-        return _MAX_AGE.sub(f"max-age={min(int(found[1]), left)}", configured)
+        left = None if self.expires_at is None else max(int((self.expires_at - now).total_seconds()), 0)
+        browser = configured if left is None else _capped(configured, left)
+        if edge_seconds <= 0:
+            return browser
+        edge = edge_seconds if left is None else min(edge_seconds, left)
+        directives = [
+            part.strip() for part in browser.split(",") if part.strip() and part.strip() != "private"
+        ]
+        return ", ".join([*directives, f"s-maxage={edge}"])
+
+
+def _capped(configured: str, left: int) -> str:
+    """``configured`` with its max-age no longer than ``left`` seconds."""
+    found = _MAX_AGE.search(configured)
+    if found is None:
+        return f"{configured}, max-age={left}" if configured else f"private, max-age={left}"
+    return _MAX_AGE.sub(f"max-age={min(int(found[1]), left)}", configured)
 
 
 def key_changed_error(stored: str, current: str) -> CodeKeyChangedError:

@@ -52,7 +52,12 @@ def api_takedowns() -> HostTakedowns | None:
     guard = api_links().guard
     if guard is None:
         return None
-    return HostTakedowns(guard, LinkHostScan(settings.LINKS_TABLE), snapshot=links.blocked_hosts(settings))
+    return HostTakedowns(
+        guard,
+        LinkHostScan(settings.LINKS_TABLE),
+        snapshot=links.blocked_hosts(settings),
+        edge=links.edge_invalidator(settings),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -4,9 +4,10 @@ from functools import lru_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.store_blocklist import BlocklistStore
-from shortener.access.takedown import BlockedHostsSnapshot
+from shortener.access.takedown import BlockedHostsSnapshot, EdgeInvalidator
 from shortener.jobs.store.items import JobItems
 from shortener.links.codes import code_generator
+from shortener.links.edge_cache import EdgeCache
 from shortener.links.management import LinkManager
 from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore
@@ -61,4 +62,12 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         service,
         redirect_status=settings.REDIRECT_STATUS,
         jobs=JobItems(settings.JOBS_TABLE) if settings.JOBS_TABLE else None,
+        # The API's changes only: a batch's thousand changes would each send a request (one per
+        # page is still to come; docs/edge.md), so the worker's wait out the redirects' s-maxage.
+        edge=edge_invalidator(settings) if isinstance(settings, ApiSettings) else None,
     )
+
+
+def edge_invalidator(settings: ApiSettings) -> EdgeInvalidator | None:
+    """What invalidates changed codes at the edge (None without the edge)."""
+    return EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None

@@ -372,8 +372,13 @@ def test_only_web_acls_associated_with_the_api_stage_apply() -> None:
             "ResourceArn": "arn:aws:apigateway:us-east-1::/restapis/elsewhere/stages/x",
             "WebACLArn": "arn:other",
         },
+        # The edge's stage has its own ACL: it guards that stage only
+        "C": {
+            "ResourceArn": "arn:aws:apigateway:us-east-1::/restapis/local/stages/edge",
+            "WebACLArn": "arn:other",
+        },
     }
-    firewall = Firewall.for_api(acls, associations, arns, "local")
+    firewall = Firewall.for_api(acls, associations, arns, "local", "local")
     assert [acl.name for acl in firewall.acls] == ["Acl"]
 
 

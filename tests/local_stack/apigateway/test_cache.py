@@ -60,7 +60,7 @@ def template_resources(params: dict[str, str], stack_uuid: str | None = None) ->
 def test_the_prod_stage_of_the_template_caches_redirects_by_code() -> None:
     # Given the template with Stage=prod, Then the stage caches GET /{code}, keyed by the code, for
     # the template's TTL, and nothing else
-    cache = LocalStack._stage_cache(template_resources({"Stage": "prod"}))
+    cache = LocalStack._stage_cache(template_resources({"Stage": "prod", "Edge": "off"}))
     assert cache is not None
     assert cache.methods == [CachedMethod("GET", "/{code}", 300.0, ("method.request.path.code",))]
     # And with Stage=dev there is no cache
@@ -146,7 +146,7 @@ def test_a_domain_name_becomes_the_base_of_short_urls_and_an_own_host() -> None:
 
 def test_with_iam_only_a_role_allowed_execute_api_invalidate_cache_refreshes_an_entry() -> None:
     # Given the prod template's roles enforced, and a cached redirect that changed behind the cache
-    resources = template_resources({"Stage": "prod"})
+    resources = template_resources({"Stage": "prod", "Edge": "off"})
     principals = function_principals(resources).by_access_key
     access_control = AccessControl()
     access_control.load(principals)

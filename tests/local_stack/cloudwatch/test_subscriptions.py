@@ -12,7 +12,7 @@ def put(
     pattern: str = "", arn: str = "arn:aws:lambda:us-east-1:123456789012:function:collector"
 ) -> PutEvents:
     events = [LogEvent("1", 1_000, '{"cs-method": "GET"}'), LogEvent("2", 2_000, '{"cs-method": "HEAD"}')]
-    return PutEvents("/aws/cloudfront/t-edge", "stream-1", "clicks", pattern, arn, events)
+    return PutEvents("/aws/vendedlogs/cloudfront/t-edge", "stream-1", "clicks", pattern, arn, events)
 
 
 def test_the_events_are_delivered_gzip_base64_with_their_group_stream_and_filter() -> None:
@@ -23,7 +23,7 @@ def test_the_events_are_delivered_gzip_base64_with_their_group_stream_and_filter
     payload = decode_subscription_event(event)
     assert name == "collector"
     assert (payload["logGroup"], payload["logStream"], payload["subscriptionFilters"]) == (
-        "/aws/cloudfront/t-edge",
+        "/aws/vendedlogs/cloudfront/t-edge",
         "stream-1",
         ["clicks"],
     )

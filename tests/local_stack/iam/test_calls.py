@@ -5,7 +5,9 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from local_stack.iam.calls import Access, denial_answer, denial_message, parse_call
+import pytest
+
+from local_stack.iam.calls import Access, UnmappedService, denial_answer, denial_message, parse_call
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table"
@@ -191,3 +193,17 @@ def test_an_s3_refusal_is_s3s_error_document() -> None:
     assert answer.status == 403
     assert b"<Code>AccessDenied</Code>" in answer.body
     assert dict(answer.headers)["Content-Type"] == "application/xml"
+
+
+def test_cloudfront_invalidations_are_on_the_distribution_and_its_listing_on_everything() -> None:
+    def call(method: str, path: str) -> Any:
+        return parse_call("cloudfront", {}, b"", path=path, method=method, region=REGION, account=ACCOUNT)
+
+    listing = call("GET", "/2020-05-31/distribution?MaxItems=100")
+    assert [(a.action, a.resource) for a in listing.accesses] == [("cloudfront:ListDistributions", "*")]
+    created = call("POST", "/2020-05-31/distribution/E1ABC/invalidation")
+    arn = f"arn:aws:cloudfront::{ACCOUNT}:distribution/E1ABC"
+    assert [(a.action, a.resource) for a in created.accesses] == [("cloudfront:CreateInvalidation", arn)]
+    assert call("GET", "/2020-05-31/distribution/E1ABC/invalidation/I1").operation == "GetInvalidation"
+    with pytest.raises(UnmappedService):
+        call("POST", "/2020-05-31/distribution")

@@ -22,7 +22,7 @@ from tests.support.loops import LambdaContext
 
 pytestmark = pytest.mark.integration
 
-GROUP = "/aws/cloudfront/t-edge"
+GROUP = "/aws/vendedlogs/cloudfront/t-edge"
 
 
 def subscribed_group(collector: ModuleType, duplicates: float) -> list[dict[str, Any]]:

@@ -63,6 +63,22 @@ def test_a_redirect_is_kept_no_longer_than_its_link_lives() -> None:
     assert counted.cache_control("private, max-age=90", now) == "private, no-store"
 
 
+def test_behind_the_edge_a_redirect_says_how_long_the_edge_may_keep_it() -> None:
+    # Given the edge may keep a plain link's redirect for a day
+    now = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    day = 86400
+    plain = Resolution(url="https://a.example/", from_cache=False)
+    soon = Resolution(url="https://a.example/", from_cache=False, expires_at=now + timedelta(seconds=42))
+    counted = Resolution(url="https://a.example/", from_cache=False, click_limited=True)
+    # Then a plain link is kept a day at the edge, browsers keeping it as configured (not private:
+    # CloudFront stores nothing private)
+    assert plain.cache_control("private, max-age=90", now, day) == "max-age=90, s-maxage=86400"
+    # An expiring one no later than its expiry, at the edge and in browsers
+    assert soon.cache_control("private, max-age=90", now, day) == "max-age=42, s-maxage=42"
+    # A click-limited one nowhere
+    assert counted.cache_control("private, max-age=90", now, day) == "private, no-store"
+
+
 def test_a_link_is_expired_past_its_time_or_its_last_click() -> None:
     now = datetime(2026, 6, 1, 12, tzinfo=UTC)
     link = Link(code="abcd", url="https://a.example/", created_at=now)

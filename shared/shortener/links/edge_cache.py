@@ -1,0 +1,73 @@
+"""The edge's cache (a CloudFront distribution): changed codes invalidated, in one request.
+
+A change to a link (disable, delete, a new URL, new limits) must not be answered from the edge for
+the rest of its s-maxage: the paths of the changed codes are invalidated in one CreateInvalidation.
+Invalidation is priced per path (the first 1,000 a month free, then $0.005 a path) and a wildcard
+counts as one path ("Invalidate files",
+https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Invalidation.html): more than
+``WILDCARD_ABOVE`` codes at once are invalidated as ``/*``, which bounds any change's cost to one
+path and empties the cache (every code then misses once).
+
+The function cannot name the distribution in its environment (its origin is the API, whose routes
+name the function): it finds it once per container by the comment the template gives it."""
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shortener import aws
+
+log = logging.getLogger(__name__)
+
+WILDCARD_ABOVE = 1000
+
+
+class EdgeCache:
+    """The distribution whose comment is ``comment`` (template.yaml's EdgeDistribution)."""
+
+    def __init__(self, comment: str, client: Any = None) -> None:
+        self.comment = comment
+        self._client = client
+        self._distribution_id: str | None = None
+
+    def invalidate(self, codes: Sequence[str]) -> bool:
+        """Invalidate the redirects of ``codes`` at the edge: whether CloudFront took the request."""
+        if not codes:
+            return True
+        paths = (
+            ["/*"] if len(codes) > WILDCARD_ABOVE else sorted({"/" + quote(code, safe="") for code in codes})
+        )
+        try:
+            distribution = self._distribution()
+            if distribution is None:
+                log.warning("No distribution with the comment %r: nothing invalidated", self.comment)
+                return False
+            self._cloudfront().create_invalidation(
+                DistributionId=distribution,
+                InvalidationBatch={
+                    "Paths": {"Quantity": len(paths), "Items": paths},
+                    "CallerReference": f"{time.time_ns()}-{uuid.uuid4().hex[:8]}",
+                },
+            )
+        except (ClientError, BotoCoreError):
+            log.exception("The edge's invalidation of %d paths failed", len(paths))
+            return False
+        return True
+
+    def _distribution(self) -> str | None:
+        if self._distribution_id is None:
+            pages = self._cloudfront().get_paginator("list_distributions").paginate()
+            for page in pages:
+                for summary in page.get("DistributionList", {}).get("Items", []):
+                    if summary.get("Comment") == self.comment:
+                        self._distribution_id = str(summary["Id"])
+                        return self._distribution_id
+        return self._distribution_id
+
+    def _cloudfront(self) -> Any:
+        return self._client if self._client is not None else aws.cloudfront()
