@@ -15,6 +15,7 @@ a crash mid-page still counts the links its first run changed as changed (not un
 taken over from a crashed holder ``MAX_TAKEOVERS`` times ends as "failed" instead of running forever."""
 
 import re
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -57,6 +58,11 @@ SCAN_ITEMS = 1_000
 # A holder that has not renewed its lease for this long is taken to have crashed.
 LEASE_SECONDS = 300
 MAX_TAKEOVERS = 3
+# A batch invalidates the paths it changed at the edge, each page's in one request, up to this many
+# paths in all (CloudFront charges $0.005 a path after the first 1,000 a month); past it, a
+# wildcard (one path, the whole cache) at most once a minute and after the last page.
+EDGE_PATHS = 1_000
+EDGE_WILDCARD_SECONDS = 60.0
 # Links of a page read and changed at once: each is a few requests' wait (read, write, cache refresh),
 # so one at a time a batch changed about 8 links a second.
 PAGE_THREADS = 16
@@ -65,6 +71,13 @@ HANDOVER_SECONDS = 120.0
 _BATCH_ID = re.compile(BATCH_ID_TEXT)
 # Pages of outcomes one status read answers (each at most 1,000 outcomes).
 _STATUS_PAGES = 4
+
+
+class EdgeCache(Protocol):
+    """``shortener.links.edge_cache.EdgeCache``."""
+
+    def invalidate(self, codes: list[str]) -> bool: ...
+    def invalidate_all(self) -> bool: ...
 
 
 class BatchRecords(Protocol):
@@ -212,7 +225,10 @@ class BatchRunner:
         retention_days: int,
         on_stale_cache: Callable[[str], None] = lambda code: None,
         threads: int = PAGE_THREADS,
+        edge: EdgeCache | None = None,
     ) -> None:
+        self._edge = edge
+        self._last_wildcard = float("-inf")
         self._records = records
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="batch-page")
         self._manager = manager
@@ -288,7 +304,20 @@ class BatchRunner:
             )
 
         outcomes = dict(zip(unique, map_in_context(self._pool, apply, unique), strict=True))
+        changed = [code for code, outcome in outcomes.items() if outcome.outcome == "changed"]
+        self._invalidate_at_edge(batch, changed, last_page=next_cursor is None)
         return BatchPage([outcomes[code] for code in codes], next_cursor)
+
+    def _invalidate_at_edge(self, batch: Batch, changed: list[str], *, last_page: bool) -> None:
+        """The edge forgets what the page changed (a rerun of the page sends it again)."""
+        if self._edge is None:
+            return
+        if batch.changed + len(changed) <= EDGE_PATHS:
+            if changed:
+                self._edge.invalidate(changed)
+        elif last_page or time.monotonic() - self._last_wildcard >= EDGE_WILDCARD_SECONDS:
+            self._last_wildcard = time.monotonic()
+            self._edge.invalidate_all()
 
     def _select(self, batch: Batch) -> tuple[list[str], str | None]:
         """The codes of the batch's next page, and where the page after starts (None: none)."""

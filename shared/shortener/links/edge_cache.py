@@ -39,9 +39,15 @@ class EdgeCache:
         """Invalidate the redirects of ``codes`` at the edge: whether CloudFront took the request."""
         if not codes:
             return True
-        paths = (
-            ["/*"] if len(codes) > WILDCARD_ABOVE else sorted({"/" + quote(code, safe="") for code in codes})
-        )
+        if len(codes) > WILDCARD_ABOVE:
+            return self.invalidate_all()
+        return self._invalidate(sorted({"/" + quote(code, safe="") for code in codes}))
+
+    def invalidate_all(self) -> bool:
+        """Invalidate everything the edge holds (one wildcard path): whether CloudFront took it."""
+        return self._invalidate(["/*"])
+
+    def _invalidate(self, paths: list[str]) -> bool:
         try:
             distribution = self._distribution()
             if distribution is None:

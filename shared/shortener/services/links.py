@@ -62,12 +62,18 @@ def link_manager(settings: ApiSettings | WorkerSettings, service: LinkService) -
         service,
         redirect_status=settings.REDIRECT_STATUS,
         jobs=JobItems(settings.JOBS_TABLE) if settings.JOBS_TABLE else None,
-        # The API's changes only: a batch's thousand changes would each send a request (one per
-        # page is still to come; docs/edge.md), so the worker's wait out the redirects' s-maxage.
+        # The API's changes, one request each; a batch invalidates each page's changes in one
+        # request instead (shortener.jobs.batches).
         edge=edge_invalidator(settings) if isinstance(settings, ApiSettings) else None,
     )
 
 
 def edge_invalidator(settings: ApiSettings) -> EdgeInvalidator | None:
     """What invalidates changed codes at the edge (None without the edge)."""
-    return EdgeCache(settings.EDGE_DISTRIBUTION).invalidate if settings.EDGE_DISTRIBUTION else None
+    cache = edge_cache(settings)
+    return cache.invalidate if cache is not None else None
+
+
+def edge_cache(settings: ApiSettings | WorkerSettings) -> EdgeCache | None:
+    """The edge's cache (None without the edge)."""
+    return EdgeCache(settings.EDGE_DISTRIBUTION) if settings.EDGE_DISTRIBUTION else None

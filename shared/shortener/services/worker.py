@@ -67,6 +67,7 @@ def batch_runner() -> BatchRunner:
         on_stale_cache=lambda code: logger.error(
             "The stage cache entry was not refreshed", extra={"code": code}
         ),
+        edge=links.edge_cache(settings),
     )
 
 

@@ -111,6 +111,21 @@ class Manager:
         return Change(link, None)
 
 
+class Edge:
+    """The edge's cache, recording the paths invalidated ("*": all of them)."""
+
+    def __init__(self, invalidated: list[list[str]]) -> None:
+        self.invalidated = invalidated
+
+    def invalidate(self, codes: list[str]) -> bool:
+        self.invalidated.append(sorted(codes))
+        return True
+
+    def invalidate_all(self) -> bool:
+        self.invalidated.append(["*"])
+        return True
+
+
 class NoReads:
     def codes_from(self, job_id: str, chunk: int, *, chunks: int) -> tuple[list[str], int | None]:
         chunks_of_job = [["j0", "j1"], ["j2"]]
@@ -147,6 +162,7 @@ def runner(
     started: list[str],
     refreshed: list[str] | None = None,
     reads: NoReads | None = None,
+    edge: list[list[str]] | None = None,
 ) -> BatchRunner:
     reads = reads or NoReads()
     cache = refreshed if refreshed is not None else []
@@ -168,6 +184,7 @@ def runner(
         stage_cache_for=stage_cache_for,
         policy=UrlPolicy(allowed_schemes=frozenset({"https"}), max_length=2048, own_hosts=frozenset()),
         retention_days=1,
+        edge=Edge(edge) if edge is not None else None,
     )
 
 
@@ -313,3 +330,29 @@ def test_a_jobs_rows_sharing_a_code_change_its_link_once_and_each_row_says_so() 
         ("j1", "changed"),
         ("j0", "changed"),
     ]
+
+
+def test_each_pages_changed_codes_are_invalidated_at_the_edge_in_one_request() -> None:
+    # Given 5 codes in pages of 2: one already disabled, one another owner's
+    links = {code: a_link(code) for code in "acd"} | {"b": a_link("b", status="disabled")}
+    links["e"] = a_link("e", owner="bob")
+    records = Records(a_batch(codes=list("abcde")))
+    invalidated: list[list[str]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_logic, "PAGE_LINKS", 2)
+        runner(records, Manager(links), [], edge=invalidated).run("b" * 32, "one", lambda: 900.0)
+    # Then each page sent one invalidation of the codes it changed, and nothing for the others
+    assert invalidated == [["a"], ["c", "d"]]
+
+
+def test_past_1000_changed_paths_a_batch_invalidates_everything_once_a_minute_and_at_its_end() -> None:
+    # Given a batch that has changed 999 links already, with 6 more codes in pages of 2
+    links = {code: a_link(code) for code in "abcdef"}
+    records = Records(a_batch(codes=list("abcdef"), changed=999))
+    invalidated: list[list[str]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_logic, "PAGE_LINKS", 2)
+        runner(records, Manager(links), [], edge=invalidated).run("b" * 32, "one", lambda: 900.0)
+    # Then the page that goes past 1,000 paths sends a wildcard, the next (within the minute) none,
+    # and the last one another wildcard
+    assert invalidated == [["*"], ["*"]]
