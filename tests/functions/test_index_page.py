@@ -21,7 +21,8 @@ const element = (id) => elements[id] || (elements[id] = {
   files: id === "bulk-file" ? [FILE] : [],
   addEventListener(type, listener) { this.listeners[type] = listener; },
   focus() {}, setAttribute() {}, removeAttribute() {}, replaceChildren() {}, append() {},
-  dataset: {}, options: [], selectedOptions: [], childElementCount: 0, children: [], querySelector: () => null,
+  dataset: {}, options: [], selectedOptions: [], childElementCount: 0, children: [],
+  querySelector: () => null,
 });
 const kept = {};
 globalThis.localStorage = {
