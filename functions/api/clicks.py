@@ -1,4 +1,5 @@
-"""Click reports (docs/clicks.md): a link's clicks over a range, a job's clicks per row.
+"""Click reports (docs/clicks.md): a link's clicks over a range, the daily clicks of a list of
+links, a job's clicks per row.
 Owner-scoped like the other link and job routes: another owner's link or job is a 404. Each route
 calls one service method and answers; included into the API's resolver by app.py."""
 
@@ -8,8 +9,14 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from request import base_url, caller
 
-from shortener.clicks.model import LinkClicks, TopLinks
-from shortener.http.api import ClickReportFileLink, ErrorBody, LinkClicksQuery, TopLinksQuery
+from shortener.clicks.model import LinkClicks, LinksSeries, TopLinks
+from shortener.http.api import (
+    ClickReportFileLink,
+    ErrorBody,
+    LinkClicksQuery,
+    LinksSeriesQuery,
+    TopLinksQuery,
+)
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import CsvAnswer, FileLink
 from shortener.services.api import click_reports, job_queries
@@ -38,6 +45,28 @@ def link_clicks(code: str) -> Response[str]:
         interval=event.get_query_string_value("interval", None),
     )
     return Response(200, content_types.APPLICATION_JSON, report.model_dump_json(by_alias=True))
+
+
+@router.get(
+    "/clicks/series",
+    **operation(
+        "The daily clicks of a list of the caller's links (a table's sparklines)",
+        {200: Answer("Each link's total and daily series, in the order asked", LinksSeries)},
+        errors=(400, 404, 410),
+        query=LinksSeriesQuery,
+    ),
+)
+def links_series() -> Response[str]:
+    """One answer for a page of links, where a report per link would be a request each (and a
+    page's worth of them goes over a key's burst)."""
+    event = router.current_event
+    answer = click_reports().series(
+        caller(event),
+        (event.get_query_string_value("codes", None) or "").split(","),
+        start=event.get_query_string_value("from", None),
+        end=event.get_query_string_value("to", None),
+    )
+    return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
 
 
 @router.get(

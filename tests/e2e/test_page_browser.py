@@ -146,6 +146,45 @@ def open_page(browser: WebDriver, stack: RunningStack, key: str | None = None) -
     browser.get(stack.api_url)
 
 
+def goto(browser: WebDriver, view: str) -> None:
+    """One of the page's views, as a click in its navigation (or a bookmark) opens it."""
+    browser.execute_script("location.hash = arguments[0]", f"#/{view}")
+    settled(browser).until(
+        lambda _: browser.find_element(
+            By.CSS_SELECTOR, f'.view[data-view="{view.split("/", maxsplit=1)[0]}"]'
+        ).is_displayed()
+    )
+
+
+def open_link_page(browser: WebDriver, short_url: str) -> None:
+    """A link's page, opened from its row's Details link in the links table."""
+    settled(browser).until(
+        lambda _: (
+            browser.find_element(By.CSS_SELECTOR, f'a[aria-label="Details of {short_url}"]').click() or True
+        )
+    )
+    # Drawn whole (its report and QR code), so that nothing moves under a click.
+    settled(browser).until(
+        lambda _: (
+            browser.find_element(By.ID, "link-body").is_displayed()
+            and browser.find_element(By.ID, "view-link").get_attribute("aria-busy") is None
+        )
+    )
+
+
+def targets(browser: WebDriver) -> list[str]:
+    """The whole destination URLs of the links shown (each row shows it shortened, whole in its title)."""
+    (titles,) = settled(browser).until(
+        lambda _: (
+            [
+                span.get_attribute("title")
+                for span in browser.find_elements(By.CSS_SELECTOR, "#links-list tr .target span")
+            ],
+        )
+    )
+    return titles
+
+
 def visible_text(browser: WebDriver, element_id: str, seconds: float = STEP_SECONDS) -> str:
     """The text of an element once it is shown (polled until the deadline)."""
     element = browser.find_element(By.ID, element_id)
@@ -216,7 +255,7 @@ def test_a_key_then_a_short_link_that_leads_to_its_page(
     # Then the short link is shown, and listed with the caller's recent links
     assert short_url.startswith(stack.api_url), short_url
     settled(browser).until(lambda _: short_url in browser.find_element(By.ID, "links-list").text)
-    assert long_url in browser.find_element(By.ID, "links-list").text
+    assert long_url in targets(browser)
     snap("listed")
     # And following it leads to the long link's page
     browser.find_element(By.ID, "short").click()
@@ -258,18 +297,17 @@ def test_a_listed_link_shows_its_qr_code_with_downloads(
     shorten(browser, f"http://localhost:{landing}/printed")
     short_url = visible_text(browser, "short")
     settled(browser).until(lambda _: short_url in browser.find_element(By.ID, "links-list").text)
-    # When its QR code button is pressed in the list
-    item = next(li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text)
-    button = item.find_element(By.CSS_SELECTOR, "button.show-qr")
-    button.click()
-    settled(browser).until(lambda _: item.find_elements(By.CSS_SELECTOR, ".qr img"))
-    image = item.find_element(By.CSS_SELECTOR, ".qr img")
+    # When its page is opened from the links table
+    open_link_page(browser, short_url)
+    item = browser.find_element(By.ID, "link-qr")
+    settled(browser).until(lambda _: item.find_elements(By.CSS_SELECTOR, "img"))
+    image = item.find_element(By.CSS_SELECTOR, "img")
     settled(browser).until(
         lambda _: browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image)
     )
     snap("qr-code")
     # Then the image shown is the short URL's QR code, named for people using a screen reader
-    assert button.get_attribute("aria-expanded") == "true"
+    assert image.is_displayed()
     assert image.get_attribute("alt") == f"QR code of {short_url}"
     png = base64.b64decode(
         browser.execute_async_script(
@@ -282,7 +320,7 @@ def test_a_listed_link_shows_its_qr_code_with_downloads(
     )
     assert [found.text for found in zxingcpp.read_barcodes(Image.open(io.BytesIO(png)))] == [short_url]
     # And it offers the PNG and the SVG to save
-    downloads = {a.get_attribute("download") for a in item.find_elements(By.CSS_SELECTOR, ".qr a[download]")}
+    downloads = {a.get_attribute("download") for a in item.find_elements(By.CSS_SELECTOR, "a[download]")}
     code = short_url.rsplit("/", 1)[1]
     assert downloads == {f"{code}.png", f"{code}.svg"}
 
@@ -311,6 +349,7 @@ def test_a_csv_upload_shows_progress_and_its_results(
     rows = [f"http://localhost:{landing}/bulk/{number}" for number in range(40)] + ["not a url"]
     csv_file = tmp_path / "links.csv"
     csv_file.write_text("url\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    goto(browser, "uploads")
     # What the page shows and keeps is recorded as it happens (no timing assumptions).
     browser.execute_script(
         """
@@ -367,6 +406,7 @@ def test_a_job_followed_before_a_reload_resumes_its_progress(
     job_id = accepted.json()["job_id"]
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
+    goto(browser, "uploads")
     browser.execute_script("localStorage.setItem('shortener.job', arguments[0])", job_id)
     # When the page is loaded again
     browser.refresh()
@@ -390,27 +430,30 @@ def test_the_page_fits_a_phone_and_labels_every_field(
     size = browser.get_window_size()
     browser.set_window_size(390, 844)
     try:
-        # When the page is shown with a key and its lists, and the link's edit form is open
+        # When each view is shown with a key and its lists, the link's page with its edit form
         open_page(browser, stack, stack.api_key)
-        item = link_item(browser, created.json()["short_url"])
-        item.find_element(By.CSS_SELECTOR, "button.edit").click()
-        snap("phone")
-        # Then nothing is wider than the screen, and every field has a label, every button a name
-        widths = browser.execute_script(
-            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-        )
-        unlabelled = browser.execute_script(
-            "return [...document.querySelectorAll('input, select')].filter((i) => !i.labels.length)"
-            ".map((i) => i.id || i.name)"
-        )
-        unnamed = browser.execute_script(
-            "return [...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).length"
-        )
+        link_item(browser, created.json()["short_url"])
+        shown = {}
+        for view in ("links", "uploads", "overview", "link"):
+            if view == "link":
+                goto(browser, "links")
+                open_link_page(browser, created.json()["short_url"])
+            else:
+                goto(browser, view)
+            snap(f"phone-{view}")
+            # Then nothing is wider than the screen, and every field has a label, every button a name
+            shown[view] = browser.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+                " [...document.querySelectorAll('input, select')].filter((i) => !i.labels.length"
+                "   && !i.getAttribute('aria-label')).map((i) => i.id || i.name),"
+                " [...document.querySelectorAll('button')].filter((b) => !b.textContent.trim()).length]"
+            )
     finally:
         browser.set_window_size(size["width"], size["height"])
-    assert widths[0] <= widths[1], widths
-    assert unlabelled == []
-    assert unnamed == 0
+    for view, (scroll_width, client_width, unlabelled, unnamed) in shown.items():
+        assert scroll_width <= client_width, (view, scroll_width, client_width)
+        assert unlabelled == [], view
+        assert unnamed == 0, view
 
 
 @pytest.mark.e2e_timeout(300)
@@ -454,6 +497,7 @@ def test_a_file_above_4_mb_goes_from_the_browser_straight_to_storage(
     csv_file = tmp_path / "catalogue.csv"
     csv_file.write_text("url,note\n" + "".join(f"{row},{padding}\n" for row in rows), encoding="utf-8")
     assert csv_file.stat().st_size > 4_000_000
+    goto(browser, "uploads")
     # When it is uploaded
     browser.find_element(By.ID, "bulk-file").send_keys(str(csv_file))
     browser.find_element(By.ID, "bulk-submit").click()
@@ -497,13 +541,10 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     WebDriverWait(browser, 90, poll_frequency=0.5).until(
         lambda _: stack.request("GET", "links/page-clicks/clicks").json()["total"] == 2
     )
-    # When the person opens the link's clicks from their recent links
+    # When the person opens the link's page from the links table
     open_page(browser, stack, stack.api_key)
     short_url = created.json()["short_url"]
-    button = settled(browser).until(
-        lambda _: browser.find_element(By.CSS_SELECTOR, f'button[aria-label="Clicks of {short_url}"]')
-    )
-    button.click()
+    open_link_page(browser, short_url)
     # Then the chart is drawn in the page (an SVG bar per day of the last 30, no other origin)
     assert visible_text(browser, "clicks-summary").startswith("2 clicks in the last 30 days: 2 by people")
     bars = browser.find_elements(By.CSS_SELECTOR, "#clicks-chart rect")
@@ -512,7 +553,18 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     # And the top countries (local requests come from 127.0.0.1: unknown) and referrers are listed
     assert browser.find_element(By.ID, "clicks-countries").text == "unknown: 2"
     assert browser.find_element(By.ID, "clicks-referrers").text == "Not recorded"
+    # And the chart's axes are labelled, with dates under the bars
+    labels = [text.text for text in browser.find_elements(By.CSS_SELECTOR, "#clicks-chart text")]
+    assert "Clicks per day" in labels and "Day (UTC)" in labels
+    assert sum(bool(re.fullmatch(r"[A-Z][a-z]{2} \d{1,2}", label)) for label in labels) >= 4, labels
+    assert "time zone" in browser.find_element(By.ID, "clicks-tz").text
     snap("clicks")
+    # And back in the links table, its row shows the 2 clicks with a sparkline of the 30 days
+    browser.back()
+    row = link_item(browser, short_url)
+    settled(browser).until(lambda _: row.find_element(By.CSS_SELECTOR, ".clicks .count").text == "2")
+    assert row.find_elements(By.CSS_SELECTOR, ".clicks svg.spark polyline")
+    snap("table")
 
 
 # --- Managing links and uploads ---
@@ -547,7 +599,7 @@ def settled(browser: WebDriver) -> WebDriverWait:
 def listed(browser: WebDriver) -> list[str]:
     """The short URLs the list shows, in order (read again if the list was replaced meanwhile)."""
     (texts,) = settled(browser).until(
-        lambda _: ([a.text for a in browser.find_elements(By.CSS_SELECTOR, "#links-list li .head a")],)
+        lambda _: ([a.text for a in browser.find_elements(By.CSS_SELECTOR, "#links-list tr .head a")],)
     )
     return texts
 
@@ -556,7 +608,17 @@ def link_item(browser: WebDriver, short_url: str) -> Any:
     """The list item of ``short_url`` (waited for)."""
     return settled(browser).until(
         lambda _: next(
-            (li for li in browser.find_elements(By.CSS_SELECTOR, "#links-list li") if short_url in li.text),
+            (tr for tr in browser.find_elements(By.CSS_SELECTOR, "#links-list tr") if short_url in tr.text),
+            None,
+        )
+    )
+
+
+def upload_item(browser: WebDriver, job_id: str) -> Any:
+    """The uploads view's item of ``job_id`` (waited for)."""
+    return settled(browser).until(
+        lambda _: next(
+            (li for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li") if job_id in li.text),
             None,
         )
     )
@@ -602,7 +664,8 @@ def test_links_are_searched_by_title_and_filtered_by_tag_and_by_upload(
     # Then exactly those two are listed, with their titles, tags, status and creation date
     assert sorted(listed(browser)) == sorted([flyer, poster])
     text = link_item(browser, flyer).text
-    assert "Zebra flyer" in text and "Tags: print, zebra" in text and "Active" in text and "Created " in text
+    assert "Zebra flyer" in text and "print, zebra" in text and "Active" in text
+    assert link_item(browser, flyer).find_element(By.CSS_SELECTOR, ".created time").get_attribute("datetime")
     assert "2 links" in browser.find_element(By.ID, "links-summary").text
     # And a tag, and then an upload (chosen by its name in the list of uploads), narrow it so
     search(browser, tag="zebra")
@@ -612,30 +675,29 @@ def test_links_are_searched_by_title_and_filtered_by_tag_and_by_upload(
     )
     search(browser, job_id=job_id)
     snap("by-upload")
-    shown = [link_item(browser, short).text for short in listed(browser)]
-    assert len(shown) == 3 and sorted(line.split("\u2192 ")[1].split("\n")[0] for line in shown) == rows
+    assert len(listed(browser)) == 3 and sorted(targets(browser)) == rows
     # And "Show all" brings every link back
     browser.find_element(By.ID, "links-clear").click()
     link_item(browser, other)
     assert browser.find_element(By.ID, "links-summary").text == ""
 
 
-def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
+def test_a_links_target_title_tags_and_expiry_are_edited_on_its_page(
     browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
 ) -> None:
     # Given a link on the page
     created = stack.post_json("/", {"url": f"http://localhost:{landing}/before-edit"}).json()
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
-    item = link_item(browser, created["short_url"])
-    # When its Edit form is filled in with a new target, title, tags and expiry and saved
-    item.find_element(By.CSS_SELECTOR, "button.edit").click()
-    form = item.find_element(By.CSS_SELECTOR, ".editor form")
-    assert browser.switch_to.active_element == form.find_element(By.NAME, "url")
+    link_item(browser, created["short_url"])
+    # When its page's form is filled in with a new target, title, tags, expiry and limit and saved
+    open_link_page(browser, created["short_url"])
+    form = browser.find_element(By.CSS_SELECTOR, "#link-edit form")
     for name, value in (
         ("url", f"http://localhost:{landing}/after-edit"),
         ("title", "Summer labels"),
         ("tags", "summer, labels"),
+        ("max_clicks", "500"),
     ):
         field = form.find_element(By.NAME, name)
         field.clear()
@@ -645,39 +707,40 @@ def test_a_links_target_title_tags_and_expiry_are_edited_in_place(
         "arguments[0].value = '2031-05-01T09:30'", form.find_element(By.NAME, "expires_at")
     )
     snap("editing")
-    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    # Then the item shows what the API kept, and the link has it
-    settled(browser).until(lambda _: "Summer labels" in link_item(browser, created["short_url"]).text)
+    # (sent from the keyboard, Enter in a field, as a keyboard user does)
+    form.find_element(By.NAME, "title").send_keys(Keys.ENTER)
+    # Then the page shows what the API kept, and the link has it
+    settled(browser).until(lambda _: "Summer labels" in browser.find_element(By.ID, "link-details").text)
     snap("edited")
-    text = link_item(browser, created["short_url"]).text
-    assert f"\u2192 http://localhost:{landing}/after-edit" in text and "Tags: labels, summer" in text
-    assert "Expires " in text and "2031" in text
+    text = browser.find_element(By.ID, "link-details").text
+    assert f"http://localhost:{landing}/after-edit" in text and "labels, summer" in text
+    assert "2031" in text and "500 of 500 clicks left" in text
     shown = stack.request("GET", f"links/{created['code']}").json()
     expected = browser.execute_script("return new Date('2031-05-01T09:30').toISOString()")
-    assert (shown["url"], shown["title"], shown["tags"]) == (
+    assert (shown["url"], shown["title"], shown["tags"], shown["max_clicks"]) == (
         f"http://localhost:{landing}/after-edit",
         "Summer labels",
         ["labels", "summer"],
+        500,
     )
     assert shown["expires_at"].replace("+00:00", "Z").startswith(expected[:19]), (shown, expected)
     # And an invalid tag is refused in the form, saying why, with the link unchanged
-    item = link_item(browser, created["short_url"])
-    item.find_element(By.CSS_SELECTOR, "button.edit").click()
-    tags = item.find_element(By.CSS_SELECTOR, ".editor form").find_element(By.NAME, "tags")
+    tags = browser.find_element(By.CSS_SELECTOR, "#link-edit form").find_element(By.NAME, "tags")
     tags.clear()
     tags.send_keys("no spaces allowed")
-    item.find_element(By.CSS_SELECTOR, ".editor button[type=submit]").click()
+    tags.send_keys(Keys.ENTER)
     problem = settled(browser).until(
         lambda _: next(
-            (p for p in item.find_elements(By.CSS_SELECTOR, ".editor .error") if p.is_displayed()), None
+            (p for p in browser.find_elements(By.CSS_SELECTOR, "#link-edit .error") if p.is_displayed()), None
         )
     )
     assert "tags" in problem.text, problem.text
     assert stack.request("GET", f"links/{created['code']}").json()["tags"] == ["labels", "summer"]
-    # And Escape closes the form, back on its Edit button
+    # And Escape undoes what was typed, back on the first field
     tags.send_keys(Keys.ESCAPE)
-    assert not item.find_elements(By.CSS_SELECTOR, ".editor form")
-    assert browser.switch_to.active_element.get_attribute("aria-label") == f"Edit {created['short_url']}"
+    field = browser.find_element(By.CSS_SELECTOR, "#link-edit form").find_element(By.NAME, "tags")
+    assert field.get_attribute("value") == "labels, summer"
+    assert browser.switch_to.active_element.get_attribute("name") == "url"
 
 
 def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
@@ -699,9 +762,11 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.enable").click()
     settled(browser).until(lambda _: "Active" in link_item(browser, short_url).text)
     assert stack.request("GET", code, api_key=None).status == 301
-    # When its clicks are shown, and then it is deleted (a confirmation first)
-    link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.clicks").click()
+    # When its clicks are shown on its page, and then, back in the table, it is deleted (a
+    # confirmation first)
+    open_link_page(browser, short_url)
     assert visible_text(browser, "clicks-heading") == f"Clicks of {code}"
+    browser.back()
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.delete").click()
     confirmation = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
         lambda _: browser.switch_to.alert
@@ -713,7 +778,9 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     snap("deleted")
     assert stack.request("GET", f"links/{code}").status == 410
     assert browser.find_element(By.ID, "announce").text == f"Deleted {short_url}."
-    # And its clicks report, no longer about a link of the list, is gone with it
+    # And its page says that it was deleted
+    goto(browser, f"link/{code}")
+    assert visible_text(browser, "link-error") == f"{code} was deleted: it answers 410 Gone."
     assert not browser.find_element(By.ID, "clicks-panel").is_displayed()
 
 
@@ -728,19 +795,11 @@ def test_an_upload_that_ended_early_is_listed_by_file_name_with_its_error(
     client.put_file(job["upload"], source, lambda _: None)
     done = wait_job_done(stack, job["job_id"])
     assert done["ended_early"] is True
-    # When the person opens the page
+    # When the person opens the page's uploads
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
-    item = settled(browser).until(
-        lambda _: next(
-            (
-                li
-                for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li")
-                if job["job_id"] in li.text
-            ),
-            None,
-        )
-    )
+    goto(browser, "uploads")
+    item = upload_item(browser, job["job_id"])
     snap("ended-early")
     # Then the upload is named by its file, and says why it ended early
     assert item.find_element(By.CSS_SELECTOR, ".file").text == "contacts-page.csv"
@@ -779,14 +838,10 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
     assert len(codes) == 4
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
+    goto(browser, "uploads")
 
     def job_item() -> Any:
-        return settled(browser).until(
-            lambda _: next(
-                (li for li in browser.find_elements(By.CSS_SELECTOR, "#jobs-list li") if job_id in li.text),
-                None,
-            )
-        )
+        return upload_item(browser, job_id)
 
     # When its links are disabled from the upload's item
     job_item().find_element(By.CSS_SELECTOR, "button.job-disable").click()
@@ -809,3 +864,147 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
     )
     # Then they are gone from the owner's links
     assert [stack.request("GET", f"links/{code}").status for code in codes] == [410] * 4
+
+
+# --- The dashboard: the table's search and selection, an upload's click report, accessibility ---
+
+
+def test_a_search_typed_in_the_box_finds_a_link_made_500_links_earlier(
+    browser: WebDriver, stack: RunningStack, snap: Snap
+) -> None:
+    # Given a link with a word of its own, and 500 links made after it
+    made = stack.post_json(
+        "/", {"url": "https://example.com/findme/zanzibar-label", "title": "Zanzibar label"}
+    )
+    assert made.status in (200, 201), made.text
+    newer = stack.post_json(
+        "links/bulk", {"links": [{"url": f"https://example.com/newer/{n}"} for n in range(500)]}
+    )
+    assert newer.status in (200, 201, 207), newer.text
+    # (word search across all links comes with the API's search: a stack without it is skipped)
+    found = stack.request("GET", "links?q=zanzibar&limit=20").json()["links"]
+    if made.json()["code"] not in [link["code"] for link in found]:
+        pytest.skip("GET /links?q= does not search every link on this stack yet")
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    settled(browser).until(lambda _: listed(browser))
+    # When the word is typed in the search box (no button pressed), in capitals
+    browser.find_element(By.ID, "links-q").send_keys("ZANZIB")
+    # Then the table shows that link once the typing pauses
+    settled(browser).until(lambda _: listed(browser) == [made.json()["short_url"]])
+    snap("found")
+    assert "1 link" in browser.find_element(By.ID, "links-summary").text
+
+
+def test_three_selected_links_are_disabled_in_one_action(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    probe = stack.post_json("links/batch", {"action": "no-such-action"})
+    if probe.status == 404:
+        pytest.skip(f"POST /links/batch is not on this stack yet: {probe.text[:100]}")
+    # Given three links with a tag of their own
+    made = [
+        stack.post_json("/", {"url": f"http://localhost:{landing}/chosen/{n}", "tags": ["chosen3"]}).json()
+        for n in range(3)
+    ]
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    search(browser, tag="chosen3")
+    assert sorted(listed(browser)) == sorted(link["short_url"] for link in made)
+    # When every link shown is selected and disabled with one button
+    browser.find_element(By.ID, "select-all").click()
+    assert browser.find_element(By.ID, "selection-count").text == "3 links selected"
+    snap("selected")
+    browser.find_element(By.ID, "selection-disable").click()
+    # Then one batch changes the three, the table says so, and each answers 410 Gone
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "selection-status").text == "Disabled 3 of 3 links."
+    )
+    settled(browser).until(
+        lambda _: all("Disabled" in link_item(browser, link["short_url"]).text for link in made)
+    )
+    snap("disabled")
+    assert [stack.request("GET", link["code"], api_key=None).status for link in made] == [410] * 3
+
+
+def test_an_upload_is_followed_to_its_click_report(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given an upload of four rows, the second followed twice and counted
+    rows = [f"http://localhost:{landing}/report/{number}" for number in range(4)]
+    job_id = upload_rows(stack, rows)
+    codes = [link["code"] for link in stack.request("GET", f"links?job_id={job_id}").json()["links"]]
+    second = next(
+        link["code"]
+        for link in stack.request("GET", f"links?job_id={job_id}").json()["links"]
+        if link["url"] == rows[1]
+    )
+    assert len(codes) == 4
+    for _ in range(2):
+        assert stack.request("GET", second, api_key=None).status == 301
+    WebDriverWait(browser, 90, poll_frequency=0.5).until(
+        lambda _: stack.request("GET", f"links/{second}/clicks").json()["total"] == 2
+    )
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    goto(browser, "uploads")
+    # When its click report is opened from the upload's item
+    item = upload_item(browser, job_id)
+    item.find_element(By.CSS_SELECTOR, "button.click-report").click()
+    summary = settled(browser).until(lambda _: item.find_element(By.CSS_SELECTOR, ".report-summary"))
+    snap("click-report")
+    # Then it says the share of rows clicked and names the top row, with the report to download
+    assert summary.text == "1 of 4 rows clicked (25%), 2 clicks in all (the last 30 days)."
+    top = item.find_element(By.CSS_SELECTOR, ".report ol").text
+    assert top.startswith("Row ") and top.endswith(f"/{second}: 2"), top
+    assert item.find_element(By.CSS_SELECTOR, ".report a[download]").get_attribute("download") == (
+        f"{job_id}-clicks.csv"
+    )
+
+
+def axe_findings(browser: WebDriver) -> list[str]:
+    """axe-core's serious and critical findings on the page as shown (injected by the test only)."""
+    from axe_selenium_python import Axe
+
+    axe = Axe(browser)
+    axe.inject()
+    results = axe.run()
+    return [
+        f"{violation['id']} ({violation['impact']}): {[node['target'] for node in violation['nodes']][:5]}"
+        for violation in results["violations"]
+        if violation["impact"] in ("serious", "critical")
+    ]
+
+
+def test_every_view_passes_the_accessibility_check_on_a_desktop_and_a_phone(
+    browser: WebDriver, stack: RunningStack, snap: Snap
+) -> None:
+    # Given a link with a title and tags, and an upload
+    created = stack.post_json(
+        "/", {"url": "https://example.com/axe/" + "long-segment/" * 8, "title": "Checked", "tags": ["axe"]}
+    ).json()
+    upload_rows(stack, ["https://example.com/axe-upload/1"])
+    assert stack.api_key
+    size = browser.get_window_size()
+    findings: dict[str, list[str]] = {}
+    try:
+        for width, height in ((1280, 800), (390, 844)):
+            browser.set_window_size(width, height)
+            open_page(browser, stack, stack.api_key)
+            link_item(browser, created["short_url"])
+            for view in ("links", "link", "uploads", "overview"):
+                # When each view is shown
+                if view == "link":
+                    open_link_page(browser, created["short_url"])
+                else:
+                    goto(browser, view)
+                    if view == "overview":
+                        visible_text(browser, "overview-summary")
+                snap(f"{view}-{width}x{height}")
+                # Then axe-core finds nothing serious or critical
+                findings[f"{view} at {width}px"] = axe_findings(browser)
+                if view == "link":
+                    browser.back()
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert {view: found for view, found in findings.items() if found} == {}

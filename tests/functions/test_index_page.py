@@ -21,7 +21,8 @@ const element = (id) => elements[id] || (elements[id] = {
   files: id === "bulk-file" ? [FILE] : [],
   addEventListener(type, listener) { this.listeners[type] = listener; },
   focus() {}, setAttribute() {}, removeAttribute() {}, replaceChildren() {}, append() {},
-  dataset: {}, options: [], selectedOptions: [], childElementCount: 0, querySelector: () => null,
+  dataset: {}, options: [], selectedOptions: [], childElementCount: 0, children: [],
+  querySelector: () => null,
 });
 const kept = {};
 globalThis.localStorage = {
@@ -29,8 +30,9 @@ globalThis.localStorage = {
   removeItem: (name) => { delete kept[name]; },
 };
 const FILE = {name: "catalogue.csv", size: SIZE, type: "text/csv"};
-globalThis.document = {getElementById: element};
-globalThis.location = {pathname: "/"};
+globalThis.document = {getElementById: element, querySelectorAll: () => []};
+globalThis.location = {pathname: "/", hash: ""};
+globalThis.window = {addEventListener() {}};
 globalThis.navigator = {clipboard: {writeText: async () => {}}};
 globalThis.FormData = class { constructor(form) { this.form = form.id; } };
 globalThis.setTimeout = (callback) => { callback(); return 0; };

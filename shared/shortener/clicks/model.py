@@ -291,6 +291,28 @@ MAX_TOP_RANGE_DAYS = 92
 TOP_LINKS = 25
 
 
+class LinkSeries(BaseModel):
+    code: str
+    total: int
+    humans: int
+    series: list[SeriesPoint]
+
+
+class LinksSeries(BaseModel):
+    """GET /clicks/series: the daily clicks of a list of the caller's links (a table's sparklines)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: datetime = Field(alias="from")
+    to: datetime
+    interval: Interval
+    links: list[LinkSeries]
+
+
+# The most codes GET /clicks/series answers in one call (a page of the dashboard's table is 20).
+MAX_SERIES_CODES = 50
+
+
 class TopLink(BaseModel):
     code: str
     short_url: str

@@ -1,6 +1,7 @@
-"""What the API answers about clicks, one method per route: a link's clicks over a range, and the
-caller's most followed links. Owner-scoped: another owner's link is a 404, as everywhere. (A
-job's clicks per row are the job service's: ``shortener.jobs.service``.)"""
+"""What the API answers about clicks, one method per route: a link's clicks over a range, the daily
+clicks of a list of links, and the caller's most followed links. Owner-scoped: another owner's
+link is a 404, as everywhere. (A job's clicks per row are the job service's:
+``shortener.jobs.service``.)"""
 
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
@@ -9,7 +10,16 @@ from typing import Protocol
 from shortener import clock
 from shortener.access.model import Caller
 from shortener.clicks.counting import hour_of, link_report, parse_range, top_links, top_range
-from shortener.clicks.model import LinkClicks, LinkTotals, StoredHour, TopLinks
+from shortener.clicks.model import (
+    MAX_SERIES_CODES,
+    LinkClicks,
+    LinkSeries,
+    LinksSeries,
+    LinkTotals,
+    StoredHour,
+    TopLinks,
+)
+from shortener.exceptions import InvalidRequestError
 from shortener.links.model import Link
 
 _NO_TOTALS = LinkTotals()
@@ -54,6 +64,26 @@ class ClickReports:
         hours = counters.hours(link.code, hour_of(begin), to)
         totals = counters.totals([link.code]).get(link.code)
         return link_report(link.code, hours, totals or _NO_TOTALS, begin=begin, end=to, interval=every)
+
+    def series(
+        self, caller: Caller, codes: Sequence[str], *, start: str | None, end: str | None
+    ) -> LinksSeries:
+        """The daily clicks of each of the caller's ``codes`` (at most MAX_SERIES_CODES, in the order
+        given, repeats once), over the last 30 days by default: one answer for a page of links."""
+        unique = list(dict.fromkeys(code for code in codes if code))
+        if not unique or len(unique) > MAX_SERIES_CODES:
+            raise InvalidRequestError(f"codes: give 1 to {MAX_SERIES_CODES} codes, separated by commas.")
+        begin, to, every = parse_range(start, end, "day", self._now())
+        counters = self._counters()
+        links = []
+        for code in unique:
+            link = self._links.get(caller, code)
+            hours = counters.hours(link.code, hour_of(begin), to)
+            report = link_report(link.code, hours, _NO_TOTALS, begin=begin, end=to, interval=every)
+            links.append(
+                LinkSeries(code=link.code, total=report.total, humans=report.humans, series=report.series)
+            )
+        return LinksSeries(**{"from": begin}, to=to, interval=every, links=links)
 
     def top(self, caller: Caller, *, start: str | None, end: str | None, base_url: str) -> TopLinks:
         """The caller's most followed links over a range of whole UTC days (an admin's own links

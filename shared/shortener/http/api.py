@@ -92,6 +92,16 @@ class LinkClicksQuery(BaseModel):
     interval: Literal["hour", "day"] = Field(default="day", description="The series' step.")
 
 
+class LinksSeriesQuery(BaseModel):
+    """The query of ``GET /clicks/series``."""
+
+    codes: str = Field(description="1 to 50 of the caller's codes, separated by commas.")
+    from_: datetime | None = Field(
+        default=None, alias="from", description="ISO 8601 start of the range (default: 30 days ago)."
+    )
+    to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
+
+
 class TopLinksQuery(BaseModel):
     """The query of ``GET /clicks``."""
 

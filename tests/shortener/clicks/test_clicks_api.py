@@ -134,3 +134,31 @@ def test_the_callers_top_links_are_their_own_most_followed_first(
         link["code"]
         for link in json.loads(bob.request("GET", "/clicks", resource="/clicks")["body"])["links"]
     ] == [bobs]
+
+
+@freeze_time("2025-11-27T12:00:00Z")
+def test_the_daily_clicks_of_a_list_of_links_in_one_answer(api: ModuleType, collected: ModuleType) -> None:
+    # Given two of alice's links, one followed twice, and one of bob's
+    alice, bob = ApiCaller(api, "alice"), ApiCaller(api, "bob")
+    followed = alice.shorten("https://example.com/series/1", code="series-one")["code"]
+    quiet = alice.shorten("https://example.com/series/2", code="series-two")["code"]
+    others = bob.shorten("https://example.com/series/3", code="series-bob")["code"]
+    for event in deliveries([follow(followed, at=T0), follow(followed, IPHONE, at=T0 + 24 * HOUR)]):
+        collected.lambda_handler(event, LambdaContext("collector"))
+
+    def series(caller: ApiCaller, codes: str) -> dict[str, Any]:
+        return caller.request("GET", "/clicks/series", resource="/clicks/series", query={"codes": codes})
+
+    # When alice asks for both (the quiet one first, and a code twice)
+    answer = series(alice, f"{quiet},{followed},{quiet}")
+    # Then each is answered once, in the order asked, with its total and a point per day of 30
+    assert answer["statusCode"] == 200, answer["body"]
+    body = json.loads(answer["body"])
+    assert [(link["code"], link["total"]) for link in body["links"]] == [(quiet, 0), (followed, 2)]
+    assert body["interval"] == "day" and all(len(link["series"]) == 31 for link in body["links"])
+    assert sum(point["clicks"] for point in body["links"][1]["series"]) == 2
+    # And another owner's code is a 404, no codes or more than 50 a 400
+    assert series(alice, f"{followed},{others}")["statusCode"] == 404
+    assert series(alice, "")["statusCode"] == 400
+    too_many = json.loads(series(alice, ",".join(f"c{n:03d}" for n in range(51)))["body"])
+    assert too_many["error"] == "invalid_request" and "codes" in too_many["message"]
