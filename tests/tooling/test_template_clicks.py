@@ -131,8 +131,8 @@ def test_the_edge_stage_has_no_api_cache_so_the_function_spends_click_limits() -
     # an API cache on that stage would answer some without it.
     for given in ({}, {"Stage": "prod"}):
         resources = resolved(**given)
-        for properties in resources.of_type("AWS::ApiGateway::Stage").values():
-            if properties.get("StageName") == "edge":
-                assert str(properties.get("CacheClusterEnabled", False)).lower() == "false"
-                settings = properties.get("MethodSettings", [])
-                assert not any(str(s.get("CachingEnabled", False)).lower() == "true" for s in settings)
+        stages = resources.of_type("AWS::ApiGateway::Stage").values()
+        [edge] = [properties for properties in stages if properties.get("StageName") == "edge"]
+        assert str(edge.get("CacheClusterEnabled", False)).lower() == "false"
+        settings = edge.get("MethodSettings", [])
+        assert not any(str(s.get("CachingEnabled", False)).lower() == "true" for s in settings)
