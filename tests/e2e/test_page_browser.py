@@ -658,15 +658,15 @@ def test_links_are_searched_by_title_and_filtered_by_tag_and_by_upload(
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
     link_item(browser, other)
-    # When the person searches for a word of two titles
+    # When the person searches for a word of two titles and a third link's tag
     search(browser, q="Zebra")
     snap("searched")
-    # Then exactly those two are listed, with their titles, tags, status and creation date
-    assert sorted(listed(browser)) == sorted([flyer, poster])
+    # Then exactly those three are listed, with their titles, tags, status and creation date
+    assert sorted(listed(browser)) == sorted([flyer, poster, other])
     text = link_item(browser, flyer).text
     assert "Zebra flyer" in text and "print, zebra" in text and "Active" in text
     assert link_item(browser, flyer).find_element(By.CSS_SELECTOR, ".created time").get_attribute("datetime")
-    assert "2 links" in browser.find_element(By.ID, "links-summary").text
+    assert "3 links" in browser.find_element(By.ID, "links-summary").text
     # And a tag, and then an upload (chosen by its name in the list of uploads), narrow it so
     search(browser, tag="zebra")
     assert sorted(listed(browser)) == sorted([flyer, other])
