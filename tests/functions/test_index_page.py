@@ -3,6 +3,7 @@ goes straight to storage with an upload bar, then the file read and the rows, an
 is the whole results file. Skipped where Node.js is not installed."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -137,3 +138,17 @@ def test_a_file_that_stopped_early_says_why_next_to_its_results() -> None:
         "Ended early: the file was not read to its end. The file was replaced while it was being read."
     )
     assert not seen["error"]["hidden"]
+
+
+def test_the_status_filters_options_are_the_values_get_links_accepts() -> None:
+    from typing import get_args
+
+    from shortener.http.api import ListLinksQuery
+
+    # The page's Status select sends its options' values as GET /links?status=: a value the API
+    # does not take would answer 400 to every person who picks it.
+    page = (Path(__file__).parents[2] / "functions" / "api" / "index.html").read_text(encoding="utf-8")
+    select = page[page.index('id="links-status"') : page.index("</select>", page.index('id="links-status"'))]
+    offered = {value for value in re.findall(r'<option value="([^"]*)"', select) if value}
+    accepted = set(get_args(get_args(ListLinksQuery.model_fields["status"].annotation)[0]))
+    assert offered and offered <= accepted, (offered, accepted)

@@ -40,7 +40,7 @@ class ListLinksQuery(BaseModel):
         "one, of their code, host, path, title or tags; across all the owner's links (docs/search.md).",
     )
     job_id: str | None = Field(default=None, description="Only the links made by this bulk job.")
-    status: Literal["enabled", "disabled", "expired"] | None = Field(
+    status: Literal["active", "disabled", "expired"] | None = Field(
         default=None, description="Only links with this status as the link list shows it."
     )
 

@@ -14,8 +14,8 @@ from typing import Literal
 from shortener.links.model import Link
 
 # What the link list shows as a link's status: disabled wins over expired.
-ListedStatus = Literal["enabled", "disabled", "expired"]
-LISTED_STATUSES: tuple[ListedStatus, ...] = ("enabled", "disabled", "expired")
+ListedStatus = Literal["active", "disabled", "expired"]
+LISTED_STATUSES: tuple[ListedStatus, ...] = ("active", "disabled", "expired")
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -46,10 +46,10 @@ def _host_and_path(url: str) -> str:
 
 
 def listed_status(link: Link, now: datetime) -> ListedStatus:
-    """The status the link list shows: disabled, else expired (past its time or clicks), else enabled."""
+    """The status the link list shows: disabled, else expired (past its time or clicks), else active."""
     if link.status == "disabled":
         return "disabled"
-    return "expired" if link.expired(now) else "enabled"
+    return "expired" if link.expired(now) else "active"
 
 
 @dataclass(frozen=True, slots=True)

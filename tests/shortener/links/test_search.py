@@ -67,7 +67,7 @@ def test_a_code_is_found_in_any_letter_case(code: str) -> None:
 
 def test_tag_job_and_status_filters() -> None:
     tagged = link(tags=("spring",), job_id="j1")
-    assert LinkFilter.of(tag="spring", job_id="j1", status="enabled").matches(tagged, NOW)
+    assert LinkFilter.of(tag="spring", job_id="j1", status="active").matches(tagged, NOW)
     assert not LinkFilter.of(tag="Spring").matches(tagged, NOW)  # tags are exact, as they are stored
     assert not LinkFilter.of(job_id="j2").matches(tagged, NOW)
     assert LinkFilter.of(q=" . ", tag="", status=None).empty  # no words: no search
@@ -75,7 +75,7 @@ def test_tag_job_and_status_filters() -> None:
 
 def test_the_listed_status_is_disabled_then_expired_then_enabled() -> None:
     past = NOW - timedelta(days=1)
-    assert listed_status(link(), NOW) == "enabled"
+    assert listed_status(link(), NOW) == "active"
     assert listed_status(link(expires_at=past), NOW) == "expired"
     assert listed_status(link(max_clicks=1, clicks=1), NOW) == "expired"
     assert listed_status(link(status="disabled", expires_at=past), NOW) == "disabled"
