@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -63,8 +64,8 @@ MAX_TAKEOVERS = 3
 # wildcard (one path, the whole cache) at most once a minute and after the last page.
 EDGE_PATHS = 1_000
 EDGE_WILDCARD_SECONDS = 60.0
-# Links of a page read and changed at once: each is a few requests' wait (read, write, cache refresh),
-# so one at a time a batch changed about 8 links a second.
+# Links of a page changed at once: each is a write's wait (and a stage cache refresh), so one at a
+# time a batch changed about 8 links a second.
 PAGE_THREADS = 16
 # An invocation with less than this left hands over to a fresh one (a page takes far less).
 HANDOVER_SECONDS = 120.0
@@ -296,15 +297,22 @@ class BatchRunner:
         caller = Caller(owner_id=batch.owner, role=batch.role)
         # A code listed twice is changed once (two changes of one link at once would conflict).
         unique = list(dict.fromkeys(codes))
-        already = self._already_before(batch, caller, unique, update)
-
-        def apply(code: str) -> BatchOutcome:
-            return self._apply(
-                caller, batch.action, code, update, stage_cache, already_before=code in already
-            )
-
-        outcomes = dict(zip(unique, map_in_context(self._pool, apply, unique), strict=True))
+        read = self._manager.read_many(caller, unique)
+        page = _PageChange(
+            caller,
+            batch.action,
+            update,
+            stage_cache,
+            read,
+            self._already_before(batch, caller, unique, read, update),
+        )
+        outcomes = dict(
+            zip(unique, map_in_context(self._pool, lambda code: self._apply(page, code), unique), strict=True)
+        )
         changed = [code for code, outcome in outcomes.items() if outcome.outcome == "changed"]
+        if changed:
+            # Once for the page: its links were written without it (LinkManager.update_link).
+            self._manager.announce_takedowns()
         self._invalidate_at_edge(batch, changed, last_page=next_cursor is None)
         return BatchPage([outcomes[code] for code in codes], next_cursor)
 
@@ -338,44 +346,35 @@ class BatchRunner:
         return [link.code for link in page.links], page.next_position
 
     def _already_before(
-        self, batch: Batch, caller: Caller, codes: list[str], update: LinkUpdate | None
+        self, batch: Batch, caller: Caller, codes: list[str], read: dict[str, Link], update: LinkUpdate | None
     ) -> set[str]:
         """The codes of the page that were already as the batch makes them before any run of the
-        page changed them (read and stored by its first run, read back by a rerun)."""
+        page changed them (found in the page's first read and stored by its first run, read back
+        by a rerun)."""
         stored = self._records.get_already(batch.batch_id, batch.pages)
         if stored is not None:
             return stored
-        found = map_in_context(self._pool, lambda code: self._is_already(caller, code, update), codes)
-        already = {code for code, is_already in zip(codes, found, strict=True) if is_already}
+        already = {code for code in codes if self._is_already(caller, code, read.get(code), update)}
         return self._records.put_already(
             batch.batch_id, batch.pages, already, expires_at=clock.epoch_seconds() + self._retention_seconds
         )
 
-    def _is_already(self, caller: Caller, code: str, update: LinkUpdate | None) -> bool:
+    def _is_already(self, caller: Caller, code: str, read: Link | None, update: LinkUpdate | None) -> bool:
         try:
-            link = self._manager.get(caller, code)
+            link = self._manager.checked(caller, code, read)
         except LinkGoneError:
             return update is None  # deleted already
         except ShortenerError:
             return False  # its outcome says why when the page runs
         return update is not None and _already(link, update)
 
-    def _apply(
-        self,
-        caller: Caller,
-        action: str,
-        code: str,
-        update: LinkUpdate | None,
-        stage_cache: StageCacheInvalidator | None,
-        *,
-        already_before: bool,
-    ) -> BatchOutcome:
+    def _apply(self, page: "_PageChange", code: str) -> BatchOutcome:
         try:
-            return self._change(caller, code, update, stage_cache, already_before=already_before)
+            return self._change_reading_again(page, code)
         except LinkNotFoundError as exc:
             return BatchOutcome(code=code, outcome="not_found", message=str(exc))
         except LinkGoneError as exc:
-            if action == "delete":
+            if page.action == "delete":
                 return BatchOutcome(code=code, outcome="unchanged")
             return BatchOutcome(code=code, outcome="gone", message=str(exc))
         except ConflictError as exc:
@@ -383,32 +382,48 @@ class BatchRunner:
         except ShortenerError as exc:
             return BatchOutcome(code=code, outcome="invalid", message=str(exc))
 
-    def _change(
-        self,
-        caller: Caller,
-        code: str,
-        update: LinkUpdate | None,
-        stage_cache: StageCacheInvalidator | None,
-        *,
-        already_before: bool,
-    ) -> BatchOutcome:
+    def _change_reading_again(self, page: "_PageChange", code: str) -> BatchOutcome:
         try:
-            link = self._manager.get(caller, code)
+            return self._change(page, code, page.read.get(code))
+        except ConflictError:
+            # Changed since the page's read (a click counted on a limited link, say): read anew.
+            return self._change(page, code, self._manager.read_many(page.caller, [code]).get(code))
+
+    def _change(self, page: "_PageChange", code: str, read: Link | None) -> BatchOutcome:
+        already_before = code in page.already
+        try:
+            link = self._manager.checked(page.caller, code, read)
         except LinkGoneError:
-            if update is None and not already_before:  # deleted by this page's run that crashed
+            if page.update is None and not already_before:  # deleted by this page's run that crashed
                 return BatchOutcome(code=code, outcome="changed")
             raise
-        if update is None:
-            change = self._manager.delete_link(link, stage_cache)
+        if page.update is None:
+            change = self._manager.delete_link(link, page.stage_cache, announce=False)
         elif already_before:
             return BatchOutcome(code=code, outcome="unchanged")
         else:
             # Written even when a crashed run of this page made the change already: the write is
             # the same, and the stage cache's entry is refreshed, which that run may not have done.
-            change = self._manager.update_link(link, update, self._policy, stage_cache)
+            change = self._manager.update_link(
+                link, page.update, self._policy, page.stage_cache, announce=False
+            )
         if change.stage_cache_invalidated is False:
             self._on_stale_cache(code)
         return BatchOutcome(code=code, outcome="changed")
+
+
+@dataclass(frozen=True, slots=True)
+class _PageChange:
+    """What each link of a page is changed with: the change, and the page's links as read before
+    any of them changed (by code; a code without a link is absent) with those already as the
+    batch makes them."""
+
+    caller: Caller
+    action: str
+    update: LinkUpdate | None
+    stage_cache: StageCacheInvalidator | None
+    read: dict[str, Link]
+    already: set[str]
 
 
 def _update_for(batch: Batch) -> LinkUpdate | None:

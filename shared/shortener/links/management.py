@@ -4,7 +4,7 @@ is). A change that redirects see (a new target, disabling, deleting) reaches eve
 this container's, the other containers' (the takedown generation), and API Gateway's stage cache
 (one entry invalidated, when the stage caches)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -39,12 +39,14 @@ class StoredLinks(Protocol):
     """``shortener.links.store.LinksStore``."""
 
     def get(self, code: str, *, consistent: bool = False) -> Link | None: ...
+    def get_many(self, codes: Sequence[str]) -> dict[str, Link]: ...
 
 
 class LinkChanges(Protocol):
     """``shortener.links.store_changes.LinkChangesStore``."""
 
     def replace(self, seen: Link, changed: Link, *, drop_claim: str | None, takedown: bool) -> None: ...
+    def announce_takedowns(self) -> None: ...
 
 
 class OwnerIndex(Protocol):
@@ -130,10 +132,31 @@ class LinkManager:
 
     def get(self, caller: Caller, code: str) -> Link:
         """The caller's link ``code`` (any link for an admin)."""
-        link = self._visible(caller, code)
+        require_key(caller)
+        link = self._links.get(code, consistent=True) if is_well_formed(code) else None
+        return self.checked(caller, code, link)
+
+    def read_many(self, caller: Caller, codes: Sequence[str]) -> dict[str, Link]:
+        """The links stored under ``codes``, by code, as ``checked`` takes them: one consistent
+        BatchGetItem per 100 codes instead of a read each."""
+        require_key(caller)
+        return self._links.get_many([code for code in codes if is_well_formed(code)])
+
+    def checked(self, caller: Caller, code: str, link: Link | None) -> Link:
+        """``link`` (as read under ``code``) if it is the caller's (any link for an admin) and not
+        deleted: LinkNotFoundError or LinkGoneError as ``get`` says otherwise."""
+        if link is None or not (
+            caller.is_admin or (link.owner is not None and link.owner == caller.owner_id)
+        ):
+            # Another owner's link is indistinguishable from no link at all.
+            raise LinkNotFoundError(f"You have no link with the code '{code[:64]}'.")
         if link.status == "deleted":
             raise LinkGoneError(f"The link '{code}' was deleted.")
         return link
+
+    def announce_takedowns(self) -> None:
+        """Tell every container that links were taken down (see ``announce`` of ``update_link``)."""
+        self._changes.announce_takedowns()
 
     def list(
         self,
@@ -202,8 +225,14 @@ class LinkManager:
         update: LinkUpdate,
         policy: UrlPolicy,
         stage_cache: StageCacheInvalidator | None = None,
+        *,
+        announce: bool = True,
     ) -> Change:
-        """``update`` applied to ``link`` (as read for a caller who may change it)."""
+        """``update`` applied to ``link`` (as read for a caller who may change it). A takedown
+        moves the table's takedown generation in the same write, so that every container's cache
+        forgets the link; with ``announce`` False the caller moves it once for many links
+        (``announce_takedowns``): one item that every change writes in a transaction makes
+        concurrent changes conflict (TransactionConflict)."""
         fields: dict[str, object] = {"updated_at": clock.now()}
         if update.url is not None:
             url = normalise_url(update.url, policy)
@@ -239,17 +268,26 @@ class LinkManager:
             # New limits change what redirects answer: every cache must forget the old ones.
             takedown=retargeted or changed.status != link.status or limits_changed,
             stage_cache=stage_cache,
+            announce=announce,
         )
 
     def delete(self, caller: Caller, code: str, stage_cache: StageCacheInvalidator | None = None) -> Change:
         """Delete the link: its code answers 410 from now on and is never given out again."""
         return self.delete_link(self.get(caller, code), stage_cache)
 
-    def delete_link(self, link: Link, stage_cache: StageCacheInvalidator | None = None) -> Change:
-        """Delete ``link`` (as read for a caller who may delete it)."""
+    def delete_link(
+        self, link: Link, stage_cache: StageCacheInvalidator | None = None, *, announce: bool = True
+    ) -> Change:
+        """Delete ``link`` (as read for a caller who may delete it); ``announce`` as for
+        ``update_link``."""
         tombstone = link.model_copy(update={"status": "deleted", "updated_at": clock.now()})
         return self._apply(
-            link, tombstone, drop_claim=url_key(link.url, link.owner), takedown=True, stage_cache=stage_cache
+            link,
+            tombstone,
+            drop_claim=url_key(link.url, link.owner),
+            takedown=True,
+            stage_cache=stage_cache,
+            announce=announce,
         )
 
     def _apply(
@@ -260,9 +298,10 @@ class LinkManager:
         drop_claim: str | None,
         takedown: bool,
         stage_cache: StageCacheInvalidator | None,
+        announce: bool,
     ) -> Change:
         try:
-            self._changes.replace(link, changed, drop_claim=drop_claim, takedown=takedown)
+            self._changes.replace(link, changed, drop_claim=drop_claim, takedown=takedown and announce)
         except LinkChangedError as exc:
             raise ConflictError(
                 f"The link '{link.code}' changed meanwhile; read it again and retry."
@@ -277,16 +316,6 @@ class LinkManager:
         # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.
         expected = self._redirect_status if changed.active and not changed.expired(clock.now()) else 410
         return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected)
-
-    def _visible(self, caller: Caller, code: str) -> Link:
-        require_key(caller)
-        link = self._links.get(code, consistent=True) if is_well_formed(code) else None
-        if link is None or not (
-            caller.is_admin or (link.owner is not None and link.owner == caller.owner_id)
-        ):
-            # Another owner's link is indistinguishable from no link at all.
-            raise LinkNotFoundError(f"You have no link with the code '{code[:64]}'.")
-        return link
 
 
 def _within_bytes(links: list[Link], budget: int) -> int:

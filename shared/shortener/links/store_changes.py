@@ -12,6 +12,12 @@ from shortener.links.model import Link
 from shortener.links.store_items import CLAIM_PREFIX, TAKEDOWNS_KEY, link_to_item
 
 _CONFLICT_RETRIES = 5
+# Moves the takedown generation: in a change's transaction, or on its own for many changes.
+_ANNOUNCE_TAKEDOWN: dict[str, Any] = {
+    "Key": {"code": {"S": TAKEDOWNS_KEY}},
+    "UpdateExpression": "ADD generation :one",
+    "ExpressionAttributeValues": {":one": {"N": "1"}},
+}
 
 
 class LinkChangedError(Exception):
@@ -46,6 +52,10 @@ class LinkChangesStore(aws.DynamoDBTable):
                 raise
         raise LinkChangedError(seen.code)
 
+    def announce_takedowns(self) -> None:
+        """Move the takedown generation once, for links changed without moving it."""
+        self.client.update_item(TableName=self.table_name, **_ANNOUNCE_TAKEDOWN)
+
     def _items(self, seen: Link, changed: Link, drop_claim: str | None, takedown: bool) -> list[Any]:
         if seen.updated_at is None:
             unchanged = "attribute_exists(code) AND attribute_not_exists(updated_at)"
@@ -78,14 +88,5 @@ class LinkChangesStore(aws.DynamoDBTable):
                 }
             )
         if takedown:
-            items.append(
-                {
-                    "Update": {
-                        "TableName": self.table_name,
-                        "Key": {"code": {"S": TAKEDOWNS_KEY}},
-                        "UpdateExpression": "ADD generation :one",
-                        "ExpressionAttributeValues": {":one": {"N": "1"}},
-                    }
-                }
-            )
+            items.append({"Update": {"TableName": self.table_name, **_ANNOUNCE_TAKEDOWN}})
         return items

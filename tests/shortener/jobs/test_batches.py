@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.exceptions import LinkGoneError, LinkNotFoundError
+from shortener.exceptions import ConflictError, LinkGoneError, LinkNotFoundError
 from shortener.jobs import batches as batch_logic
 from shortener.jobs.batches import BatchRunner
 from shortener.jobs.batches_model import Batch, BatchOutcome, BatchPage, BatchRequest
@@ -90,25 +90,48 @@ class Manager:
     def __init__(self, links: dict[str, Link]) -> None:
         self.links = links
         self.writes: list[tuple[str, str]] = []
+        self.reads: list[list[str]] = []
+        self.announced = 0
+        # Codes whose next write finds the link changed since it was read (once each).
+        self.changed_meanwhile: set[str] = set()
 
     def get(self, caller: Any, code: str) -> Link:
-        link = self.links.get(code)
+        return self.checked(caller, code, self.links.get(code))
+
+    def read_many(self, caller: Any, codes: list[str]) -> dict[str, Link]:
+        self.reads.append(list(codes))
+        return {code: self.links[code] for code in codes if code in self.links}
+
+    def checked(self, caller: Any, code: str, link: Link | None) -> Link:
         if link is None or (link.owner != caller.owner_id and not caller.is_admin):
             raise LinkNotFoundError(code)
         if link.status == "deleted":
             raise LinkGoneError(code)
         return link
 
-    def update_link(self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None) -> Change:
+    def announce_takedowns(self) -> None:
+        self.announced += 1
+
+    def update_link(
+        self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None, *, announce: bool = True
+    ) -> Change:
+        self._write(link, announce)
         changed = link.model_copy(update=update.model_dump(exclude_unset=True))
         self.links[link.code] = changed
         self.writes.append((link.code, "update"))
         return Change(changed, stage_cache(link.code) == 410 if stage_cache else None)
 
-    def delete_link(self, link: Link, stage_cache: Any = None) -> Change:
+    def delete_link(self, link: Link, stage_cache: Any = None, *, announce: bool = True) -> Change:
+        self._write(link, announce)
         self.links[link.code] = link.model_copy(update={"status": "deleted"})
         self.writes.append((link.code, "delete"))
         return Change(link, None)
+
+    def _write(self, link: Link, announce: bool) -> None:
+        assert not announce, "a batch announces its takedowns once a page"
+        if link.code in self.changed_meanwhile:
+            self.changed_meanwhile.discard(link.code)
+            raise ConflictError(f"The link '{link.code}' changed meanwhile; read it again and retry.")
 
 
 class Edge:
@@ -219,6 +242,30 @@ def test_codes_are_run_in_pages_each_counted_once() -> None:
     assert all(link.status == "disabled" for code, link in links.items() if code != "e")
 
 
+def test_a_page_is_read_in_one_call_and_announces_its_takedowns_once() -> None:
+    # Given a batch of 5 codes in pages of 2
+    links = {code: a_link(code) for code in "abcde"}
+    records = Records(a_batch(codes=list("abcde")))
+    manager = Manager(links)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_logic, "PAGE_LINKS", 2)
+        runner(records, manager, []).run("b" * 32, "one", lambda: 900.0)
+    # Then each page's links were read at once, and the takedown generation moved once a page
+    # (not once a link: every change writing that one item would conflict on AWS)
+    assert manager.reads == [["a", "b"], ["c", "d"], ["e"]]
+    assert manager.announced == 3
+
+
+def test_a_link_changed_since_the_pages_read_is_read_again_and_changed() -> None:
+    links = {code: a_link(code) for code in "ab"}
+    records = Records(a_batch(codes=["a", "b"]))
+    manager = Manager(links)
+    manager.changed_meanwhile = {"b"}
+    runner(records, manager, []).run("b" * 32, "one", lambda: 900.0)
+    assert [o.outcome for o in records.pages[0].outcomes] == ["changed", "changed"]
+    assert manager.reads[-1] == ["b"] and links["b"].status == "disabled"
+
+
 def test_a_stored_page_is_counted_not_run_again() -> None:
     records = Records(a_batch(codes=["a"]))
     records.pages[0] = BatchPage([BatchOutcome(code="a", outcome="changed")], None)
@@ -258,13 +305,15 @@ class CrashingManager(Manager):
         super().__init__(links)
         self.left = writes_before_crash
 
-    def update_link(self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None) -> Change:
+    def update_link(
+        self, link: Link, update: LinkUpdate, policy: Any, stage_cache: Any = None, *, announce: bool = True
+    ) -> Change:
         self._one_more_write()
-        return super().update_link(link, update, policy, stage_cache)
+        return super().update_link(link, update, policy, stage_cache, announce=announce)
 
-    def delete_link(self, link: Link, stage_cache: Any = None) -> Change:
+    def delete_link(self, link: Link, stage_cache: Any = None, *, announce: bool = True) -> Change:
         self._one_more_write()
-        return super().delete_link(link, stage_cache)
+        return super().delete_link(link, stage_cache, announce=announce)
 
     def _one_more_write(self) -> None:
         if self.left == 0:
