@@ -16,7 +16,7 @@ from bulk_links import router as bulk_links_router
 from clicks import router as clicks_router
 from links import router as links_router
 from qr import router as qr_router
-from request import base_url, body_fields, caller, stage_cache
+from request import api_url, base_url, body_fields, caller, stage_cache
 
 from shortener import clock
 from shortener.clicks.agents import is_crawler
@@ -130,7 +130,7 @@ def app_site_association() -> Response[str]:
 )
 def openapi_document() -> Response[str]:
     spec = dict(_openapi_document())
-    spec["servers"] = [{"url": base_url(app.current_event)}]
+    spec["servers"] = [{"url": api_url(app.current_event)}]
     return Response(200, content_types.APPLICATION_JSON, json.dumps(spec))
 
 

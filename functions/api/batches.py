@@ -4,7 +4,7 @@ app.py; errors raised here are mapped to JSON there. The rules live in shortener
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import base_url, body_fields, caller, stage_base_url
+from request import api_url, body_fields, caller, stage_base_url
 
 from shortener.http import web
 from shortener.http.openapi import Answer, link_to, operation
@@ -35,7 +35,7 @@ def start_batch() -> Response[str]:
     event = router.current_event
     request = web.parse_request(BatchRequest, body_fields(event))
     batch = api_batches().submit(caller(event), request, stage_base_url=stage_base_url(event))
-    status_url = base_url(event) + f"links/batch/{batch.batch_id}"
+    status_url = api_url(event) + f"links/batch/{batch.batch_id}"
     accepted = BatchAccepted(batch_id=batch.batch_id, status_url=status_url)
     return Response(
         202, content_types.APPLICATION_JSON, accepted.model_dump_json(), headers={"Location": status_url}

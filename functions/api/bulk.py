@@ -7,7 +7,7 @@ import json
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
-from request import base_url, body_fields, caller, job_origin, link_defaults
+from request import api_url, base_url, body_fields, caller, job_origin, link_defaults
 
 from shortener.http import web
 from shortener.http.api import BulkUploadQuery, ErrorBody, JobResultsQuery, ListJobsQuery, ResultsFileLink
@@ -62,7 +62,7 @@ def upload_csv() -> Response[str]:
     job = job_submissions().submit_csv(raw, web.header(event.headers, "content-type"), origin, defaults)
     metrics.add_metric(name="BulkRowsAccepted", unit=MetricUnit.Count, value=job.total)
     accepted = JobAccepted(
-        job_id=job.job_id, total=job.total, status_url=status_url(origin.base_url, job.job_id)
+        job_id=job.job_id, total=job.total, status_url=status_url(origin.api_url, job.job_id)
     )
     return Response(202, content_types.APPLICATION_JSON, accepted.model_dump_json())
 
@@ -83,7 +83,7 @@ def list_jobs() -> Response[str]:
         caller(event),
         cursor=event.get_query_string_value("cursor", None),
         limit=lambda: web.whole_number(event.get_query_string_value("limit", "25") or "25", "limit"),
-        base_url=base_url(event),
+        base_url=api_url(event),
     )
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
 
@@ -112,7 +112,7 @@ def direct_upload() -> Response[str]:
     origin = job_origin(event, request.notify_topic)
     job, upload = job_submissions().start_upload(request, origin, link_defaults(fields))
     metrics.add_metric(name="DirectUploadsStarted", unit=MetricUnit.Count, value=1)
-    location = status_url(origin.base_url, job.job_id)
+    location = status_url(origin.api_url, job.job_id)
     accepted = UploadAccepted(
         job_id=job.job_id,
         status_url=location,
@@ -130,7 +130,7 @@ def direct_upload() -> Response[str]:
 )
 def job_status(job_id: str) -> Response[str]:
     event = router.current_event
-    view = job_queries().status(caller(event), job_id, base_url(event))
+    view = job_queries().status(caller(event), job_id, api_url(event))
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())
 
 
@@ -158,11 +158,10 @@ def job_results(job_id: str) -> Response[str]:
     """Small jobs: the CSV (``text/csv``, pages linked with rel="next"), also while running.
     Larger jobs: a 303 to the results file once written (a presigned link), else 409."""
     event = router.current_event
-    base = base_url(event)
     answer = job_queries().results(
         caller(event),
         job_id,
-        base,
+        base_url(event),
         from_chunk=lambda: web.whole_number(
             event.get_query_string_value("from_chunk", "0") or "0",
             "from_chunk",
@@ -173,7 +172,7 @@ def job_results(job_id: str) -> Response[str]:
         headers = {"Content-Disposition": f'attachment; filename="{answer.file_name}"'}
         if answer.next_chunk is not None:
             # Very long URLs: the rest follows on further pages (RFC 8288 link).
-            next_url = status_url(base, job_id) + f"/results?from_chunk={answer.next_chunk}"
+            next_url = status_url(api_url(event), job_id) + f"/results?from_chunk={answer.next_chunk}"
             headers["Link"] = f'<{next_url}>; rel="next"'
         return Response(200, "text/csv; charset=utf-8", answer.text, headers=headers)
     if isinstance(answer, FileLink):

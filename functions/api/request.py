@@ -27,8 +27,16 @@ def caller(event: APIGatewayProxyEvent) -> Caller:
 
 
 def base_url(event: APIGatewayProxyEvent) -> str:
-    """The base that short URLs and the API's own links start with, ending with "/"."""
+    """The base that short URLs start with, ending with "/": the configured one (the short domain,
+    which the edge serves when it is on), else the host the request came to."""
     return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
+
+
+def api_url(event: APIGatewayProxyEvent) -> str:
+    """The base of the API's own links (a job's or a batch's status, results pages), ending with
+    "/": the host the request came to. Not the short domain: behind the edge that is CloudFront's,
+    which passes no API key to the API."""
+    return web.public_base_url("", event.headers, event.request_context.stage)
 
 
 def body_fields(event: APIGatewayProxyEvent) -> dict[str, Any]:
@@ -59,6 +67,7 @@ def job_origin(event: APIGatewayProxyEvent, notify_topic: str | None = None) -> 
         notify_topic=job_topic(notify_topic, settings.JOB_TOPIC_PREFIX),
         own_host=web.request_authority(event.headers),
         base_url=base_url(event),
+        api_url=api_url(event),
         bucket=settings.BULK_BUCKET,
         owner=caller(event).owner_id,
         own_hosts=tuple(web.own_hosts(event.raw_event, settings.AWS_REGION)),

@@ -27,7 +27,7 @@ def job_ended_detail(job: Job) -> JobEndedDetail:
     """The event's detail for ``job``, whose results file is recorded."""
     if job.results is None:
         raise ValueError(f"job {job.job_id} has no results file yet")
-    status_url = f"{job.base_url}jobs/{job.job_id}"
+    status_url = f"{job.api_url or job.base_url}jobs/{job.job_id}"
     return JobEndedDetail(
         job_id=job.job_id,
         owner=job.owner,

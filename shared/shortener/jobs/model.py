@@ -164,6 +164,9 @@ class Job(BaseModel):
     bucket: str = ""
     # The base of short URLs and the host the job came in on, for the results file and the rows.
     base_url: str = ""
+    # The base of the API's own links (its status URL in the job-ended event); "" for jobs from
+    # before it was kept apart from base_url, which then stands for it.
+    api_url: str = ""
     own_host: str | None = None
     # The API's other hosts (its execute-api host, custom domain) as the request that created the
     # job saw them: a direct upload's rows are checked against them as a body upload's are.

@@ -66,10 +66,12 @@ class BulkOptions:
 @dataclass(frozen=True, slots=True)
 class JobOrigin:
     """Where a job came from: the host of its request (links back to it are refused), the base
-    of its short URLs, the bucket of its files, and its owner (once API keys say who)."""
+    of its short URLs and of the API's own links, the bucket of its files, and its owner (once API
+    keys say who)."""
 
     own_host: str | None = None
     base_url: str = ""
+    api_url: str = ""
     bucket: str = ""
     owner: str | None = None
     # Every other name the request reached this API by (its execute-api host, the custom domain).
@@ -192,6 +194,7 @@ def _new_job(job_id: str, origin: JobOrigin, *, total: int, chunks: int) -> Job:
         created_at=clock.now(),
         bucket=origin.bucket,
         base_url=origin.base_url,
+        api_url=origin.api_url,
         own_host=origin.own_host,
         own_hosts=list(origin.own_hosts),
         owner=origin.owner,

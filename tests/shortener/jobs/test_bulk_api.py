@@ -388,3 +388,38 @@ def test_a_job_over_the_owners_daily_rows_is_429_and_writes_nothing(
     assert messages_before == 1
     # And a job that fits what is left is accepted
     assert upload(api, b"url\nhttps://example.com/c\nhttps://example.com/d\n")["statusCode"] == 202
+
+
+def test_with_a_short_domain_the_apis_own_links_stay_on_the_host_the_request_came_to(
+    api: ModuleType, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    request.addfinalizer(api_settings.cache_clear)
+    # Given a short domain that is not the API's (behind the edge the domain is CloudFront's,
+    # which passes no API key on), and a request to the API's own host
+    monkeypatch.setenv("PUBLIC_BASE_URL", "https://go.example/")
+    api_settings.cache_clear()
+    api_host = {"Host": "abc123.execute-api.eu-west-1.amazonaws.com"}
+    # When a job is uploaded, then followed, and a link is made
+    event = api_event("POST", "/bulk", body=b"url\nhttps://example.com/a\n", headers=api_host)
+    event["headers"]["Content-Type"] = "text/csv"
+    event["requestContext"]["stage"] = "prod"
+    accepted = json.loads(call(api, event)["body"])
+    status_event = api_event(
+        "GET",
+        f"/jobs/{accepted['job_id']}",
+        resource="/jobs/{job_id}",
+        path_parameters={"job_id": accepted["job_id"]},
+        headers=api_host,
+    )
+    status_event["requestContext"]["stage"] = "prod"
+    job = json.loads(call(api, status_event)["body"])
+    shortened = call(api, api_event("POST", "/", body=json.dumps({"url": "https://example.com/b"})))
+    # Then the job's status and results URLs name the API's host and stage
+    api_base = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/"
+    assert accepted["status_url"] == f"{api_base}jobs/{accepted['job_id']}"
+    assert job["results_url"] == f"{api_base}jobs/{accepted['job_id']}/results"
+    # (kept with the job for its job-ended event's links, and its short URLs' base beside it)
+    stored = JobsStore(api_settings().JOBS_TABLE).get_job(accepted["job_id"])
+    assert stored is not None and (stored.api_url, stored.base_url) == (api_base, "https://go.example/")
+    # And the short URL names the short domain
+    assert json.loads(shortened["body"])["short_url"].startswith("https://go.example/")

@@ -130,7 +130,7 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
         "kind": {"S": job.kind},
         "split_done": {"BOOL": job.split_done},
     }
-    for name in ("bucket", "base_url", "own_host", "owner", "notify_topic", "file_name"):
+    for name in ("bucket", "base_url", "api_url", "own_host", "owner", "notify_topic", "file_name"):
         if value := getattr(job, name):
             item[name] = {"S": value}
     if job.own_hosts:
@@ -189,6 +189,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         split_done=bool(split_done),
         bucket=text("bucket") or "",
         base_url=text("base_url") or "",
+        api_url=text("api_url") or "",
         own_host=text("own_host"),
         own_hosts=[host["S"] for host in item.get("own_hosts", {}).get("L", [])],
         owner=text("owner"),
