@@ -11,6 +11,9 @@ from shortener import aws
 from shortener.links.model import Link
 from shortener.links.store_items import CLAIM_PREFIX, TAKEDOWNS_KEY, link_to_item
 
+# Tries of a change whose transaction conflicted with another (AWS cancels a transaction that
+# meets one in progress on the same item: developerguide/transaction-apis.html, "Transaction
+# conflict handling"), with exponential backoff and full jitter between them.
 _CONFLICT_RETRIES = 5
 # Moves the takedown generation: in a change's transaction, or on its own for many changes.
 _ANNOUNCE_TAKEDOWN: dict[str, Any] = {
@@ -32,6 +35,7 @@ class LinkChangesStore(aws.DynamoDBTable):
         its last change time): LinkChangedError. ``drop_claim`` is the URL key of a find-if-exists
         claim to remove if it still names this link; ``takedown`` bumps the takedown generation."""
         include_claim = drop_claim is not None
+        pauses = aws.backoff_delays(_CONFLICT_RETRIES, base=0.02, cap=1.0)
         for _ in range(_CONFLICT_RETRIES):
             items = self._items(seen, changed, drop_claim if include_claim else None, takedown)
             try:
@@ -42,6 +46,9 @@ class LinkChangesStore(aws.DynamoDBTable):
                     raise
                 reasons = [reason.get("Code") for reason in exc.response.get("CancellationReasons", [])]
                 if "TransactionConflict" in reasons:
+                    # Another transaction holds one of the items (the takedown generation, say):
+                    # apart, with jitter, rather than all again at once.
+                    self.sleep(next(pauses, 0.0))
                     continue
                 if reasons and reasons[0] == "ConditionalCheckFailed":
                     raise LinkChangedError(seen.code) from exc

@@ -13,6 +13,7 @@ from shortener.links.codes import code_generator
 from shortener.links.model import Link, ShortenRequest
 from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore, TransactionRefusedError
+from shortener.links.store_changes import LinkChangesStore
 from shortener.links.urls import UrlPolicy
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -111,3 +112,18 @@ def test_a_cancellation_no_retry_can_cure_is_an_error_at_once() -> None:
     with pytest.raises(TransactionRefusedError):
         store.claim_urls(claims(2))
     assert (stub.calls, pauses) == (1, [])
+
+
+def test_a_change_that_meets_another_transaction_waits_apart_before_each_retry() -> None:
+    # Given a change whose transaction meets another one on the takedown generation twice
+    stub = TransactionStub(["None", "None", "TransactionConflict"], times=2)
+    store = LinkChangesStore("links", client=stub)  # type: ignore[arg-type]
+    pauses: list[float] = []
+    store.sleep = pauses.append  # type: ignore[method-assign]
+    link = Link(code="c1", url="https://example.com/a", created_at=NOW)
+    # When it is written
+    store.replace(link, link.model_copy(update={"status": "disabled"}), drop_claim="key", takedown=True)
+    # Then it went through on the third try, after two jittered pauses (not at once, in step with
+    # every other writer)
+    assert stub.calls == 3
+    assert len(pauses) == 2 and all(0 <= pause <= 0.02 * 2**n for n, pause in enumerate(pauses))
