@@ -92,6 +92,7 @@ def measure(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
     figures["tag_first"] = timed(stack, {"tag": TAG})
     figures["tag_all"] = timed(stack, {"tag": TAG}, follow=True)
     figures["job_all"] = timed(stack, {"job_id": jobs[0]}, follow=True)
+    figures["tag_batch"] = tag_batch(stack)
     figures["unfiltered"] = timed(stack, {})
     figures["index_bytes"] = index_bytes(stack)
     return figures
@@ -117,6 +118,16 @@ def timed(stack: LocalStack, query: dict[str, str], *, follow: bool = False) -> 
         cursor = page["next_cursor"]
         if not follow or cursor is None:
             return {"seconds": time.monotonic() - started, "pages": pages, "links": links}
+
+
+def tag_batch(stack: LocalStack) -> dict[str, Any]:
+    """Seconds from POST /links/batch (disable by the tag, the stack's admin key) to its end."""
+    started = time.monotonic()
+    batch = request(stack, "POST", "links/batch", {"action": "disable", "tag": TAG})
+    while batch.get("status", "running") == "running":
+        time.sleep(0.25)
+        batch = request(stack, "GET", f"links/batch/{batch['batch_id']}")
+    return {"seconds": time.monotonic() - started, "changed": batch["changed"], "status": batch["status"]}
 
 
 def index_bytes(stack: LocalStack) -> int:
@@ -161,6 +172,11 @@ def print_figures(options: argparse.Namespace, figures: dict[str, Any]) -> None:
         print(
             f"  {label:<58} {shown['seconds']:6.2f} s, {shown['pages']:>3} pages, {shown['links']:>5} links"
         )
+    shown = figures["tag_batch"]
+    print(
+        f"  batch by tag={TAG} (disable, admin key): {shown['status']} in {shown['seconds']:.1f} s, "
+        f"{shown['changed']} changed"
+    )
     print(
         f"  read units of a search that reads every link: {read_units:,.0f} "
         f"({figures['index_bytes'] / links:,.0f} bytes an index item, eventually consistent)"

@@ -97,3 +97,31 @@ def test_a_batch_by_tag_over_300_tagged_links_among_3000_finishes(stack: Running
     shown = listing(stack, tag="e2e-batch", status="disabled", limit="1000")["links"]
     assert sorted(link["code"] for link in shown) == sorted(tagged)
     print(f"batch by tag over 300 of 3,000 links: done in {time.monotonic() - started:.1f} s")
+
+
+@pytest.mark.e2e_timeout(300)
+def test_a_batch_by_tag_changes_exactly_the_tagged_links_read_from_the_tag_index(stack: RunningStack) -> None:
+    # Given 300 untagged links with 12 tagged ones among them
+    links = [
+        {"url": f"https://index.example/e2e/{n}", **({"tags": ["e2e-index"]} if n % 25 == 0 else {})}
+        for n in range(300)
+    ]
+    codes = make_links(stack, links)
+    tagged = sorted(code for n, code in enumerate(codes) if n % 25 == 0)
+    # When they are disabled by their tag in one batch
+    answer = stack.post_json("links/batch", {"action": "disable", "tag": "e2e-index"})
+    assert answer.status == 202, answer.text
+    batch = wait_for_batch(stack, answer.json()["batch_id"], 240)
+    # Then exactly the tagged ones changed
+    assert (batch["status"], batch["changed"], batch["failed"]) == ("done", 12, 0), json.dumps(batch)
+    shown = listing(stack, q="index.example", status="disabled", limit="1000")["links"]
+    assert sorted(link["code"] for link in shown) == tagged
+    # And the tag pages through them only, 5 at a time
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = listing(stack, tag="e2e-index", limit="5", **({"cursor": cursor} if cursor else {}))
+        seen += [link["code"] for link in page["links"]]
+        if (cursor := page["next_cursor"]) is None:
+            break
+    assert sorted(seen) == tagged

@@ -54,8 +54,6 @@ from shortener.request_model import problems
 
 # Links per page of a batch by codes or by tag (a job's page is one of its chunks: at most 1,000).
 PAGE_LINKS = 250
-# Links table items one page of an admin's batch by tag scans.
-SCAN_ITEMS = 1_000
 # A holder that has not renewed its lease for this long is taken to have crashed.
 LEASE_SECONDS = 300
 MAX_TAKEOVERS = 3
@@ -123,7 +121,7 @@ class OwnerLinks(Protocol):
 
 
 class TaggedLinkScan(Protocol):
-    """``shortener.jobs.store.batches.TaggedLinks``."""
+    """``shortener.jobs.store.batches.TaggedLinks``: every owner's links with a tag (the tag index)."""
 
     def page(self, tag: str, start: str | None, *, limit: int) -> tuple[list[Link], str | None]: ...
 
@@ -340,8 +338,8 @@ class BatchRunner:
             return codes, (str(next_chunk) if next_chunk is not None else None)
         assert batch.tag is not None
         if batch.role == "admin":
-            links, next_code = self._tagged_links.page(batch.tag, cursor, limit=SCAN_ITEMS)
-            return [link.code for link in links], next_code
+            links, next_position = self._tagged_links.page(batch.tag, cursor, limit=PAGE_LINKS)
+            return [link.code for link in links], next_position
         page = self._owner_links.list_links(batch.owner, before=cursor, limit=PAGE_LINKS, tag=batch.tag)
         return [link.code for link in page.links], page.next_position
 

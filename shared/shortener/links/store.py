@@ -28,6 +28,7 @@ from shortener.links.store_items import (
     is_link_item,
     link_from_item,
     link_to_item,
+    tag_items,
 )
 
 if TYPE_CHECKING:
@@ -219,7 +220,17 @@ class LinksStore(aws.DynamoDBTable):
 
     @aws.throttling_is_busy
     def insert(self, link: Link) -> Link | None:
-        """Write ``link`` if its code is free. None when written; else the link already there."""
+        """Write ``link`` if its code is free. None when written; else the link already there.
+        A tagged link and its tag index entries go in one transaction."""
+        if tag_items(link):
+            new = self._put_new(link_to_item(link), return_old=True)
+            reasons = self._transact([new, *self._tag_puts(link)])
+            if reasons is None:
+                return None
+            if reasons[0].get("Code") == _CONDITION_FAILED:
+                stored = reasons[0].get("Item")
+                return link_from_item(stored) if stored else self.get(link.code, consistent=True)
+            raise TransactionRefusedError(reasons)
         try:
             self.client.put_item(
                 TableName=self.table_name,
@@ -262,6 +273,7 @@ class LinksStore(aws.DynamoDBTable):
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
+            *self._tag_puts(link),
         ]
         reasons = self._transact(items)
         if reasons is None:
@@ -282,6 +294,7 @@ class LinksStore(aws.DynamoDBTable):
         items: list[Any] = [
             self._put_new(claim_item(key, link), return_old=True),
             self._put_new(link_to_item(link)),
+            *self._tag_puts(link),
         ]
         reasons = self._transact(items)
         if reasons is None:
@@ -331,8 +344,13 @@ class LinksStore(aws.DynamoDBTable):
     def put_generated_batch(self, links: Iterable[Link]) -> None:
         """Write generated links with BatchWriteItem (no conditions: only the counter produces
         these codes, and rewriting one with the same content on a redelivery changes nothing).
-        Unprocessed items are retried with exponential backoff."""
-        requests: list[Any] = [{"PutRequest": {"Item": link_to_item(link)}} for link in links]
+        Unprocessed items are retried with exponential backoff. Each link's tag index entries go
+        in the same batch."""
+        requests: list[Any] = []
+        for link in links:
+            requests.append({"PutRequest": {"Item": link_to_item(link)}})
+            # Its tag index entries in the same batch (written again on a redelivery: no change).
+            requests += [{"PutRequest": {"Item": item}} for item in tag_items(link)]
         for start in range(0, len(requests), _BATCH_WRITE_LIMIT):
             self._batch_write(requests[start : start + _BATCH_WRITE_LIMIT])
 
@@ -375,6 +393,10 @@ class LinksStore(aws.DynamoDBTable):
             else:
                 raise RuntimeError("keys stayed unprocessed after retries")
         return items
+
+    def _tag_puts(self, link: Link) -> list[dict[str, Any]]:
+        """Transaction items that write ``link``'s tag index entries (shortener.links.store_items)."""
+        return [{"Put": {"TableName": self.table_name, "Item": item}} for item in tag_items(link)]
 
     def _put_new(self, item: dict[str, Any], *, return_old: bool = False) -> dict[str, Any]:
         """A transaction item that puts ``item`` only if its key is free."""

@@ -1,7 +1,8 @@
 """Changing an existing link: a new target, title or tags, disabling, enabling, deleting (which
 leaves a tombstone). One transaction per change: the link itself (only if nobody changed it since
 it was read), the find-if-exists claim it may no longer hold, and the takedown generation that
-tells every container's redirect cache to forget what it knew."""
+tells every container's redirect cache to forget what it knew, and the link's tag index entries
+(shortener.links.store_items.tag_items)."""
 
 from typing import Any
 
@@ -9,7 +10,14 @@ from botocore.exceptions import ClientError
 
 from shortener import aws
 from shortener.links.model import Link
-from shortener.links.store_items import CLAIM_PREFIX, TAKEDOWNS_KEY, link_to_item
+from shortener.links.store_items import (
+    CLAIM_PREFIX,
+    TAKEDOWNS_KEY,
+    indexed_tags,
+    link_to_item,
+    tag_items,
+    tag_key,
+)
 
 # Tries of a change whose transaction conflicted with another (AWS cancels a transaction that
 # meets one in progress on the same item: developerguide/transaction-apis.html, "Transaction
@@ -96,4 +104,14 @@ class LinkChangesStore(aws.DynamoDBTable):
             )
         if takedown:
             items.append({"Update": {"TableName": self.table_name, **_ANNOUNCE_TAKEDOWN}})
+        # Last (the reasons above are read by position): the tag index follows the change, entries
+        # for the tags it has now (its position never changes: writing one again is harmless, and
+        # gives a link from before the index its entries), none for those it no longer has.
+        items += [{"Put": {"TableName": self.table_name, "Item": item}} for item in tag_items(changed)]
+        kept = set(indexed_tags(changed))
+        items += [
+            {"Delete": {"TableName": self.table_name, "Key": tag_key(tag, seen.code)}}
+            for tag in indexed_tags(seen)
+            if tag not in kept
+        ]
         return items

@@ -22,6 +22,7 @@ is time order) until the expirer has refreshed its stage cache entry (shortener.
 index holds only the expiries still to enforce, so the expirer's idle run reads nothing. Sharded
 for the same reason as ByOwner: one bulk job may write a million links with the same expiry."""
 
+import hashlib
 import zlib
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
@@ -34,6 +35,7 @@ COUNTER_KEY = "#id-counter"
 CLAIM_PREFIX = "#url#"
 RESERVED_PREFIX = "#reserved#"
 TAKEDOWNS_KEY = "#takedowns"
+TAG_PREFIX = "#tag#"
 LIST_INDEX = "ByOwner"
 LIST_SHARDS = 8
 EXPIRY_INDEX = "ByExpiry"
@@ -42,6 +44,57 @@ EXPIRY_SHARDS = 16
 
 def list_partition(owner: str, shard: int) -> str:
     return f"{owner}#{shard}"
+
+
+def tag_partition(tag: str, shard: int) -> str:
+    """The ByOwner partition of a tag (the tag index: shortener.links.store_listing reads it),
+    sharded as an owner's links are; every owner's links with the tag, each under its owner
+    (``tag_sort_key``). The digest keeps any tag's partition apart from an owner's ("#" is in no
+    owner id)."""
+    return f"{TAG_PREFIX}{_tag_digest(tag)}#{shard}"
+
+
+def tag_sort_key(owner: str, position: str) -> str:
+    """An entry's sort key: its owner, then its link's position (an owner's entries are one range,
+    newest last; "#" sorts below every character of an owner id, so no owner's range holds
+    another's)."""
+    return f"{owner}#{position}"
+
+
+def _tag_digest(tag: str) -> str:
+    return hashlib.sha256(tag.encode()).hexdigest()[:32]
+
+
+def tag_key(tag: str, code: str) -> dict[str, Any]:
+    return {"code": {"S": f"{TAG_PREFIX}{_tag_digest(tag)}#{code}"}}
+
+
+def indexed_tags(link: Link) -> tuple[str, ...]:
+    """The tags ``link`` has an entry of the tag index for: none unless it is owned and not deleted."""
+    return link.tags if link.owner and link.status != "deleted" else ()
+
+
+def tag_items(link: Link) -> list[dict[str, Any]]:
+    """The tag index's entries of ``link``: one small item per tag, in the ByOwner index under the
+    tag's partition at its owner and its position, so a tag listing reads only the tagged links
+    (and pages like the owner's listing), and an admin's batch by tag reads every owner's. Writing
+    one again changes nothing (a redelivered bulk write); an entry whose link lost the tag is
+    skipped on read."""
+    tags = indexed_tags(link)
+    if not tags:
+        return []
+    assert link.owner is not None
+    position = _position(_timestamp(link.created_at, link.created_at.tzinfo), link.code)
+    shard = shard_of(link.code)
+    return [
+        {
+            **tag_key(tag, link.code),
+            "target": {"S": link.code},
+            "list_pk": {"S": tag_partition(tag, shard)},
+            "list_sk": {"S": tag_sort_key(link.owner, position)},
+        }
+        for tag in tags
+    ]
 
 
 def list_position(link: Link) -> str:

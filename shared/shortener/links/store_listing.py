@@ -20,16 +20,28 @@ from typing import TYPE_CHECKING, Any
 from shortener import aws, clock
 from shortener.links.model import Link
 from shortener.links.search import LinkFilter
-from shortener.links.store_items import LIST_INDEX, LIST_SHARDS, link_from_item, list_partition, list_position
+from shortener.links.store_items import (
+    LIST_INDEX,
+    LIST_SHARDS,
+    link_from_item,
+    list_partition,
+    list_position,
+    tag_partition,
+    tag_sort_key,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 # Above every position: ISO times start with a digit.
 _NEWEST = "~"
+# Below every position, and every owner id (a key value may not be empty).
+_OLDEST = "!"
 # A filtered listing answers what it has found (and where it got to) after this long: under API
 # Gateway's 29 s integration timeout, with room for the answer.
 SEARCH_SECONDS = 20.0
+_BATCH_GET_LIMIT = 100
+_BATCH_GET_ROUNDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +59,17 @@ class _Shard:
     """Where one shard's reading of a page has got to."""
 
     partition: str
+    # A tag partition's sort keys start with the owner (tag_sort_key): what a position has before
+    # it in this shard (None: an owner's own partition, keyed by the position alone).
+    prefix: str | None = None
     start: dict[str, Any] | None = None  # ExclusiveStartKey of its next Query
     stopped_at: str | None = None  # the last position read (None: not started, or read to the end)
     done: bool = False
     found: list[tuple[str, Link]] = field(default_factory=list)
+
+    def position(self, item: dict[str, Any]) -> str:
+        """The position of an item (or a LastEvaluatedKey) of this shard."""
+        return str(item["list_sk"]["S"])[len(self.prefix or "") :]
 
 
 class LinkIndex(aws.DynamoDBTable):
@@ -62,7 +81,7 @@ class LinkIndex(aws.DynamoDBTable):
 
     def list_links(
         self,
-        owner: str,
+        owner: str | None,
         *,
         before: str | None,
         limit: int,
@@ -72,15 +91,29 @@ class LinkIndex(aws.DynamoDBTable):
     ) -> LinkPage:
         """Up to ``limit`` of ``owner``'s links (deleted ones are not in the index) created before
         the position ``before`` (None: from the newest), and at or after ``after`` when given (a
-        job's window), that pass ``where`` (and have ``tag``)."""
+        job's window), that pass ``where`` (and have ``tag``). With a tag, ``owner`` None reads
+        every owner's links with it (an admin's batch by tag): their positions then start with
+        their owner."""
         wanted = where or LinkFilter()
         if tag:
             wanted = replace(wanted, tag=tag)
         now, started = clock.now(), time.monotonic()
-        shards = [_Shard(list_partition(owner, shard)) for shard in range(LIST_SHARDS)]
-        # Unfiltered, every item is a link of the page: read no more than the page. Filtered, read
-        # what a Query returns at most (1 MB), in as few round trips as the search needs.
-        read_limit = limit if wanted.empty else None
+        # With a tag, read the tag's own partitions (the tag index: an entry per tagged link, at
+        # the link's position), then the links they name; else the owner's links.
+        if wanted.tag is not None:
+            prefix = tag_sort_key(owner, "") if owner else ""
+            shards = [_Shard(tag_partition(wanted.tag, shard), prefix) for shard in range(LIST_SHARDS)]
+        else:
+            assert owner is not None, "only a tag is read across owners"
+            shards = [_Shard(list_partition(owner, shard)) for shard in range(LIST_SHARDS)]
+        by_tag = wanted.tag is not None
+        # Unfiltered (or only by the tag: every entry but a stale one is a link of the page), read
+        # no more than the page. Filtered, read what a Query returns at most (1 MB), in as few
+        # round trips as the search needs.
+        read_limit = limit if replace(wanted, tag=None).empty else None
+        if by_tag and read_limit is not None:
+            # The entries spread over the shards: a round reads about twice the page in all.
+            read_limit = min(limit, -(-2 * limit // LIST_SHARDS) + 5)
         client = self.client  # one client for the threads (boto3's clients are thread-safe)
         items_read = 0
         while True:
@@ -91,15 +124,22 @@ class LinkIndex(aws.DynamoDBTable):
                 ),
                 reading,
             )
-            for shard, (items, last) in zip(reading, answers, strict=True):
+            answered = list(answers)
+            linked = self._linked(client, owner, answered) if by_tag else {}
+            for shard, (items, last) in zip(reading, answered, strict=True):
                 items_read += len(items)
                 for item in items:
-                    link = link_from_item(item)
+                    found = linked.get(item["target"]["S"]) if by_tag else link_from_item(item)
                     # BETWEEN includes its end: the link at ``before`` ended the previous page.
-                    if wanted.matches(link, now) and item["list_sk"]["S"] != before:
-                        shard.found.append((item["list_sk"]["S"], link))
+                    position = shard.position(item)
+                    if found is None or position == before:
+                        continue
+                    link = found
+                    # An entry whose link has lost the tag since (or is deleted) is not listed.
+                    if wanted.matches(link, now):
+                        shard.found.append((position, link))
                 shard.start, shard.done = last, last is None
-                shard.stopped_at = last["list_sk"]["S"] if last else None
+                shard.stopped_at = shard.position(last) if last else None
             frontier = max((shard.stopped_at for shard in shards if shard.stopped_at), default=None)
             # Only what lies at or above the frontier has been read in every shard.
             complete = sorted(
@@ -119,6 +159,30 @@ class LinkIndex(aws.DynamoDBTable):
             if time.monotonic() - started > SEARCH_SECONDS:
                 return LinkPage([link for _, link in complete], frontier, items_read)
 
+    def _linked(
+        self, client: "DynamoDBClient", owner: str | None, answered: list[tuple[list[dict[str, Any]], Any]]
+    ) -> dict[str, Link]:
+        """The links that tag index entries name, by code (BatchGetItem, eventually consistent as
+        the index is): those that are still ``owner``'s and not deleted."""
+        codes = list(dict.fromkeys(item["target"]["S"] for items, _ in answered for item in items))
+        links: dict[str, Link] = {}
+        for start in range(0, len(codes), _BATCH_GET_LIMIT):
+            keys = [{"code": {"S": code}} for code in codes[start : start + _BATCH_GET_LIMIT]]
+            pending: Any = {self.table_name: {"Keys": keys}}
+            for attempt in range(_BATCH_GET_ROUNDS):
+                response = client.batch_get_item(RequestItems=pending)
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    link = link_from_item(item)
+                    if (owner is None or link.owner == owner) and link.status != "deleted":
+                        links[link.code] = link
+                pending = response.get("UnprocessedKeys") or {}
+                if not pending:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))
+            else:
+                raise RuntimeError("keys stayed unprocessed after retries")
+        return links
+
     def _query(
         self,
         client: "DynamoDBClient",
@@ -136,6 +200,12 @@ class LinkIndex(aws.DynamoDBTable):
             "ExpressionAttributeValues": {":partition": {"S": shard.partition}, ":before": {"S": before}},
             "ScanIndexForward": False,
         }
+        if shard.prefix is not None:
+            # A tag partition: the owner's range (or every owner's), ``before`` included (skipped
+            # by the caller as in a job's window).
+            before = shard.prefix + before
+            after = shard.prefix + (after or _OLDEST)
+            arguments["ExpressionAttributeValues"][":before"] = {"S": before}
         if after is not None:
             arguments["KeyConditionExpression"] = (
                 "list_pk = :partition AND list_sk BETWEEN :after AND :before"
@@ -148,6 +218,9 @@ class LinkIndex(aws.DynamoDBTable):
         # What DynamoDB can filter, it filters (less to send, and to read here; the read costs the
         # same); the status is matched here, and every filter is checked again.
         filters = []
+        if shard.prefix is not None:
+            # Tag index entries carry only their link's code: the link is matched when read.
+            where = LinkFilter()
         if where.tag:
             filters.append("contains(tags, :tag)")
             arguments["ExpressionAttributeValues"][":tag"] = {"S": where.tag}

@@ -20,7 +20,7 @@ from shortener import aws
 from shortener.jobs.batches_model import FAILED_OUTCOMES, Batch, BatchOutcome, BatchPage
 from shortener.jobs.store.chunk_records import CHUNK_PREFIX, chunk_sk, decode_outcomes
 from shortener.links.model import Link
-from shortener.links.store_items import link_from_item
+from shortener.links.store_listing import LinkIndex
 
 BATCH_SK = "batch"
 PAGE_PREFIX = "batchpage#"
@@ -304,26 +304,15 @@ class JobCodes(aws.DynamoDBTable):
         return codes, int(items[-1]["sk"]["S"].removeprefix(CHUNK_PREFIX)) + 1
 
 
-class TaggedLinks(aws.DynamoDBTable):
-    """Every owner's links with a tag (an admin's batch by tag): a Scan of the links table, one
-    page at a time."""
+class TaggedLinks(LinkIndex):
+    """Every owner's links with a tag (an admin's batch by tag): the tag index across owners, one
+    page at a time (shortener.links.store_items.tag_items)."""
 
     def page(self, tag: str, start: str | None, *, limit: int) -> tuple[list[Link], str | None]:
-        """Links with ``tag`` among the next ``limit`` items from the code ``start`` on, and the
-        code to go on from (None: the table is read)."""
-        arguments: dict[str, Any] = {
-            "TableName": self.table_name,
-            "FilterExpression": "contains(tags, :tag) AND attribute_exists(#url)",
-            "ExpressionAttributeNames": {"#url": "url"},
-            "ExpressionAttributeValues": {":tag": {"S": tag}},
-            "Limit": limit,
-        }
-        if start is not None:
-            arguments["ExclusiveStartKey"] = {"code": {"S": start}}
-        response = self.client.scan(**arguments)
-        last: Any = response.get("LastEvaluatedKey")
-        links = [link_from_item(item) for item in response.get("Items", [])]
-        return links, (last["code"]["S"] if last else None)
+        """Up to ``limit`` links with ``tag`` after the position ``start`` (None: from the first),
+        and the position to go on from (None: every link with the tag is read)."""
+        found = self.list_links(None, before=start, limit=limit, tag=tag)
+        return found.links, found.next_position
 
 
 def page_sk(page: int) -> str:
