@@ -914,6 +914,45 @@ def test_three_selected_links_are_disabled_in_one_action(
     assert [stack.request("GET", link["code"], api_key=None).status for link in made] == [410] * 3
 
 
+def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given 25 links with a word of their own in the title (more than the 20 rows of a page),
+    # and one link without it
+    made = stack.post_json(
+        "links/bulk",
+        {
+            "links": [
+                {"url": f"http://localhost:{landing}/every/{n}", "title": f"Quetzal {n}"} for n in range(25)
+            ]
+        },
+    )
+    assert made.status == 200, made.text
+    codes = [outcome["code"] for outcome in made.json()["links"]]
+    assert len(codes) == 25 and all(codes), made.text
+    other = stack.post_json("/", {"url": f"http://localhost:{landing}/every/other", "title": "Heron"}).json()
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    link_item(browser, other["short_url"])
+    search(browser, q="quetzal")
+    settled(browser).until(lambda _: len(listed(browser)) == 20 and other["short_url"] not in listed(browser))
+    # When every row shown is selected, then all that match, and disabled with one button
+    browser.find_element(By.ID, "select-all").click()
+    matches = browser.find_element(By.ID, "selection-matches")
+    assert matches.is_displayed() and matches.text.startswith("Select all") and "that match" in matches.text
+    matches.click()
+    assert browser.find_element(By.ID, "selection-count").text.startswith("All ")
+    snap("all-that-match")
+    browser.find_element(By.ID, "selection-disable").click()
+    # Then one batch changes exactly the 25 matches, rows beyond the page included
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "selection-status").text == "Disabled 25 of 25 links."
+    )
+    snap("disabled")
+    assert {stack.request("GET", code, api_key=None).status for code in codes} == {410}
+    assert stack.request("GET", other["code"], api_key=None).status == 301
+
+
 def test_an_upload_is_followed_to_its_click_report(
     browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
 ) -> None:
