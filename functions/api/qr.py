@@ -1,18 +1,27 @@
 """QR codes of the caller's links, one at a time or as a job's ZIP of labels. Included into the
 API's resolver by app.py; errors raised here are mapped to JSON there."""
 
+import io
 import json
+import zipfile
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import base_url, caller
+from request import base_url, body_fields, caller
 
 from shortener.http import web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import FileLink
 from shortener.links.qr import MEDIA_TYPES, qr_image
-from shortener.links.qr_model import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
+from shortener.links.qr_model import (
+    DEFAULT_QR_SIZE,
+    LabelsBuilding,
+    LabelsFileLink,
+    QrLabelsQuery,
+    QrRequest,
+    QrZipRequest,
+)
 from shortener.services.api import api_link_manager, job_queries
 
 router = APIGatewayRouter()
@@ -52,6 +61,43 @@ def link_qr(code: str) -> Response[bytes | str]:
     # A PNG goes out base64-encoded (API Gateway decodes it: binary media types); an SVG is text.
     body: bytes | str = image if request.format == "png" else image.decode()
     return Response(200, MEDIA_TYPES[request.format], body, headers=headers)
+
+
+@router.post(
+    "/links/qr",
+    **operation(
+        "The QR codes of a list of the caller's links, one image a code, as a ZIP",
+        {
+            200: Answer(
+                "The ZIP: CODE.png (or CODE.svg) for each code, in the order sent",
+                media_type="application/zip",
+                schema={"type": "string", "format": "binary"},
+            )
+        },
+        errors=(404, 410, 422),
+        body=QrZipRequest,
+    ),
+)
+def links_qr() -> Response[bytes]:
+    """No code can be "qr" (custom codes are 3 to 64 characters, generated ones 4 or more), so
+    the path word takes no link's routes and joins no reserved words.
+
+    Every listed code must be the caller's (any link for an admin) and not deleted, else the
+    whole request is refused naming the code (404, 410): a ZIP never silently lacks a code."""
+    event = router.current_event
+    request = web.parse_request(QrZipRequest, body_fields(event))
+    manager, base = api_link_manager(), base_url(event)
+    links = [manager.get(caller(event), code) for code in dict.fromkeys(request.codes)]
+    # PNGs are compressed already; SVG text shrinks to a fraction.
+    method = zipfile.ZIP_STORED if request.format == "png" else zipfile.ZIP_DEFLATED
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for link in links:
+            archive.writestr(
+                f"{link.code}.{request.format}", qr_image(base + link.code, request.format, DEFAULT_QR_SIZE)
+            )
+    headers = {"Content-Disposition": f'attachment; filename="qr-codes-{request.format}.zip"'}
+    return Response(200, "application/zip", buffer.getvalue(), headers=headers)
 
 
 @router.get(

@@ -15,6 +15,7 @@ import re
 import shutil
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -951,6 +952,48 @@ def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
     snap("disabled")
     assert {stack.request("GET", code, api_key=None).status for code in codes} == {410}
     assert stack.request("GET", other["code"], api_key=None).status == 301
+
+
+def test_the_qr_zip_of_a_selection_holds_one_qr_code_a_selected_link(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given three links with a tag of their own, listed and selected on the page
+    made = [
+        stack.post_json("/", {"url": f"http://localhost:{landing}/zipped/{n}", "tags": ["zipped3"]}).json()
+        for n in range(3)
+    ]
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    link_item(browser, made[-1]["short_url"])
+    # (the files the page saves are kept for the test to read)
+    browser.execute_script(
+        "window.saved = []; const make = URL.createObjectURL;"
+        "URL.createObjectURL = (blob) => {"
+        " const url = make.call(URL, blob); window.saved.push(url); return url; };"
+    )
+    search(browser, tag="zipped3")
+    assert sorted(listed(browser)) == sorted(link["short_url"] for link in made)
+    browser.find_element(By.ID, "select-all").click()
+    # When "QR ZIP" is pressed
+    browser.find_element(By.ID, "selection-qr").click()
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "selection-status").text.startswith(
+            "Saved the QR codes of 3 links"
+        )
+    )
+    snap("qr-zip")
+    # Then the ZIP it saved holds one QR code a selected link, each reading as its short URL
+    saved = browser.execute_async_script(
+        "const done = arguments[0];"
+        "fetch(window.saved.at(-1)).then((r) => r.blob()).then((b) => {"
+        " const reader = new FileReader(); reader.onload = () => done(reader.result.split(',')[1]);"
+        " reader.readAsDataURL(b); });"
+    )
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(saved)))
+    assert sorted(archive.namelist()) == sorted(f"{link['code']}.png" for link in made)
+    for link in made:
+        image = Image.open(io.BytesIO(archive.read(f"{link['code']}.png")))
+        assert [found.text for found in zxingcpp.read_barcodes(image)] == [link["short_url"]]
 
 
 def test_an_upload_is_followed_to_its_click_report(
