@@ -937,6 +937,9 @@ def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
     link_item(browser, other["short_url"])
     search(browser, q="quetzal")
     settled(browser).until(lambda _: len(listed(browser)) == 20 and other["short_url"] not in listed(browser))
+    # (counted: the answer's total when the API gives one, else honestly "many")
+    count = browser.find_element(By.ID, "links-count").text
+    assert count in ("Showing 1\u201320 of 25.", "Showing 1\u201320 of many (more to load)."), count
     # When every row shown is selected, then all that match, and disabled with one button
     browser.find_element(By.ID, "select-all").click()
     matches = browser.find_element(By.ID, "selection-matches")
@@ -1019,6 +1022,7 @@ def test_an_upload_is_followed_to_its_click_report(
     goto(browser, "uploads")
     # When its click report is opened from the upload's item
     item = upload_item(browser, job_id)
+    assert "rows in all" in browser.find_element(By.ID, "jobs-count").text
     item.find_element(By.CSS_SELECTOR, "button.click-report").click()
     summary = settled(browser).until(lambda _: item.find_element(By.CSS_SELECTOR, ".report-summary"))
     snap("click-report")
