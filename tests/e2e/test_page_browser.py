@@ -49,6 +49,7 @@ from selenium.common.exceptions import (  # noqa: E402
     TimeoutException,
 )
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -560,6 +561,36 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     assert sum(bool(re.fullmatch(r"[A-Z][a-z]{2} \d{1,2}", label)) for label in labels) >= 4, labels
     assert "time zone" in browser.find_element(By.ID, "clicks-tz").text
     snap("clicks")
+    # And every label lies within the chart at a desktop's and a phone's width (the last date was cut)
+    size = browser.get_window_size()
+    try:
+        for width, height in ((1280, 800), (390, 844)):
+            browser.set_window_size(width, height)
+            outside = browser.execute_script(
+                "const chart = document.getElementById('clicks-chart'), box = chart.getBoundingClientRect();"
+                "return [...chart.querySelectorAll('text')].filter((label) => {"
+                " const r = label.getBoundingClientRect();"
+                " return r.left < box.left - 0.5 || r.right > box.right + 0.5;"
+                "}).map((label) => label.textContent);"
+            )
+            assert outside == [], (width, outside)
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    # And its bars are read by keyboard: on the focused chart End reads the last day, Left the one before
+    browser.execute_script("document.getElementById('clicks-chart').focus()")
+    ActionChains(browser).send_keys(Keys.END).perform()
+    assert re.fullmatch(r".+: 2 clicks \(2 by people\)\.", visible_text(browser, "clicks-readout"))
+    ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()
+    settled(browser).until(
+        lambda _: browser.find_element(By.ID, "clicks-readout").text.endswith(": 0 clicks (0 by people).")
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#clicks-chart rect.current")) == 1
+    # And the range is chosen by keyboard: the next option of the range, 90 days, is drawn
+    browser.find_element(By.ID, "clicks-days").send_keys(Keys.ARROW_DOWN)
+    settled(browser).until(
+        lambda _: "in the last 90 days" in browser.find_element(By.ID, "clicks-summary").text
+    )
+    snap("clicks-keyboard")
     # And back in the links table, its row shows the 2 clicks with a sparkline of the 30 days
     browser.back()
     row = link_item(browser, short_url)
