@@ -29,16 +29,20 @@ router = APIGatewayRouter()
 LABELS_RETRY_SECONDS = 2
 
 
+def file_answer(description: str, media_type: str, also: tuple[str, ...] = ()) -> Answer:
+    """A 200 whose body is a file (an image, a ZIP): binary in the OpenAPI document."""
+    return Answer(
+        description, media_type=media_type, schema={"type": "string", "format": "binary"}, also=also
+    )
+
+
 @router.get(
     "/links/<code>/qr",
     **operation(
         "A link's QR code of its short URL, as PNG or SVG",
         {
-            200: Answer(
-                "The QR code: image/png, or image/svg+xml with format=svg",
-                media_type="image/png",
-                schema={"type": "string", "format": "binary"},
-                also=("image/svg+xml",),
+            200: file_answer(
+                "The QR code: image/png, or image/svg+xml with format=svg", "image/png", ("image/svg+xml",)
             )
         },
         errors=(422,),
@@ -68,10 +72,8 @@ def link_qr(code: str) -> Response[bytes | str]:
     **operation(
         "The QR codes of a list of the caller's links, one image a code, as a ZIP",
         {
-            200: Answer(
-                "The ZIP: CODE.png (or CODE.svg) for each code, in the order sent",
-                media_type="application/zip",
-                schema={"type": "string", "format": "binary"},
+            200: file_answer(
+                "The ZIP: CODE.png (or CODE.svg) for each code, in the order sent", "application/zip"
             )
         },
         errors=(404, 410, 422),

@@ -918,14 +918,19 @@ def test_a_search_typed_in_the_box_finds_a_link_made_500_links_earlier(
     assert "1 link" in browser.find_element(By.ID, "links-summary").text
 
 
+def tagged_links(stack: RunningStack, landing: str, tag: str) -> list[dict[str, Any]]:
+    """Three new links with ``tag`` (their POST / answers)."""
+    return [
+        stack.post_json("/", {"url": f"http://localhost:{landing}/{tag}/{n}", "tags": [tag]}).json()
+        for n in range(3)
+    ]
+
+
 def test_three_selected_links_are_disabled_in_one_action(
     browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
 ) -> None:
     # Given three links with a tag of their own
-    made = [
-        stack.post_json("/", {"url": f"http://localhost:{landing}/chosen/{n}", "tags": ["chosen3"]}).json()
-        for n in range(3)
-    ]
+    made = tagged_links(stack, landing, "chosen3")
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
     search(browser, tag="chosen3")
@@ -992,10 +997,7 @@ def test_the_qr_zip_of_a_selection_holds_one_qr_code_a_selected_link(
     browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
 ) -> None:
     # Given three links with a tag of their own, listed and selected on the page
-    made = [
-        stack.post_json("/", {"url": f"http://localhost:{landing}/zipped/{n}", "tags": ["zipped3"]}).json()
-        for n in range(3)
-    ]
+    made = tagged_links(stack, landing, "zipped3")
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
     link_item(browser, made[-1]["short_url"])
