@@ -976,6 +976,9 @@ def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
     # (counted: the answer's total when the API gives one, else honestly "many")
     count = browser.find_element(By.ID, "links-count").text
     assert count in ("Showing 1\u201320 of 25.", "Showing 1\u201320 of many (more to load)."), count
+    # When one row is ticked, all that match are offered (also where the header's box is hidden)
+    browser.find_element(By.CSS_SELECTOR, "#links-list input.select").click()
+    assert browser.find_element(By.ID, "selection-matches").is_displayed()
     # When every row shown is selected, then all that match, and disabled with one button
     browser.find_element(By.ID, "select-all").click()
     matches = browser.find_element(By.ID, "selection-matches")
