@@ -1,18 +1,27 @@
 """QR codes of the caller's links, one at a time or as a job's ZIP of labels. Included into the
 API's resolver by app.py; errors raised here are mapped to JSON there."""
 
+import io
 import json
+import zipfile
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import base_url, caller
+from request import base_url, body_fields, caller
 
 from shortener.http import web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import FileLink
 from shortener.links.qr import MEDIA_TYPES, qr_image
-from shortener.links.qr_model import LabelsBuilding, LabelsFileLink, QrLabelsQuery, QrRequest
+from shortener.links.qr_model import (
+    DEFAULT_QR_SIZE,
+    LabelsBuilding,
+    LabelsFileLink,
+    QrLabelsQuery,
+    QrRequest,
+    QrZipRequest,
+)
 from shortener.services.api import api_link_manager, job_queries
 
 router = APIGatewayRouter()
@@ -20,16 +29,20 @@ router = APIGatewayRouter()
 LABELS_RETRY_SECONDS = 2
 
 
+def file_answer(description: str, media_type: str, also: tuple[str, ...] = ()) -> Answer:
+    """A 200 whose body is a file (an image, a ZIP): binary in the OpenAPI document."""
+    return Answer(
+        description, media_type=media_type, schema={"type": "string", "format": "binary"}, also=also
+    )
+
+
 @router.get(
     "/links/<code>/qr",
     **operation(
         "A link's QR code of its short URL, as PNG or SVG",
         {
-            200: Answer(
-                "The QR code: image/png, or image/svg+xml with format=svg",
-                media_type="image/png",
-                schema={"type": "string", "format": "binary"},
-                also=("image/svg+xml",),
+            200: file_answer(
+                "The QR code: image/png, or image/svg+xml with format=svg", "image/png", ("image/svg+xml",)
             )
         },
         errors=(422,),
@@ -52,6 +65,41 @@ def link_qr(code: str) -> Response[bytes | str]:
     # A PNG goes out base64-encoded (API Gateway decodes it: binary media types); an SVG is text.
     body: bytes | str = image if request.format == "png" else image.decode()
     return Response(200, MEDIA_TYPES[request.format], body, headers=headers)
+
+
+@router.post(
+    "/links/qr",
+    **operation(
+        "The QR codes of a list of the caller's links, one image a code, as a ZIP",
+        {
+            200: file_answer(
+                "The ZIP: CODE.png (or CODE.svg) for each code, in the order sent", "application/zip"
+            )
+        },
+        errors=(404, 410, 422),
+        body=QrZipRequest,
+    ),
+)
+def links_qr() -> Response[bytes]:
+    """No code can be "qr" (custom codes are 3 to 64 characters, generated ones 4 or more), so
+    the path word takes no link's routes and joins no reserved words.
+
+    Every listed code must be the caller's (any link for an admin) and not deleted, else the
+    whole request is refused naming the code (404, 410): a ZIP never silently lacks a code."""
+    event = router.current_event
+    request = web.parse_request(QrZipRequest, body_fields(event))
+    manager, base = api_link_manager(), base_url(event)
+    links = [manager.get(caller(event), code) for code in dict.fromkeys(request.codes)]
+    # PNGs are compressed already; SVG text shrinks to a fraction.
+    method = zipfile.ZIP_STORED if request.format == "png" else zipfile.ZIP_DEFLATED
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for link in links:
+            archive.writestr(
+                f"{link.code}.{request.format}", qr_image(base + link.code, request.format, DEFAULT_QR_SIZE)
+            )
+    headers = {"Content-Disposition": f'attachment; filename="qr-codes-{request.format}.zip"'}
+    return Response(200, "application/zip", buffer.getvalue(), headers=headers)
 
 
 @router.get(

@@ -15,6 +15,7 @@ import re
 import shutil
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from selenium.common.exceptions import (  # noqa: E402
     TimeoutException,
 )
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -559,6 +561,36 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     assert sum(bool(re.fullmatch(r"[A-Z][a-z]{2} \d{1,2}", label)) for label in labels) >= 4, labels
     assert "time zone" in browser.find_element(By.ID, "clicks-tz").text
     snap("clicks")
+    # And every label lies within the chart at a desktop's and a phone's width (the last date was cut)
+    size = browser.get_window_size()
+    try:
+        for width, height in ((1280, 800), (390, 844)):
+            browser.set_window_size(width, height)
+            outside = browser.execute_script(
+                "const chart = document.getElementById('clicks-chart'), box = chart.getBoundingClientRect();"
+                "return [...chart.querySelectorAll('text')].filter((label) => {"
+                " const r = label.getBoundingClientRect();"
+                " return r.left < box.left - 0.5 || r.right > box.right + 0.5;"
+                "}).map((label) => label.textContent);"
+            )
+            assert outside == [], (width, outside)
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    # And its bars are read by keyboard: on the focused chart End reads the last day, Left the one before
+    browser.execute_script("document.getElementById('clicks-chart').focus()")
+    ActionChains(browser).send_keys(Keys.END).perform()
+    assert re.fullmatch(r".+: 2 clicks \(2 by people\)\.", visible_text(browser, "clicks-readout"))
+    ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()
+    settled(browser).until(
+        lambda _: browser.find_element(By.ID, "clicks-readout").text.endswith(": 0 clicks (0 by people).")
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#clicks-chart rect.current")) == 1
+    # And the range is chosen by keyboard: the next option of the range, 90 days, is drawn
+    browser.find_element(By.ID, "clicks-days").send_keys(Keys.ARROW_DOWN)
+    settled(browser).until(
+        lambda _: "in the last 90 days" in browser.find_element(By.ID, "clicks-summary").text
+    )
+    snap("clicks-keyboard")
     # And back in the links table, its row shows the 2 clicks with a sparkline of the 30 days
     browser.back()
     row = link_item(browser, short_url)
@@ -886,14 +918,19 @@ def test_a_search_typed_in_the_box_finds_a_link_made_500_links_earlier(
     assert "1 link" in browser.find_element(By.ID, "links-summary").text
 
 
+def tagged_links(stack: RunningStack, landing: str, tag: str) -> list[dict[str, Any]]:
+    """Three new links with ``tag`` (their POST / answers)."""
+    return [
+        stack.post_json("/", {"url": f"http://localhost:{landing}/{tag}/{n}", "tags": [tag]}).json()
+        for n in range(3)
+    ]
+
+
 def test_three_selected_links_are_disabled_in_one_action(
     browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
 ) -> None:
     # Given three links with a tag of their own
-    made = [
-        stack.post_json("/", {"url": f"http://localhost:{landing}/chosen/{n}", "tags": ["chosen3"]}).json()
-        for n in range(3)
-    ]
+    made = tagged_links(stack, landing, "chosen3")
     assert stack.api_key
     open_page(browser, stack, stack.api_key)
     search(browser, tag="chosen3")
@@ -912,6 +949,90 @@ def test_three_selected_links_are_disabled_in_one_action(
     )
     snap("disabled")
     assert [stack.request("GET", link["code"], api_key=None).status for link in made] == [410] * 3
+
+
+def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given 25 links with a word of their own in the title (more than the 20 rows of a page),
+    # and one link without it
+    made = stack.post_json(
+        "links/bulk",
+        {
+            "links": [
+                {"url": f"http://localhost:{landing}/every/{n}", "title": f"Quetzal {n}"} for n in range(25)
+            ]
+        },
+    )
+    assert made.status == 200, made.text
+    codes = [outcome["code"] for outcome in made.json()["links"]]
+    assert len(codes) == 25 and all(codes), made.text
+    other = stack.post_json("/", {"url": f"http://localhost:{landing}/every/other", "title": "Heron"}).json()
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    link_item(browser, other["short_url"])
+    search(browser, q="quetzal")
+    settled(browser).until(lambda _: len(listed(browser)) == 20 and other["short_url"] not in listed(browser))
+    # (counted: the answer's total when the API gives one, else honestly "many")
+    count = browser.find_element(By.ID, "links-count").text
+    assert count in ("Showing 1\u201320 of 25.", "Showing 1\u201320 of many (more to load)."), count
+    # When one row is ticked, all that match are offered (also where the header's box is hidden)
+    browser.find_element(By.CSS_SELECTOR, "#links-list input.select").click()
+    assert browser.find_element(By.ID, "selection-matches").is_displayed()
+    # When every row shown is selected, then all that match, and disabled with one button
+    browser.find_element(By.ID, "select-all").click()
+    matches = browser.find_element(By.ID, "selection-matches")
+    assert matches.is_displayed() and matches.text.startswith("Select all") and "that match" in matches.text
+    matches.click()
+    assert browser.find_element(By.ID, "selection-count").text.startswith("All ")
+    snap("all-that-match")
+    browser.find_element(By.ID, "selection-disable").click()
+    # Then one batch changes exactly the 25 matches, rows beyond the page included
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "selection-status").text == "Disabled 25 of 25 links."
+    )
+    snap("disabled")
+    assert {stack.request("GET", code, api_key=None).status for code in codes} == {410}
+    assert stack.request("GET", other["code"], api_key=None).status == 301
+
+
+def test_the_qr_zip_of_a_selection_holds_one_qr_code_a_selected_link(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    # Given three links with a tag of their own, listed and selected on the page
+    made = tagged_links(stack, landing, "zipped3")
+    assert stack.api_key
+    open_page(browser, stack, stack.api_key)
+    link_item(browser, made[-1]["short_url"])
+    # (the files the page saves are kept for the test to read)
+    browser.execute_script(
+        "window.saved = []; const make = URL.createObjectURL;"
+        "URL.createObjectURL = (blob) => {"
+        " const url = make.call(URL, blob); window.saved.push(url); return url; };"
+    )
+    search(browser, tag="zipped3")
+    assert sorted(listed(browser)) == sorted(link["short_url"] for link in made)
+    browser.find_element(By.ID, "select-all").click()
+    # When "QR ZIP" is pressed
+    browser.find_element(By.ID, "selection-qr").click()
+    WebDriverWait(browser, JOB_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "selection-status").text.startswith(
+            "Saved the QR codes of 3 links"
+        )
+    )
+    snap("qr-zip")
+    # Then the ZIP it saved holds one QR code a selected link, each reading as its short URL
+    saved = browser.execute_async_script(
+        "const done = arguments[0];"
+        "fetch(window.saved.at(-1)).then((r) => r.blob()).then((b) => {"
+        " const reader = new FileReader(); reader.onload = () => done(reader.result.split(',')[1]);"
+        " reader.readAsDataURL(b); });"
+    )
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(saved)))
+    assert sorted(archive.namelist()) == sorted(f"{link['code']}.png" for link in made)
+    for link in made:
+        image = Image.open(io.BytesIO(archive.read(f"{link['code']}.png")))
+        assert [found.text for found in zxingcpp.read_barcodes(image)] == [link["short_url"]]
 
 
 def test_an_upload_is_followed_to_its_click_report(
@@ -937,6 +1058,7 @@ def test_an_upload_is_followed_to_its_click_report(
     goto(browser, "uploads")
     # When its click report is opened from the upload's item
     item = upload_item(browser, job_id)
+    assert "rows in all" in browser.find_element(By.ID, "jobs-count").text
     item.find_element(By.CSS_SELECTOR, "button.click-report").click()
     summary = settled(browser).until(lambda _: item.find_element(By.CSS_SELECTOR, ".report-summary"))
     snap("click-report")

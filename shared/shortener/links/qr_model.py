@@ -1,15 +1,23 @@
 """QR code requests: which image of a short URL, and how large."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shortener.request_model import RequestModel
 
 QrFormat = Literal["png", "svg"]
 # Pixels across the whole image, quiet zone included (a 33-module code at 512 gets 12 px a module).
 DEFAULT_QR_SIZE = 512
 MIN_QR_SIZE = 64
 MAX_QR_SIZE = 4096
+# Codes one POST /links/qr draws: their ZIP is answered at once (each image a GetItem and a few
+# milliseconds of drawing; 500 PNGs of 512 px are about 0.35 MB, drawn in about 4 s on a loaded
+# 2-core machine: far below the 6 MB of a Lambda answer and API Gateway's 29 s).
+# A larger set has its job's labels (GET /jobs/{job_id}/qr) or several requests.
+# https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html (6 MB a synchronous answer)
+MAX_QR_ZIP_CODES = 500
 
 
 class QrRequest(BaseModel):
@@ -27,6 +35,17 @@ class QrLabelsQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
+    format: QrFormat = "png"
+
+
+class QrZipRequest(RequestModel):
+    """``POST /links/qr``: the caller's links whose QR codes the ZIP holds (one image a code, a
+    code listed twice drawn once), and their image format."""
+
+    codes: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=64)]],
+        Field(min_length=1, max_length=MAX_QR_ZIP_CODES),
+    ]
     format: QrFormat = "png"
 
 

@@ -1,9 +1,11 @@
 """GET /links/{code}/qr through the API handler under moto: the owner's link's QR code as PNG or
-SVG, decoded with a QR reader; other owners' links and bad parameters refused."""
+SVG, decoded with a QR reader; other owners' links and bad parameters refused. POST /links/qr: a
+ZIP of a list of links' QR codes, one a code, all or nothing."""
 
 import base64
 import io
 import json
+import zipfile
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -64,6 +66,47 @@ def test_another_owners_link_has_no_qr_code_and_bad_parameters_are_422(
         answer = qr(alice, code, **query)
         assert answer["statusCode"] == 422
         assert json.loads(answer["body"])["error"] == "invalid_request"
+
+
+def links_qr(caller: ApiCaller, body: Any) -> dict[str, Any]:
+    return caller.request("POST", "/links/qr", resource="/links/qr", body=body)
+
+
+def test_a_zip_holds_one_qr_code_a_selected_code_drawn_as_for_one_link(alice: ApiCaller) -> None:
+    created = [alice.shorten(f"https://example.com/zip/{n}") for n in range(3)]
+    codes = [link["code"] for link in created]
+    # A code listed twice is drawn once.
+    answer = links_qr(alice, {"codes": [*codes, codes[0]]})
+    assert answer["statusCode"] == 200
+    assert response_header(answer, "Content-Type") == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(base64.b64decode(answer["body"])))
+    assert archive.namelist() == [f"{code}.png" for code in codes]
+    for link in created:
+        single = base64.b64decode(qr(alice, link["code"])["body"])
+        assert archive.read(f"{link['code']}.png") == single
+        image = Image.open(io.BytesIO(single))
+        assert [result.text for result in zxingcpp.read_barcodes(image)] == [link["short_url"]]
+    svg = links_qr(alice, {"codes": codes[:1], "format": "svg"})
+    names = zipfile.ZipFile(io.BytesIO(base64.b64decode(svg["body"]))).namelist()
+    assert svg["statusCode"] == 200 and names == [f"{codes[0]}.svg"]
+
+
+def test_a_zip_is_refused_whole_for_a_code_not_the_callers_and_bounded(
+    alice: ApiCaller, api: ModuleType
+) -> None:
+    from shortener.links.qr_model import MAX_QR_ZIP_CODES
+
+    mine = alice.shorten("https://example.com/zip-mine")["code"]
+    theirs = ApiCaller(api, "bob").shorten("https://example.com/zip-theirs")["code"]
+    refused = links_qr(alice, {"codes": [mine, theirs]})
+    assert refused["statusCode"] == 404 and theirs in json.loads(refused["body"])["message"]
+    for body in (
+        {"codes": []},
+        {"codes": [mine] * (MAX_QR_ZIP_CODES + 1)},
+        {"codes": [mine], "format": "gif"},
+        {"codes": [mine], "size": 64},
+    ):
+        assert links_qr(alice, body)["statusCode"] == 422, body
 
 
 def job_qr(api: ModuleType, job_id: str) -> dict[str, Any]:
