@@ -1,9 +1,7 @@
 """QR codes of the caller's links, one at a time or as a job's ZIP of labels. Included into the
 API's resolver by app.py; errors raised here are mapped to JSON there."""
 
-import io
 import json
-import zipfile
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
@@ -13,7 +11,7 @@ from shortener.http import web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import FileLink
-from shortener.links.qr import MEDIA_TYPES, qr_image
+from shortener.links.qr import MEDIA_TYPES, qr_image, qr_zip
 from shortener.links.qr_model import (
     DEFAULT_QR_SIZE,
     LabelsBuilding,
@@ -93,16 +91,9 @@ def links_qr() -> Response[bytes]:
     # One consistent BatchGetItem per 100 codes, not a read each.
     read = manager.read_many(who, codes)
     links = [manager.checked(who, code, read.get(code)) for code in codes]
-    # PNGs are compressed already; SVG text shrinks to a fraction.
-    method = zipfile.ZIP_STORED if request.format == "png" else zipfile.ZIP_DEFLATED
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", method) as archive:
-        for link in links:
-            archive.writestr(
-                f"{link.code}.{request.format}", qr_image(base + link.code, request.format, DEFAULT_QR_SIZE)
-            )
+    body = qr_zip([(link.code, base + link.code) for link in links], request.format, DEFAULT_QR_SIZE)
     headers = {"Content-Disposition": f'attachment; filename="qr-codes-{request.format}.zip"'}
-    return Response(200, "application/zip", buffer.getvalue(), headers=headers)
+    return Response(200, "application/zip", body, headers=headers)
 
 
 @router.get(

@@ -5,6 +5,8 @@ stain or a logo before it stops reading), raised further when the same symbol si
 the quiet zone of four modules that ISO/IEC 18004 asks for around the code."""
 
 import io
+import zipfile
+from collections.abc import Sequence
 
 import segno
 
@@ -26,4 +28,15 @@ def qr_image(text: str, image_format: QrFormat, size: int) -> bytes:
         code.save(buffer, kind="png", scale=scale, border=QUIET_ZONE_MODULES)
     else:
         code.save(buffer, kind="svg", scale=scale, border=QUIET_ZONE_MODULES, xmldecl=False, title=text)
+    return buffer.getvalue()
+
+
+def qr_zip(short_urls: Sequence[tuple[str, str]], image_format: QrFormat, size: int) -> bytes:
+    """A ZIP of one QR image a ``(name, short URL)`` pair, ``<name>.<format>``, in the order given."""
+    # PNGs are compressed already; SVG text shrinks to a fraction.
+    method = zipfile.ZIP_STORED if image_format == "png" else zipfile.ZIP_DEFLATED
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, url in short_urls:
+            archive.writestr(f"{name}.{image_format}", qr_image(url, image_format, size))
     return buffer.getvalue()
