@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from shortener.clicks.counting import ClickCollector, click_of, edge_batch_key, parse_line, referrer_host
@@ -118,6 +118,8 @@ def test_an_access_log_line_of_the_edge_stage_is_never_counted() -> None:
 
 @given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FFF), max_size=300))
 def test_any_url_encoded_user_agent_decodes_to_itself(agent: str) -> None:
+    # A user agent that is "-" itself is logged as CloudFront logs a missing one: nothing tells them apart.
+    assume(agent != "-")
     parsed = parse_line(record(**{"cs(User-Agent)": quote(agent, safe="") or "-"}))
     assert isinstance(parsed, EdgeLogRecord)
     assert parsed.user_agent == (agent or None)
