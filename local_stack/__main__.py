@@ -37,6 +37,18 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     parser.add_argument(
         "--aws-port", type=int, default=defaults.aws_port, help="embedded AWS port (0: any free)"
     )
+    parser.add_argument(
+        "--edge-port",
+        type=int,
+        default=None,
+        help=f"the local edge's port, with the template's Edge on (0: any free; default "
+        f"{defaults.edge_port}, or any free with --api-port 0, so stacks on free ports never collide)",
+    )
+    parser.add_argument(
+        "--edge-country",
+        default=defaults.edge_country,
+        help="CloudFront-Viewer-Country of requests through the local edge (loopback has no country)",
+    )
     parser.add_argument("--lambda-port", type=int, default=defaults.lambda_port, help="Lambda endpoint port")
     parser.add_argument(
         "--data-dir", type=Path, default=defaults.data_dir, help="where state survives restarts"
@@ -109,6 +121,8 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         api_port=args.api_port,
         aws_port=args.aws_port,
         lambda_port=args.lambda_port,
+        edge_port=_edge_port(args.edge_port, args.api_port, defaults.edge_port),
+        edge_country=args.edge_country,
         data_dir=args.data_dir,
         persist=not args.no_persist,
         time_scale=args.time_scale,
@@ -120,6 +134,14 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         moto_api=args.moto_api,
         dynamodb_capacity=capacity,
     )
+
+
+def _edge_port(given: int | None, api_port: int, default: int) -> int:
+    """The edge's port: as given; else any free one when the API's is (tests, benchmarks), else
+    the default."""
+    if given is not None:
+        return given
+    return 0 if api_port == 0 else default
 
 
 def _key_value(item: str) -> tuple[str, str]:
@@ -140,6 +162,11 @@ def banner(stack: LocalStack) -> str:
         f"time x{options.time_scale:g}, DynamoDB capacity {options.dynamodb_capacity}",
         "",
         f"  API          {stack.api_url}",
+        *(
+            [f"  Edge         {stack.edge_url}   (the distribution's cache in front of the API)"]
+            if stack.edge_url
+            else []
+        ),
         f"  AWS          {stack.aws_endpoint}   (AWS_ENDPOINT_URL for boto3 / aws --endpoint-url; any keys)",
         f"  Lambda       {stack.lambda_endpoint}   (Invoke API)",
         "  IAM          "
@@ -255,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             options.api_port: "the API (--api-port)",
             options.aws_port: "the embedded AWS (--aws-port)",
             options.lambda_port: "the Lambda endpoint (--lambda-port)",
+            options.edge_port: "the local edge (--edge-port)",
         }
     ):
         # Checked before anything starts, so a second `make run` says at once what is in the way.

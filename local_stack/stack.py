@@ -44,6 +44,7 @@ from local_stack.cloudformation import (
     stack_uuid,
 )
 from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
+from local_stack.cloudfront.edge import LocalEdge, edge_config
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
@@ -72,6 +73,10 @@ class StackOptions:
     api_port: int = 3000
     aws_port: int = 3001
     lambda_port: int = 0
+    # The local edge (cloudfront/edge.py), when the template's Edge condition holds.
+    edge_port: int = 3003
+    # CloudFront-Viewer-Country of every request through the local edge: loopback has no country.
+    edge_country: str = "US"
     data_dir: Path = PROJECT_ROOT / ".local-stack"
     persist: bool = True
     time_scale: float = 1.0
@@ -107,6 +112,7 @@ class LocalStack:
         self._lambda_endpoint: LambdaEndpoint | None = None
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
+        self._edge: LocalEdge | None = None
         self._access_log: LogGroup | None = None
         self._state: DurableState | None = None
         self._services: list[Service] = []
@@ -120,6 +126,11 @@ class LocalStack:
     def api_url(self) -> str:
         assert self._api is not None
         return self._api.url
+
+    @property
+    def edge_url(self) -> str | None:
+        """The local edge's URL (None when the template's Edge condition does not hold)."""
+        return self._edge.url if self._edge is not None else None
 
     @property
     def aws_endpoint(self) -> str:
@@ -170,7 +181,31 @@ class LocalStack:
             raise
         for service in self._services:
             service.start(self)
+        self._start_edge(resources)
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _start_edge(self, resources: Resources) -> None:
+        """The local edge in front of the API, when the template deploys the distribution."""
+        options = self.options
+        config = edge_config(resources, self.aws_endpoint, options.region)
+        if config is None:
+            return
+        listening = listening_socket(options.edge_port)
+        try:
+            self._edge = LocalEdge(
+                config,
+                origin_url=self.api_url,
+                aws_endpoint=self.aws_endpoint,
+                region=options.region,
+                listening=listening,
+                country=options.edge_country,
+            )
+        except BaseException:
+            listening.close()
+            raise
+        assert self._api is not None
+        self._api.edge_origin_headers = config.origin_headers
+        self._edge.start()
 
     def _named_resources(self) -> Resources:
         """The template, SAM-expanded, its Rules checked, each resource named on the embedded AWS."""
@@ -340,6 +375,9 @@ class LocalStack:
     def stop(self, save: bool = True) -> StateSummary | None:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
         ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
+        if self._edge is not None:
+            self._edge.stop()
+            self._edge = None
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):
@@ -378,6 +416,8 @@ class LocalStack:
         assert self.resources is not None
         return {
             "api_url": self.api_url,
+            # The local edge's URL (None without the template's Edge condition).
+            "edge_url": self.edge_url,
             "aws_endpoint": self.aws_endpoint,
             "lambda_endpoint": self.lambda_endpoint,
             "region": self.options.region,
