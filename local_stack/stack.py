@@ -44,7 +44,7 @@ from local_stack.cloudformation import (
     stack_uuid,
 )
 from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
-from local_stack.cloudfront.edge import LocalEdge, edge_config
+from local_stack.cloudfront.edge import LocalEdge, edge_config, has_edge
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
@@ -165,12 +165,16 @@ class LocalStack:
         for service in self._services:
             service.configure(self)
 
-        # Both ports are bound first: the functions are told both URLs (the Invoke API, and the API's
-        # for the stage cache's invalidations), and each server is then built with what it serves.
+        # The ports are bound first: the functions are told the URLs (the Invoke API, the API's
+        # for the stage cache's invalidations, the edge's for short URLs), and each server is then
+        # built with what it serves.
         lambda_socket = listening_socket(options.lambda_port)
         api_socket = listening_socket(options.api_port)
+        edge_socket = listening_socket(options.edge_port) if has_edge(resources) else None
         try:
-            self._serve_functions_and_api(resources, lambda_socket, api_socket)
+            self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket)
+            if edge_socket is not None:
+                self._start_edge(resources, edge_socket)
         except BaseException:
             # A server closes its socket when stopped; a socket whose server was not built yet is
             # closed here.
@@ -178,34 +182,30 @@ class LocalStack:
                 lambda_socket.close()
             if self._api is None:
                 api_socket.close()
+            if edge_socket is not None and self._edge is None:
+                edge_socket.close()
             raise
         for service in self._services:
             service.start(self)
-        self._start_edge(resources)
+        if self._edge is not None:
+            self._edge.start()
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
 
-    def _start_edge(self, resources: Resources) -> None:
-        """The local edge in front of the API, when the template deploys the distribution."""
+    def _start_edge(self, resources: Resources, listening: socket.socket) -> None:
+        """The local edge in front of the API (the template deploys the distribution); it starts
+        serving with the services."""
         options = self.options
         config = edge_config(resources, self.aws_endpoint, options.region)
-        if config is None:
-            return
-        listening = listening_socket(options.edge_port)
-        try:
-            self._edge = LocalEdge(
-                config,
-                origin_url=self.api_url,
-                aws_endpoint=self.aws_endpoint,
-                region=options.region,
-                listening=listening,
-                country=options.edge_country,
-            )
-        except BaseException:
-            listening.close()
-            raise
-        assert self._api is not None
+        assert config is not None and self._api is not None
+        self._edge = LocalEdge(
+            config,
+            origin_url=self.api_url,
+            aws_endpoint=self.aws_endpoint,
+            region=options.region,
+            listening=listening,
+            country=options.edge_country,
+        )
         self._api.edge_origin_headers = config.origin_headers
-        self._edge.start()
 
     def _named_resources(self) -> Resources:
         """The template, SAM-expanded, its Rules checked, each resource named on the embedded AWS."""
@@ -228,13 +228,17 @@ class LocalStack:
         )
 
     def _serve_functions_and_api(
-        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+        self,
+        resources: Resources,
+        lambda_socket: socket.socket,
+        api_socket: socket.socket,
+        edge_socket: socket.socket | None,
     ) -> None:
         """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
         the REST API with its access control."""
         options = self.options
         routes, binary_types, api_id = self._api_definition(resources)
-        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket)
+        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket, edge_socket)
         self._lambda_endpoint = LambdaEndpoint(
             options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
         )
@@ -277,7 +281,11 @@ class LocalStack:
         self._serve(self._api.serve_forever, "api-gateway")
 
     def _lambda_runtime(
-        self, resources: Resources, lambda_socket: socket.socket, api_socket: socket.socket
+        self,
+        resources: Resources,
+        lambda_socket: socket.socket,
+        api_socket: socket.socket,
+        edge_socket: socket.socket | None,
     ) -> LambdaRuntime:
         options = self.options
         return LambdaRuntime(
@@ -297,6 +305,7 @@ class LocalStack:
                     for spec in resources.functions.values()
                 },
                 execute_api_endpoint=_url_of(api_socket),
+                edge_url=_url_of(edge_socket) if edge_socket is not None else "",
                 function_secret=self.function_secret,
             ),
         )

@@ -17,7 +17,7 @@ from shortener.jobs.submit import JobOrigin
 from shortener.jobs.topics import job_topic
 from shortener.links.management import StageCacheInvalidator
 from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
-from shortener.services.api import stage_cache_invalidator
+from shortener.services.api import short_link_base, stage_cache_invalidator
 from shortener.settings import api_settings
 
 
@@ -27,9 +27,9 @@ def caller(event: APIGatewayProxyEvent) -> Caller:
 
 
 def base_url(event: APIGatewayProxyEvent) -> str:
-    """The base that short URLs start with, ending with "/": the configured one (the short domain,
-    which the edge serves when it is on), else the host the request came to."""
-    return web.public_base_url(api_settings().PUBLIC_BASE_URL, event.headers, event.request_context.stage)
+    """The base that short URLs start with, ending with "/": the configured one (the short domain),
+    else the edge's host when it is on, else the host the request came to."""
+    return web.public_base_url(short_link_base(), event.headers, event.request_context.stage)
 
 
 def api_url(event: APIGatewayProxyEvent) -> str:

@@ -77,11 +77,16 @@ class EdgeConfig:
     record_fields: tuple[str, ...]
 
 
+def has_edge(resources: Any) -> bool:
+    """Whether the template deploys the distribution (its Edge condition holds)."""
+    return DISTRIBUTION in resources.of_type("AWS::CloudFront::Distribution")
+
+
 def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None:
     """The edge's settings when the template's Edge condition holds (None otherwise)."""
-    distributions = resources.of_type("AWS::CloudFront::Distribution")
-    if DISTRIBUTION not in distributions:
+    if not has_edge(resources):
         return None
+    distributions = resources.of_type("AWS::CloudFront::Distribution")
     distribution_id = resources.resolver.refs.get(DISTRIBUTION) or resources.physical_id(DISTRIBUTION)
     deployed = aws_client("cloudfront", endpoint, region).get_distribution(Id=distribution_id)["Distribution"]
     config = distributions[DISTRIBUTION]["DistributionConfig"]
@@ -190,7 +195,8 @@ class LocalEdge(ThreadingHTTPServer):
 
     def stop(self) -> None:
         self._stopped.set()
-        self.shutdown()
+        if self._loops:  # shutdown() waits for serve_forever, which never ran otherwise
+            self.shutdown()
         self.server_close()
         for thread in self._loops:
             if thread is not threading.current_thread():

@@ -128,6 +128,13 @@ class RunningStack(StackProcess):
         return str(self.info["aws_endpoint"])
 
     @property
+    def edge_url(self) -> str:
+        """Base URL of the local edge (the distribution's cache in front of the API), ending with
+        "/"; short URLs name it."""
+        assert self.info.get("edge_url"), "this stack has no edge (its template's Edge is off)"
+        return str(self.info["edge_url"])
+
+    @property
     def lambda_endpoint(self) -> str:
         return str(self.info["lambda_endpoint"])
 
@@ -206,11 +213,15 @@ class RunningStack(StackProcess):
         self.args = _with_port(
             _with_port(self.args, "--api-port", self.api_url), "--aws-port", self.aws_endpoint
         )
+        if self.info.get("edge_url"):
+            self.args = _with_port(self.args, "--edge-port", self.edge_url)
         return self.start(timeout)
 
 
 def _with_port(args: list[str], option: str, url: str) -> list[str]:
     port = str(urlsplit(url).port)
+    if option not in args:
+        return [*args, option, port]
     index = args.index(option)
     return [*args[: index + 1], port, *args[index + 2 :]]
 

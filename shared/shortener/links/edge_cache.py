@@ -9,7 +9,8 @@ https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Invalidation.
 path and empties the cache (every code then misses once).
 
 The function cannot name the distribution in its environment (its origin is the API, whose routes
-name the function): it finds it once per container by the comment the template gives it."""
+name the function): it finds it once per container by the comment the template gives it, and with
+it the host that short URLs name when no base is configured (its alias, else its own domain)."""
 
 import logging
 import time
@@ -34,6 +35,7 @@ class EdgeCache:
         self.comment = comment
         self._client = client
         self._distribution_id: str | None = None
+        self._host: str | None = None
 
     def invalidate(self, codes: Sequence[str]) -> bool:
         """Invalidate the redirects of ``codes`` at the edge: whether CloudFront took the request."""
@@ -46,6 +48,16 @@ class EdgeCache:
     def invalidate_all(self) -> bool:
         """Invalidate everything the edge holds (one wildcard path): whether CloudFront took it."""
         return self._invalidate(["/*"])
+
+    def base_url(self) -> str | None:
+        """``https://<host>/`` of the distribution: its first alias (the custom domain), else its
+        cloudfront.net domain; None when it cannot be found."""
+        try:
+            self._distribution()
+        except (ClientError, BotoCoreError):
+            log.exception("The edge's distribution could not be listed")
+            return None
+        return f"https://{self._host}/" if self._host else None
 
     def _invalidate(self, paths: list[str]) -> bool:
         try:
@@ -71,7 +83,8 @@ class EdgeCache:
             for page in pages:
                 for summary in page.get("DistributionList", {}).get("Items", []):
                     if summary.get("Comment") == self.comment:
-                        self._distribution_id = str(summary["Id"])
+                        aliases = summary.get("Aliases", {}).get("Items") or [summary["DomainName"]]
+                        self._distribution_id, self._host = str(summary["Id"]), str(aliases[0])
                         return self._distribution_id
         return self._distribution_id
 

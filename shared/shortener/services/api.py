@@ -17,6 +17,7 @@ from shortener.jobs.store.batches import BatchStore
 from shortener.jobs.submit import BulkOptions
 from shortener.links.bulk_create import BulkCreate
 from shortener.links.codes import code_generator
+from shortener.links.edge_cache import EdgeCache
 from shortener.links.management import LinkManager, StageCacheInvalidator
 from shortener.links.shortening import LinkService
 from shortener.links.stage_cache import StageCache
@@ -43,6 +44,22 @@ def api_links() -> LinkService:
 def api_link_manager() -> LinkManager:
     """The API container's LinkManager."""
     return links.link_manager(api_settings(), api_links())
+
+
+def short_link_base() -> str:
+    """The base of short URLs when the request's own host is not it: the configured one, else the
+    edge's host (docs/edge.md), else "" (the host each request came to)."""
+    settings = api_settings()
+    if settings.PUBLIC_BASE_URL:
+        return settings.PUBLIC_BASE_URL
+    edge = _api_edge()
+    return (edge.base_url() if edge is not None else None) or ""
+
+
+@lru_cache(maxsize=1)
+def _api_edge() -> EdgeCache | None:
+    """The edge's distribution, found once per container (None without the edge)."""
+    return links.edge_cache(api_settings())
 
 
 @lru_cache(maxsize=1)

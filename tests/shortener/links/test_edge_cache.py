@@ -47,6 +47,7 @@ def distribution(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> str:
     api_settings.cache_clear()
     api_services.api_link_manager.cache_clear()
     api_services.api_takedowns.cache_clear()
+    api_services._api_edge.cache_clear()
     return str(created["Distribution"]["Id"])
 
 
@@ -71,6 +72,27 @@ def test_a_deleted_link_is_invalidated_at_the_edge(api: ModuleType, distribution
     assert alice.link("DELETE", code)["statusCode"] == 200
     # Then its path was invalidated at the edge
     assert invalidated_paths(distribution) == [[f"/{code}"]]
+
+
+def test_short_urls_name_the_edges_domain_when_no_base_is_configured(
+    api: ModuleType, distribution: str
+) -> None:
+    # Given the edge on (its distribution found by its comment) and no PublicBaseUrl nor DomainName
+    domain = boto3.client("cloudfront").get_distribution(Id=distribution)["Distribution"]["DomainName"]
+    assert domain.endswith(".cloudfront.net")
+    # When a link is made through the API's own host
+    created = ApiCaller(api, "alice").shorten("https://example.com/edge-named")
+    # Then its short URL names the edge, which answers it (docs/edge.md)
+    assert created["short_url"] == f"https://{domain}/{created['code']}"
+
+
+def test_a_configured_base_wins_over_the_edges_domain(
+    api: ModuleType, distribution: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PUBLIC_BASE_URL", "https://sho.rt")
+    api_settings.cache_clear()
+    created = ApiCaller(api, "alice").shorten("https://example.com/edge-named")
+    assert created["short_url"] == f"https://sho.rt/{created['code']}"
 
 
 def test_many_codes_at_once_cost_one_wildcard_path(moto: None, distribution: str) -> None:
