@@ -28,14 +28,16 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from local_stack.apigateway.http_limits import PAYLOAD_LIMIT_BYTES
 from local_stack.cloudfront.cache import CachePolicy, EdgeCache, Entry, cache_key, ttl_for
 from local_stack.cloudfront.log_fields import record_fields
 from local_stack.cloudfront.viewer import viewer_headers
 from local_stack.embedded import aws_client
+from local_stack.http_reading import BoundedConnections, BoundedRequestHandler, ReadRefused
 from local_stack.ports import LISTEN_BACKLOG, adopt
 
 log = logging.getLogger(__name__)
@@ -144,7 +146,7 @@ class Answer:
     body: bytes
 
 
-class LocalEdge(ThreadingHTTPServer):
+class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     """The edge's HTTP server, its cache, its log writer and its invalidation poller."""
 
     daemon_threads = True
@@ -322,17 +324,25 @@ class LocalEdge(ThreadingHTTPServer):
                 log.exception("The edge's invalidations could not be read")
 
 
-class _EdgeHandler(BaseHTTPRequestHandler):
+class _EdgeHandler(BoundedRequestHandler):
+    """Reads each request within a bounded time (a stalled one is answered 408 and closed), chunked
+    bodies as HTTP/1.1 frames them, as every listener of the stack does (local_stack/http_reading.py)."""
+
     server: LocalEdge
-    protocol_version = "HTTP/1.1"
+
+    def refusal_answer(self, refused: ReadRefused) -> tuple[int, list[tuple[str, str]], bytes]:
+        return (
+            refused.status,
+            [("Content-Type", "text/plain"), ("X-Cache", "Error from cloudfront")],
+            f"{refused.message}\n".encode(),
+        )
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("edge: " + format, *args)
 
     def _handle(self) -> None:
         started = time.time()
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = self.read_body(PAYLOAD_LIMIT_BYTES)
         headers = {name: value for name, value in self.headers.items()}
         answer, result = self.server.answer(self.command, self.path, headers, body, self.client_address[0])
         cf_id = request_id()

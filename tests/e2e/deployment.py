@@ -63,15 +63,21 @@ def deployment_of(stack_name: str, cloudformation: Any) -> Deployment:
         stack_name=stack_name,
         outputs=outputs,
         headers={"X-Api-Key": API_KEY} if API_KEY else {},
-        short_url_base=PUBLIC_BASE_URL.rstrip("/") + "/" if PUBLIC_BASE_URL else outputs["ApiUrl"],
+        # Short URLs name the edge when it is on (EdgeUrl), else the API.
+        short_url_base=PUBLIC_BASE_URL.rstrip("/") + "/"
+        if PUBLIC_BASE_URL
+        else outputs.get("EdgeUrl", outputs["ApiUrl"]),
     )
 
 
 def publish_local_outputs(running: RunningStack, stack_name: str = "shortener-local-acceptance") -> str:
     """Publish the local stack's outputs as a CloudFormation stack in its embedded AWS: ApiUrl is
     the local API, and every template output that is a Ref to a resource is that resource's local
-    name. The stack holds no resource of its own (a wait-condition handle, which creates nothing)."""
+    name; EdgeUrl is the local edge. The stack holds no resource of its own (a wait-condition
+    handle, which creates nothing)."""
     values = {"ApiUrl": running.api_url}
+    if running.info.get("edge_url"):
+        values["EdgeUrl"] = running.edge_url
     for key, output in load_template().get("Outputs", {}).items():
         reference = output.get("Value", {})
         if isinstance(reference, dict) and reference.get("Ref") in running.resources:

@@ -117,7 +117,7 @@ def test_a_ten_thousand_row_csv_is_shortened_row_by_row(start_stack: StartStack)
     }
     # And a sample of short URLs redirects over HTTP
     for line in random.Random(7).sample(shortened, 200):
-        assert line["short_url"] == stack.api_url + line["code"]
+        assert line["short_url"] == stack.edge_url + line["code"]
         followed = stack.request("GET", line["code"])
         assert (followed.status, followed.headers["Location"]) == (301, line["url"])
     print(f"\n{ROWS} rows done in {elapsed:.1f} s ({ROWS / elapsed:.0f} rows/s)")

@@ -179,7 +179,7 @@ def test_a_jobs_qr_labels_are_a_zip_of_one_decodable_image_per_shortened_row(
     assert archive.namelist() == [f"{row:02d}-{codes[row]}.png" for row in range(1, 12)]
     for row in (1, 11):
         image = Image.open(io.BytesIO(archive.read(f"{row:02d}-{codes[row]}.png")))
-        assert [found.text for found in zxingcpp.read_barcodes(image)] == [stack.api_url + codes[row]]
+        assert [found.text for found in zxingcpp.read_barcodes(image)] == [stack.edge_url + codes[row]]
     # And the CLI saves the same archive
     endpoint = ["--api-url", stack.api_url, "--api-key", str(stack.api_key)]
     assert cli_main([*endpoint, "qr", "--job", job_id, "--output", str(tmp_path / "labels.zip")]) == 0

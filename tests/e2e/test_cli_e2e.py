@@ -56,8 +56,8 @@ def test_shorten_finds_a_stack_on_another_port_with_no_flags(stack: RunningStack
     # Then the stack's own API answered it, with the stack's key
     assert done.returncode == 0, done.stderr
     short_url = done.stdout.strip()
-    assert short_url.startswith(stack.api_url)
-    answer = stack.request("GET", short_url.removeprefix(stack.api_url), api_key=None)
+    assert short_url.startswith(stack.edge_url)
+    answer = stack.request("GET", short_url.removeprefix(stack.edge_url), api_key=None)
     assert (answer.status, answer.headers["Location"]) == (301, "https://example.com/cli-e2e")
 
 
@@ -69,7 +69,7 @@ def test_the_banners_try_line_works(stack: RunningStack) -> None:
     done = run(["bash", "-c", line], PROJECT_ROOT)
     # Then it shortens on this stack
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(stack.api_url)
+    assert done.stdout.startswith(stack.edge_url)
 
 
 def test_json_answers_parse_and_carry_the_links_fields(stack: RunningStack, checkout: Path) -> None:
@@ -104,4 +104,4 @@ def test_a_closed_pipe_ends_the_export_quietly(stack: RunningStack, checkout: Pa
         # Then one line came through, and the CLI exited 0 with nothing on stderr
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
-        assert json.loads(done.stdout)["short_url"].startswith(stack.api_url)
+        assert json.loads(done.stdout)["short_url"].startswith(stack.edge_url)

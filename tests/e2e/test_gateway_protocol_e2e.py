@@ -1,9 +1,9 @@
 """The local API gateway answers malformed or oversized HTTP as API Gateway does: a 4xx in the
 project's error shape, at once, never a hang, a close without an answer, a 501 or an HTML page;
-and the host of a short URL is the stage's, whatever Host the client sent. Every listener of the
-stack (the API, the embedded AWS, the Lambda endpoint) reads a request within bounds: half-sent
-connections are answered 408 or closed, and do not stop the next request; a chunked body is read
-or refused, never read as the next request."""
+and the host of a short URL is the stack's (the edge's), whatever Host the client sent. Every
+listener of the stack (the API, the embedded AWS, the Lambda endpoint, the edge) reads a request
+within bounds: half-sent connections are answered 408 or closed, and do not stop the next request;
+a chunked body is read or refused, never read as the next request."""
 
 import json
 import socket
@@ -78,7 +78,7 @@ def test_a_body_over_10_mb_is_a_413(stack: RunningStack) -> None:
     assert_error(answer, 413, "payload_too_large")
 
 
-def test_the_host_of_a_short_url_is_the_stages_whatever_host_was_sent(stack: RunningStack) -> None:
+def test_the_host_of_a_short_url_is_the_stacks_whatever_host_was_sent(stack: RunningStack) -> None:
     payload = json.dumps({"url": "https://example.com/e2e/host-header"}).encode()
     head = (
         b"POST / HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n"
@@ -87,7 +87,8 @@ def test_the_host_of_a_short_url_is_the_stages_whatever_host_was_sent(stack: Run
     code, _, body = raw_request(stack, head, payload)
     assert code == 201, body
     short_url = json.loads(body)["short_url"]
-    assert short_url.startswith(stack.api_url), short_url
+    # The edge's (short URLs name it, whatever Host the API was sent)
+    assert short_url.startswith(stack.edge_url), short_url
     assert "evil.example" not in short_url
 
 
@@ -100,7 +101,7 @@ HALF_SENT = [
 ]
 
 
-@pytest.mark.parametrize("listener", ["api_url", "aws_endpoint", "lambda_endpoint"])
+@pytest.mark.parametrize("listener", ["api_url", "aws_endpoint", "lambda_endpoint", "edge_url"])
 def test_200_half_sent_connections_neither_hang_nor_stop_the_next_request(
     stack: RunningStack, listener: str
 ) -> None:

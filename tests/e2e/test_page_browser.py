@@ -255,7 +255,7 @@ def test_a_key_then_a_short_link_that_leads_to_its_page(
     short_url = visible_text(browser, "short")
     snap("shortened")
     # Then the short link is shown, and listed with the caller's recent links
-    assert short_url.startswith(stack.api_url), short_url
+    assert short_url.startswith(stack.edge_url), short_url
     settled(browser).until(lambda _: short_url in browser.find_element(By.ID, "links-list").text)
     assert long_url in targets(browser)
     snap("listed")

@@ -161,7 +161,9 @@ def test_the_readme_examples_run_in_order_on_a_fresh_clone(start_stack: StartSta
     assert re.search(r"HTTP/1.1 301 .*\r?\nLocation: https://example.com/a/long/path", output, re.DOTALL)
     # ... the bulk job is done with one outcome per row, and the big file's results are whole ...
     assert re.search(r'"status":"done","phase":"[a-z_]+","total":3,"succeeded":2,"failed":1', output)
-    assert f"2,https://example.com/2,spring-sale,{stack.api_url}spring-sale," in output
+    assert f"2,https://example.com/2,spring-sale,{stack.edge_url}spring-sale," in output
+    # ... and the edge answers a repeat follow from its cache ...
+    assert re.search(r"x-cache: Miss from cloudfront.*x-cache: Hit from cloudfront", output, re.I | re.S)
     assert "3,not a url,,,invalid_url: Not a valid absolute URL: not a url" in output
     assert re.search(r"^\s*2001$", output, re.MULTILINE)
     assert len((clone / "catalogue-results.csv").read_text(encoding="utf-8").splitlines()) == 2001
