@@ -170,7 +170,10 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         self.origin = (origin.hostname or "127.0.0.1", origin.port or 80)
         self.country = country
         self.cache = EdgeCache(capacity)
-        self._aws = (aws_endpoint, region)
+        # Made once: a client costs tens of milliseconds of CPU to build (its service model), which
+        # a poll every second would pay again and again. boto3's clients are thread-safe.
+        self._cloudfront = aws_client("cloudfront", aws_endpoint, region)
+        self._logs = aws_client("logs", aws_endpoint, region)
         self._records: list[tuple[int, dict[str, str]]] = []
         self._records_lock = threading.Lock()
         self._stopped = threading.Event()
@@ -277,7 +280,7 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
             records, self._records = self._records, []
         if not records:
             return
-        client = aws_client("logs", *self._aws)
+        client = self._logs
         stream = f"edge-{POP}"
         with contextlib.suppress(client.exceptions.ResourceAlreadyExistsException):
             client.create_log_stream(logGroupName=self.config.log_group, logStreamName=stream)
@@ -299,13 +302,14 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     # ---- invalidations -------------------------------------------------------------------------
 
     def _invalidations(self) -> list[dict[str, Any]]:
-        client = aws_client("cloudfront", *self._aws)
-        listed = client.list_invalidations(DistributionId=self.config.distribution_id)["InvalidationList"]
+        listed = self._cloudfront.list_invalidations(DistributionId=self.config.distribution_id)[
+            "InvalidationList"
+        ]
         return list(listed.get("Items", []))
 
     def apply_invalidations(self) -> int:
         """Apply the invalidations not yet applied: how many entries they dropped."""
-        client = aws_client("cloudfront", *self._aws)
+        client = self._cloudfront
         dropped = 0
         for item in self._invalidations():
             if item["Id"] in self._seen:

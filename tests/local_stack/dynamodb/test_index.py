@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from local_stack.dynamodb import index as dynamodb_index
 
@@ -352,3 +353,28 @@ def test_writes_moto_refuses_leave_the_table_and_index_as_they_were() -> None:
             assert _all_pages(client, asked) == _walk(client, asked)
         index = dynamodb_index._index_of(table, "ByOwner")
         assert index is not None and [len(e) for e in index.partitions.values()] == [1]
+
+
+scalar_values = st.one_of(
+    st.text().map(lambda text: {"S": text}),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3).map(lambda number: {"N": str(number)}),
+    st.binary(max_size=20).map(lambda data: {"B": data}),
+    st.booleans().map(lambda flag: {"BOOL": flag}),
+    st.just({"NULL": True}),
+    st.lists(st.text(), min_size=1, max_size=4, unique=True).map(lambda texts: {"SS": texts}),
+)
+attribute_values = st.recursive(
+    scalar_values,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda values: {"L": values}),
+        st.dictionaries(st.text(max_size=5), inner, max_size=4).map(lambda values: {"M": values}),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text(min_size=1, max_size=8), attribute_values, min_size=1, max_size=8))
+def test_an_items_size_is_the_one_moto_measures(attributes: dict[str, Any]) -> None:
+    item = Item(DynamoType({"S": "k"}), None, {"pk": {"S": "k"}, **attributes})
+    assert dynamodb_index._size_of(item) == item.size()
