@@ -69,6 +69,7 @@ class EdgeConfig:
 
     distribution_id: str
     domain_name: str
+    origin_domain: str  # where the default behaviour's origin points (an execute-api host)
     origin_headers: tuple[tuple[str, str], ...]
     allowed_methods: frozenset[str]
     policy: CachePolicy
@@ -87,6 +88,11 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
     config = distributions[DISTRIBUTION]["DistributionConfig"]
     behaviour = config["DefaultCacheBehavior"]
     origin = next(item for item in config["Origins"] if item["Id"] == behaviour["TargetOriginId"])
+    # Where the origin points, as deployed: it names the id the origin's provider made (the
+    # template's resolved properties may have been read before that id existed).
+    deployed_origin = next(
+        item for item in deployed["DistributionConfig"]["Origins"]["Items"] if item["Id"] == origin["Id"]
+    )
     cache_policy = _by_ref(resources, "AWS::CloudFront::CachePolicy", behaviour.get("CachePolicyId"))
     request_policy = _by_ref(
         resources, "AWS::CloudFront::OriginRequestPolicy", behaviour.get("OriginRequestPolicyId")
@@ -96,6 +102,7 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
     return EdgeConfig(
         distribution_id=distribution_id,
         domain_name=str(deployed["DomainName"]),
+        origin_domain=str(deployed_origin["DomainName"]),
         origin_headers=tuple(
             (str(header["HeaderName"]), str(header["HeaderValue"]))
             for header in origin.get("OriginCustomHeaders", [])
@@ -175,6 +182,11 @@ class LocalEdge(ThreadingHTTPServer):
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}/"
+
+    @property
+    def origin_url(self) -> str:
+        host, port = self.origin
+        return f"http://{host}:{port}/"
 
     def start(self) -> None:
         """Serve, flush the logs and apply invalidations, each on a thread of its own."""
