@@ -5,8 +5,10 @@ does in front of the API (docs/edge.md, "The local edge").
 - Behaviour: the distribution's default behaviour (its allowed and cached methods); other methods
   are refused with 403, as CloudFront does.
 - Cache: cache.py's rules (key, TTLs, Cache-Control, error caching), LRU-bounded.
-- Origin requests: to the local API with the origin's custom headers, the origin request policy's
-  viewer headers, and the headers CloudFront derives (viewer.py).
+- Origin requests: to the local listener of the API the distribution's origin names (the HTTP API
+  of apigateway/http_api.py; stack.py maps its execute-api host), with the origin's custom
+  headers, the origin request policy's viewer headers, and the headers CloudFront derives
+  (viewer.py).
 - Answers carry CloudFront's headers: X-Cache, Age on hits, Via, X-Amz-Cf-Id, X-Amz-Cf-Pop
   ("Add CloudFront request headers" and the response headers CloudFront adds,
   https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/adding-cloudfront-headers.html).
