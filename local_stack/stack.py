@@ -25,6 +25,7 @@ from local_stack.apigateway import (
     routes_from_swagger,
     stage_cache,
 )
+from local_stack.apigateway.http_api import HttpApi, http_apis
 from local_stack.awslambda.destinations import async_configs
 from local_stack.awslambda.endpoint import LambdaEndpoint
 from local_stack.awslambda.log_format import LogFormat
@@ -44,7 +45,7 @@ from local_stack.cloudformation import (
     stack_uuid,
 )
 from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
-from local_stack.cloudfront.edge import LocalEdge, edge_config, has_edge
+from local_stack.cloudfront.edge import EdgeConfig, LocalEdge, edge_config, has_edge
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
@@ -113,6 +114,8 @@ class LocalStack:
         self._runtime: LambdaRuntime | None = None
         self._api: ApiGateway | None = None
         self._edge: LocalEdge | None = None
+        # The HTTP APIs (the edge's origin), by id: their listeners on free loopback ports.
+        self._http_apis: dict[str, HttpApi] = {}
         self._access_log: LogGroup | None = None
         self._state: DurableState | None = None
         self._services: list[Service] = []
@@ -173,6 +176,7 @@ class LocalStack:
         edge_socket = listening_socket(options.edge_port) if has_edge(resources) else None
         try:
             self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket)
+            self._serve_http_apis(resources)
             if edge_socket is not None:
                 self._start_edge(resources, edge_socket)
         except BaseException:
@@ -196,16 +200,39 @@ class LocalStack:
         serving with the services."""
         options = self.options
         config = edge_config(resources, self.aws_endpoint, options.region)
-        assert config is not None and self._api is not None
+        assert config is not None
         self._edge = LocalEdge(
             config,
-            origin_url=self.api_url,
+            origin_url=self._origin_url(config),
             aws_endpoint=self.aws_endpoint,
             region=options.region,
             listening=listening,
             country=options.edge_country,
         )
-        self._api.edge_origin_headers = config.origin_headers
+
+    def _serve_http_apis(self, resources: Resources) -> None:
+        """Each HTTP API of the template (the edge's origin) on a free loopback port."""
+        assert self._runtime is not None
+        for definition in http_apis(resources):
+            listening = listening_socket(0)
+            try:
+                api = HttpApi(definition, self._runtime, listening)
+            except BaseException:
+                listening.close()
+                raise
+            self._http_apis[definition.api_id] = api
+            self._serve(api.serve_forever, f"http-api-{definition.api_id}")
+
+    def _origin_url(self, config: EdgeConfig) -> str:
+        """The local listener of the API the distribution's origin names
+        (``{api id}.execute-api.{region}.amazonaws.com``): an HTTP API's, or the REST API's."""
+        api_id = config.origin_domain.split(".", 1)[0]
+        if api_id in self._http_apis:
+            return self._http_apis[api_id].url
+        assert self._api is not None
+        if api_id == self._api.api_id:
+            return self.api_url
+        raise ValueError(f"The distribution's origin {config.origin_domain} is no API of this stack")
 
     def _named_resources(self) -> Resources:
         """The template, SAM-expanded, its Rules checked, each resource named on the embedded AWS."""
@@ -387,6 +414,10 @@ class LocalStack:
         if self._edge is not None:
             self._edge.stop()
             self._edge = None
+        for http_api in self._http_apis.values():
+            http_api.shutdown()
+            http_api.server_close()
+        self._http_apis = {}
         if self._api is not None:
             # shutdown() waits for serve_forever, which never ran if starting failed before it.
             if any(thread.name == "api-gateway" for thread in self._servers):
@@ -427,6 +458,8 @@ class LocalStack:
             "api_url": self.api_url,
             # The local edge's URL (None without the template's Edge condition).
             "edge_url": self.edge_url,
+            # Where the local edge sends its misses (the HTTP API the distribution's origin names).
+            "edge_origin_url": self._edge.origin_url if self._edge is not None else None,
             "aws_endpoint": self.aws_endpoint,
             "lambda_endpoint": self.lambda_endpoint,
             "region": self.options.region,

@@ -21,7 +21,7 @@ from request import api_url, base_url, body_fields, caller, stage_cache
 from shortener import clock
 from shortener.clicks.agents import is_crawler
 from shortener.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
-from shortener.http import openapi, security_headers, web
+from shortener.http import edge_origin, openapi, security_headers, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.links.model import ShortenRequest, ShortenResult
@@ -249,8 +249,9 @@ def _error(status: int, error: str, message: str, headers: dict[str, str] | None
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     settings = api_settings()
+    refused = edge_origin.edge_refusal(event, settings.EDGE_ORIGIN_SECRET)
     return security_headers.secure(
-        app.resolve(event, context),
+        refused if refused is not None else app.resolve(event, context),
         hsts=web.on_custom_domain(event, settings.CUSTOM_DOMAIN),
         connect_origins=security_headers.upload_origins(
             settings.AWS_ENDPOINT_URL_S3 or settings.AWS_ENDPOINT_URL

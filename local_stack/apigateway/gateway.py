@@ -191,10 +191,6 @@ class ApiGateway(BoundedConnections, ThreadingHTTPServer):
         # The stage's access log when it has one (local_stack/cloudwatch/logs.py): a line per
         # answered request.
         self.access_log = access_log
-        # The local edge's origin headers (cloudfront/edge.py): a request carrying them is the
-        # edge's origin stage's, which has no access log (template.yaml's EdgeStage), so a click
-        # through the edge is counted once, from the edge's own logs.
-        self.edge_origin_headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def url(self) -> str:
@@ -281,14 +277,10 @@ class _Handler(BoundedRequestHandler):
             port=self.server.server_address[1],
         )
         status, headers, raw = self.server.answer(request)
-        if self.server.access_log is not None and not self._from_edge():
+        if self.server.access_log is not None:
             # API Gateway logs every answer of the stage, its cache's and its own refusals included.
             self.server.access_log.write(access_record(request, status, len(raw), self.server))
         self._send(status, headers, raw, started=started)
-
-    def _from_edge(self) -> bool:
-        expected = self.server.edge_origin_headers
-        return bool(expected) and all(self.headers.get(name) == value for name, value in expected)
 
     def _send(self, status: int, headers: list[tuple[str, str]], raw: bytes, *, started: float) -> None:
         self.send_response(status)

@@ -1,5 +1,6 @@
 """API Gateway's CloudFormation types that moto's CloudFormation lacks, created in moto's API Gateway:
-Stage, Account, UsagePlan, ApiKey, UsagePlanKey, and the WAF web ACLs associated with stages.
+Stage, Account, UsagePlan, ApiKey, UsagePlanKey, the WAF web ACLs associated with stages, and the
+HTTP API (v2) that is the edge's origin: its Api, Integration, Route and Stage.
 
 Usage plans and keys are where `shortener keys` adds keys as on AWS and the local usage plans
 (usage_plans.py) read them. moto makes up the plans' and keys' ids, which become their Ref: a
@@ -137,3 +138,66 @@ class WebAclAssociationProvider:
 
     def delete(self, created: Created, account_id: str, region: str) -> None:
         return None
+
+
+def _backend_v2(account_id: str, region: str) -> Any:
+    from moto.apigatewayv2.models import apigatewayv2_backends
+
+    return apigatewayv2_backends[account_id][region]
+
+
+class HttpApiProvider:
+    """An HTTP API (API Gateway v2) in moto's API Gateway v2: its id is its Ref, as on AWS, and
+    names its host (``{id}.execute-api.{region}.amazonaws.com``), where the distribution's origin
+    points. The local listener (http_api.py) serves the template's routes itself."""
+
+    TYPE, NAME_PROPERTY = "AWS::ApiGatewayV2::Api", "Name"
+
+    def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
+        api = _backend_v2(account_id, region).create_api(
+            api_key_selection_expression=None,
+            cors_configuration=None,
+            description=str(properties.get("Description", "")),
+            disable_schema_validation=None,
+            disable_execute_api_endpoint=properties.get("DisableExecuteApiEndpoint", False),
+            name=str(properties.get("Name", name)),
+            protocol_type=str(properties.get("ProtocolType", "HTTP")),
+            route_selection_expression=None,
+            tags={},
+            version=None,
+        )
+        endpoint = f"https://{api.api_id}.execute-api.{region}.amazonaws.com"
+        return Created(api.api_id, {"ApiId": api.api_id, "ApiEndpoint": endpoint})
+
+    def delete(self, created: Created, account_id: str, region: str) -> None:
+        _backend_v2(account_id, region).delete_api(created.physical_id)
+
+
+class _HttpApiPart:
+    """An HTTP API's integration, route or stage: the local listener reads them from the template
+    (http_api.py), so each only needs an id."""
+
+    TYPE, NAME_PROPERTY = "", ""
+
+    def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
+        return Created(uuid.uuid5(uuid.NAMESPACE_URL, f"{properties.get('ApiId')}/{name}").hex[:7])
+
+    def delete(self, created: Created, account_id: str, region: str) -> None:
+        return None
+
+
+class HttpIntegrationProvider(_HttpApiPart):
+    TYPE = "AWS::ApiGatewayV2::Integration"
+
+
+class HttpRouteProvider(_HttpApiPart):
+    TYPE = "AWS::ApiGatewayV2::Route"
+
+
+class HttpStageProvider(_HttpApiPart):
+    """The stage's Ref is its name ($default), as CloudFormation's."""
+
+    TYPE, NAME_PROPERTY = "AWS::ApiGatewayV2::Stage", "StageName"
+
+    def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
+        return Created(str(properties.get("StageName", "$default")))

@@ -51,6 +51,10 @@ WEB_ACL_ASSOCIATION = "AWS::WAFv2::WebACLAssociation"
 BUCKET = "AWS::S3::Bucket"
 LOG_GROUP = "AWS::Logs::LogGroup"
 DISTRIBUTION = "AWS::CloudFront::Distribution"
+HTTP_API = "AWS::ApiGatewayV2::Api"
+HTTP_INTEGRATION = "AWS::ApiGatewayV2::Integration"
+HTTP_ROUTE = "AWS::ApiGatewayV2::Route"
+HTTP_STAGE = "AWS::ApiGatewayV2::Stage"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -378,6 +382,9 @@ def create_resources(
     _create_buckets(resources, aws_client("s3", endpoint, region))
     # A UsagePlanKey names the plan and the key, whose ids exist only once they are created.
     for resource_type in (USAGE_PLAN, API_KEY, USAGE_PLAN_KEY):
+        _create_with(resources, providers[resource_type])
+    # The edge's origin (an HTTP API), then the distribution whose origin names the API's id.
+    for resource_type in (HTTP_API, HTTP_INTEGRATION, HTTP_ROUTE, HTTP_STAGE):
         _create_with(resources, providers[resource_type])
     # The edge's distribution, in moto's CloudFront: a change's CreateInvalidation names it.
     _create_with(resources, providers[DISTRIBUTION])

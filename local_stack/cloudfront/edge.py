@@ -5,8 +5,10 @@ does in front of the API (docs/edge.md, "The local edge").
 - Behaviour: the distribution's default behaviour (its allowed and cached methods); other methods
   are refused with 403, as CloudFront does.
 - Cache: cache.py's rules (key, TTLs, Cache-Control, error caching), LRU-bounded.
-- Origin requests: to the local API with the origin's custom headers, the origin request policy's
-  viewer headers, and the headers CloudFront derives (viewer.py).
+- Origin requests: to the local listener of the API the distribution's origin names (the HTTP API
+  of apigateway/http_api.py; stack.py maps its execute-api host), with the origin's custom
+  headers, the origin request policy's viewer headers, and the headers CloudFront derives
+  (viewer.py).
 - Answers carry CloudFront's headers: X-Cache, Age on hits, Via, X-Amz-Cf-Id, X-Amz-Cf-Pop
   ("Add CloudFront request headers" and the response headers CloudFront adds,
   https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/adding-cloudfront-headers.html).
@@ -71,6 +73,7 @@ class EdgeConfig:
 
     distribution_id: str
     domain_name: str
+    origin_domain: str  # where the default behaviour's origin points (an execute-api host)
     origin_headers: tuple[tuple[str, str], ...]
     allowed_methods: frozenset[str]
     policy: CachePolicy
@@ -94,6 +97,11 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
     config = distributions[DISTRIBUTION]["DistributionConfig"]
     behaviour = config["DefaultCacheBehavior"]
     origin = next(item for item in config["Origins"] if item["Id"] == behaviour["TargetOriginId"])
+    # Where the origin points, as deployed: it names the id the origin's provider made (the
+    # template's resolved properties may have been read before that id existed).
+    deployed_origin = next(
+        item for item in deployed["DistributionConfig"]["Origins"]["Items"] if item["Id"] == origin["Id"]
+    )
     cache_policy = _by_ref(resources, "AWS::CloudFront::CachePolicy", behaviour.get("CachePolicyId"))
     request_policy = _by_ref(
         resources, "AWS::CloudFront::OriginRequestPolicy", behaviour.get("OriginRequestPolicyId")
@@ -103,6 +111,7 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
     return EdgeConfig(
         distribution_id=distribution_id,
         domain_name=str(deployed["DomainName"]),
+        origin_domain=str(deployed_origin["DomainName"]),
         origin_headers=tuple(
             (str(header["HeaderName"]), str(header["HeaderValue"]))
             for header in origin.get("OriginCustomHeaders", [])
@@ -185,6 +194,11 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}/"
+
+    @property
+    def origin_url(self) -> str:
+        host, port = self.origin
+        return f"http://{host}:{port}/"
 
     def start(self) -> None:
         """Serve, flush the logs and apply invalidations, each on a thread of its own."""

@@ -112,6 +112,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     REDIRECT_CACHE_CONTROL: str = "private, max-age=90"
     # Behind the edge: how long it may keep a plain link's redirect (s-maxage; 0 = no edge).
     EDGE_CACHE_SECONDS: int = Field(default=0, ge=0, le=86400)
+    # Behind the edge: the X-Shortener-Edge value the edge's origin (an HTTP API) must see; its
+    # requests without it are refused (shortener.http.edge_origin). Empty: every one is refused.
+    EDGE_ORIGIN_SECRET: str = ""
     # How long a container remembers a code it resolved, and how often it checks whether any link
     # was taken down or changed since (then it forgets everything).
     REDIRECT_CACHE_SECONDS: float = Field(default=300, ge=0)

@@ -4,9 +4,12 @@ referrer's host, and never serves what a change or a click limit makes wrong; th
 distribution exists in the embedded AWS, a change to a link invalidates its path there, and the API's
 own URL still redirects, saying how long the edge may keep the answer. One stack for the module."""
 
+import http.client
+import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.e2e.conftest import Answer, RunningStack, http_request
 
@@ -159,3 +162,43 @@ def test_a_code_that_missed_and_was_then_created_answers_at_once(stack: RunningS
     shorten(stack, url="https://example.com/edge-late", code="e2e-edge-late")
     created = through_edge(stack, "e2e-edge-late")
     assert (created.status, created.headers["Location"]) == (301, "https://example.com/edge-late")
+
+
+def test_the_edges_origin_is_the_http_api_which_refuses_a_request_that_skipped_the_edge(
+    stack: RunningStack,
+) -> None:
+    # Given a link, and the HTTP API the distribution's origin names (not the REST API)
+    created = stack.post_json("", {"url": "https://example.com/origin-direct"})
+    assert created.status == 201, created.text
+    code = created.json()["code"]
+    origin = urlsplit(str(stack.info["edge_origin_url"]))
+    assert origin.port != urlsplit(stack.api_url).port
+    # When it is asked directly, without the edge's secret header
+    connection = http.client.HTTPConnection(origin.hostname or "127.0.0.1", origin.port, timeout=30)
+    try:
+        connection.request("GET", f"/{code}", headers={"X-Shortener-Edge": "a guess"})
+        response = connection.getresponse()
+        body = json.loads(response.read())
+        # Then it is refused, with no redirect
+        assert (response.status, body["error"]) == (403, "edge_only")
+        assert response.getheader("Location") is None
+        # and so is a management path
+        connection.request("GET", "/links")
+        management = connection.getresponse()
+        assert (management.status, json.loads(management.read())["error"]) == (403, "edge_only")
+    finally:
+        connection.close()
+    # While through the edge it redirects
+    edge = urlsplit(str(stack.info["edge_url"]))
+    connection = http.client.HTTPConnection(edge.hostname or "127.0.0.1", edge.port, timeout=30)
+    try:
+        connection.request("GET", f"/{code}")
+        followed = connection.getresponse()
+        followed.read()
+        assert (followed.status, followed.getheader("Location")) == (301, "https://example.com/origin-direct")
+        # and a management path reached through the edge is no short link (it stays on the API's host)
+        connection.request("GET", "/links")
+        listing = connection.getresponse()
+        assert (listing.status, json.loads(listing.read())["error"]) == (404, "not_found")
+    finally:
+        connection.close()

@@ -39,3 +39,24 @@ def api_event(
         event["body"] = body
         event["isBase64Encoded"] = False
     return event
+
+
+def http_api_event(event: dict[str, Any], api_id: str = "edgeorigin") -> dict[str, Any]:
+    """``event`` (a REST proxy event) as an HTTP API sends it with payload format 1.0: the same
+    fields, "version": "1.0", the $default stage and lower-case header names ("Create AWS Lambda
+    proxy integrations for HTTP APIs",
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html)."""
+    event = copy.deepcopy(event)
+    event["version"] = "1.0"
+    event["headers"] = {key.lower(): value for key, value in event["headers"].items()}
+    event["multiValueHeaders"] = {key: [value] for key, value in event["headers"].items()}
+    context = event["requestContext"]
+    context.update(
+        stage="$default",
+        path=event["path"],
+        apiId=api_id,
+        resourceId=None,
+        domainName=f"{api_id}.execute-api.us-east-1.amazonaws.com",
+        domainPrefix=api_id,
+    )
+    return event

@@ -125,14 +125,17 @@ def test_the_collector_may_write_counters_and_nothing_else() -> None:
     assert decide("CollectorFunction", "dynamodb:PutItem", links) != Decision.ALLOW
 
 
-def test_the_edge_stage_has_no_api_cache_so_the_function_spends_click_limits() -> None:
+def test_the_edge_origin_has_no_api_cache_so_the_function_spends_click_limits() -> None:
     # Every redirect of a click-limited link through the edge must reach the function (the edge
     # stores none: no-store), which spends the limit once (tests/shortener/clicks/test_edge_limits.py);
-    # an API cache on that stage would answer some without it.
+    # an API cache at the origin would answer some without it. The origin is an HTTP API, which has
+    # no cache at all, integrated straight with the function.
     for given in ({}, {"Stage": "prod"}):
         resources = resolved(**given)
-        stages = resources.of_type("AWS::ApiGateway::Stage").values()
-        [edge] = [properties for properties in stages if properties.get("StageName") == "edge"]
-        assert str(edge.get("CacheClusterEnabled", False)).lower() == "false"
-        settings = edge.get("MethodSettings", [])
-        assert not any(str(s.get("CachingEnabled", False)).lower() == "true" for s in settings)
+        [stage] = resources.of_type("AWS::ApiGatewayV2::Stage").values()
+        assert not any("cach" in key.lower() for key in stage)
+        [integration] = resources.of_type("AWS::ApiGatewayV2::Integration").values()
+        assert integration["IntegrationType"] == "AWS_PROXY"
+        assert "edge" not in {
+            s.get("StageName") for s in resources.of_type("AWS::ApiGateway::Stage").values()
+        }

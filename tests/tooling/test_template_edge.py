@@ -1,4 +1,4 @@
-"""The edge as template.yaml declares it: a distribution in front of the API's "edge" stage, cached
+"""The edge as template.yaml declares it: a distribution in front of an HTTP API of its own, cached
 by path alone, its logs delivered as JSON to EdgeLogGroup; off, the stack is the API alone
 (docs/edge.md)."""
 
@@ -15,30 +15,47 @@ def stages(resources: Resources) -> dict[str, dict[str, Any]]:
     return {properties["StageName"]: properties for properties in resources.of_type(STAGE).values()}
 
 
-def test_the_edge_is_on_by_default_in_front_of_a_stage_of_its_own() -> None:
+def test_the_edge_is_on_by_default_in_front_of_an_http_api_of_its_own() -> None:
     # Given the defaults
     resources = resolved()
-    # Then the distribution's origin is the API's "edge" stage, with the header it alone sends
+    # Then the distribution's origin is the HTTP API (payload 1.0, the API function), at its root,
+    # with the header it alone sends
     [distribution] = resources.of_type("AWS::CloudFront::Distribution").values()
     [origin] = distribution["DistributionConfig"]["Origins"]
-    assert origin["OriginPath"] == "/edge"
+    api_id = resources.resolver.refs["EdgeOriginApi"]
+    assert origin["DomainName"].startswith(f"{api_id}.execute-api.")
+    assert "OriginPath" not in origin
     assert [header["HeaderName"] for header in origin["OriginCustomHeaders"]] == ["X-Shortener-Edge"]
-    # and that stage logs nothing and caches nothing (the edge's logs count what it answers)
-    edge = stages(resources)["edge"]
-    assert "AccessLogSetting" not in edge and "CacheClusterEnabled" not in edge
+    integration = resources.properties("EdgeOriginIntegration")
+    assert (integration["IntegrationType"], integration["PayloadFormatVersion"]) == ("AWS_PROXY", "1.0")
+    # and its stage logs nothing (the edge's logs count what it answers); the REST API has no
+    # second stage and no origin web ACL any more
+    [stage] = resources.of_type("AWS::ApiGatewayV2::Stage").values()
+    assert "AccessLogSettings" not in stage
+    assert "edge" not in stages(resources)
+    assert "EdgeOriginWebAcl" not in resources.of_type("AWS::WAFv2::WebACL")
 
 
-def test_the_edge_stage_answers_only_requests_with_the_edge_header() -> None:
+def test_the_origin_routes_only_what_the_edge_sends_it() -> None:
+    routes = {r["RouteKey"] for r in resolved().of_type("AWS::ApiGatewayV2::Route").values()}
+    assert routes == {
+        "GET /{code}",
+        "HEAD /{code}",
+        "POST /{code}",
+        "GET /",
+        "POST /",
+        "GET /apple-app-site-association",
+        "GET /.well-known/apple-app-site-association",
+    }
+
+
+def test_the_function_checks_the_edge_header_with_the_distributions_value() -> None:
     resources = resolved(EdgeOriginSecret="s3cret")
-    acl = resources.properties("EdgeOriginWebAcl")
-    assert "Block" in acl["DefaultAction"]
-    [rule] = acl["Rules"]
-    match = rule["Statement"]["ByteMatchStatement"]
-    assert match["FieldToMatch"] == {"SingleHeader": {"Name": "x-shortener-edge"}}
-    assert match["SearchString"] == "s3cret"
     [distribution] = resources.of_type("AWS::CloudFront::Distribution").values()
     [origin] = distribution["DistributionConfig"]["Origins"]
     assert origin["OriginCustomHeaders"][0]["HeaderValue"] == "s3cret"
+    variables = resources.properties("ApiFunction")["Environment"]["Variables"]
+    assert variables["EDGE_ORIGIN_SECRET"] == "s3cret"
 
 
 def test_the_cache_key_is_the_path_alone_and_misses_are_not_kept() -> None:

@@ -128,8 +128,8 @@ class Click:
     browser: str
     os: str
     referrer: str | None = None
-    # Counted from the edge's logs: its redirect reached the function through the edge stage (which
-    # has no cache), so a click limit was spent there already.
+    # Counted from the edge's logs: its redirect reached the function through the edge's origin (an
+    # HTTP API, which has no cache), so a click limit was spent there already.
     from_edge: bool = False
 
     def dimension(self, name: Dimension) -> str | None:

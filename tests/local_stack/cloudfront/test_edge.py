@@ -61,6 +61,7 @@ def edge(aws: EmbeddedAws) -> Iterator[LocalEdge]:
     config = EdgeConfig(
         distribution_id=distribution["Id"],
         domain_name=distribution["DomainName"],
+        origin_domain="example.com",
         origin_headers=(("X-Shortener-Edge", "secret"),),
         allowed_methods=frozenset({"GET", "HEAD"}),
         policy=CachePolicy(error_ttls={404: 0}),

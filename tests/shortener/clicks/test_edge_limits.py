@@ -1,8 +1,9 @@
 """A click-limited link through the edge, under moto: the edge never stores its redirect (no-store),
-so every follow reaches the function through the `edge` stage (no API cache), which spends the limit
+so every follow reaches the function through the edge's origin (an HTTP API, no cache), which spends the limit
 there, once per redirect; the collector then counts the edge's records as clicks and never adds them
 to the limit again (a cached stage's access log lines still do: shortener.clicks.limits)."""
 
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -16,25 +17,40 @@ from shortener.clicks.store import ClicksStore
 from shortener.clicks.store_limits import ClickLimitStore
 from shortener.links.model import Link
 from shortener.links.store import LinksStore
+from shortener.settings import api_settings
 from tests.shortener.clicks.test_counting import CHROME_WINDOWS, line
 from tests.shortener.clicks.test_edge_records import record
 from tests.support.api import ApiCaller, call, response_header
-from tests.support.events import api_event
+from tests.support.events import api_event, http_api_event
 
 pytestmark = pytest.mark.integration
 
+EDGE_SECRET = "edge-limits-secret"
+
+
+@pytest.fixture(autouse=True)
+def edge_origin_secret(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("EDGE_ORIGIN_SECRET", EDGE_SECRET)
+    api_settings.cache_clear()
+    yield
+    api_settings.cache_clear()
+
 
 def through_the_edge(api: ModuleType, code: str) -> dict[str, Any]:
-    """GET /{code} as CloudFront's origin request reaches the function through the `edge` stage."""
+    """GET /{code} as CloudFront's origin request reaches the function through the edge's origin
+    (an HTTP API, payload format 1.0, with the edge's header)."""
     event = api_event(
         "GET",
         f"/{code}",
         resource="/{code}",
         path_parameters={"code": code},
-        headers={"User-Agent": CHROME_WINDOWS, "Via": "2.0 abc.cloudfront.net (CloudFront)"},
+        headers={
+            "User-Agent": CHROME_WINDOWS,
+            "Via": "2.0 abc.cloudfront.net (CloudFront)",
+            "X-Shortener-Edge": EDGE_SECRET,
+        },
     )
-    event["requestContext"]["stage"] = "edge"
-    return call(api, event)
+    return call(api, http_api_event(event))
 
 
 def test_a_click_limit_is_spent_once_per_redirect_through_the_edge(
