@@ -95,6 +95,7 @@ def _clear_container_caches() -> None:
     api_services.api_link_manager.cache_clear()
     api_services.api_bulk_links.cache_clear()
     api_services.api_takedowns.cache_clear()
+    api_services._api_edge.cache_clear()
     api_services.api_batches.cache_clear()
     worker_services.batch_runner.cache_clear()
     link_services._snapshot.cache_clear()
