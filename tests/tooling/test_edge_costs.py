@@ -24,7 +24,7 @@ def test_the_90_percent_row_sums_its_parts() -> None:
     assert row.origin == pytest.approx(0.1 * (3.50 + 0.29 + 0.60))
     assert row.logs == pytest.approx(0.20)
     assert row.total == pytest.approx(row.edge + row.origin + row.logs)
-    assert row.total == pytest.approx(1.639)  # docs/edge.md's $1.64
+    assert row.total == pytest.approx(1.639)  # 0.9 x $1.00 + 0.1 x $5.39 + $0.20
 
 
 def test_a_counted_origin_fraction_replaces_the_ratio_in_its_row_only() -> None:
