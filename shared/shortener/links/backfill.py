@@ -15,18 +15,27 @@ is saved only over the one it started from, so a run that lost that race stops."
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from shortener import clock
 from shortener.links.model import Link
+
+# How long after the upgrade the scan starts: a function still running the previous version (the
+# jobs worker runs up to 900 s) may write a tagged link without entries until then, and the scan
+# must not have passed it already.
+WAIT_AFTER_UPGRADE = timedelta(seconds=960)
 
 
 @dataclass(frozen=True, slots=True)
 class BackfillProgress:
-    """Where the backfill got to: ``after`` the code the scan continues after (None: from the
-    start), ``done`` once the whole table has been scanned."""
+    """Where the backfill got to: ``since`` when a run of this version first saw it (None: not
+    yet), ``after`` the code the scan continues after (None: from the start), ``done`` once the
+    whole table has been scanned."""
 
     after: str | None = None
     done: bool = False
+    since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +83,10 @@ class BackfillStorage(Protocol):
 
     def progress(self) -> BackfillProgress: ...
 
+    def begin(self, now: datetime) -> None:
+        """Record ``now`` as ``since``, unless a run recorded it already."""
+        ...
+
     def scan_tagged(self, after: str | None) -> ScannedPage: ...
 
     def present_entries(self, links: Sequence[Link]) -> set[tuple[str, str]]:
@@ -101,11 +114,20 @@ def run_backfill(
     *,
     on_page: Callable[[PageReport], None] = lambda page: None,
     monotonic: Callable[[], float] = time.monotonic,
+    wait: timedelta = WAIT_AFTER_UPGRADE,
 ) -> BackfillReport:
     """Scan on from where the backfill got to, a page at a time, until the scan ends or
-    ``budget_seconds`` have passed (a page begun is finished and saved)."""
+    ``budget_seconds`` have passed (a page begun is finished and saved); the first run of this
+    version only records when it came, and the scan starts ``wait`` after that."""
     progress = store.progress()
     report = BackfillReport(done=progress.done)
+    if progress.done:
+        return report
+    if progress.since is None:
+        store.begin(clock.now())
+        return report
+    if clock.now() - progress.since < wait:
+        return report
     started = monotonic()
     while not progress.done:
         page = store.scan_tagged(progress.after)

@@ -3,6 +3,7 @@ in the links table's ``#migrations`` item, the Scan of the table for tagged link
 that exist, and the entries written with a check that their link is unchanged."""
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -41,10 +42,25 @@ class TagIndexBackfillStore(LinksStore):
         item = self.client.get_item(
             TableName=self.table_name, Key={"code": {"S": MIGRATIONS_KEY}}, ConsistentRead=True
         ).get("Item", {})
+        since = item.get("tag_index_since", {}).get("S")
         return BackfillProgress(
             after=item.get("tag_index_after", {}).get("S"),
             done=item.get("tag_index", {}).get("S") == "done",
+            since=datetime.fromisoformat(since) if since else None,
         )
+
+    def begin(self, now: datetime) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={"code": {"S": MIGRATIONS_KEY}},
+                UpdateExpression="SET tag_index_since = :now",
+                ConditionExpression="attribute_not_exists(tag_index_since)",
+                ExpressionAttributeValues={":now": {"S": now.isoformat()}},
+            )
+        except ClientError as exc:
+            if aws.error_code(exc) != "ConditionalCheckFailedException":
+                raise
 
     def scan_tagged(self, after: str | None) -> ScannedPage:
         """One Scan page of the table, eventually consistent (a link written after the upgrade

@@ -3,7 +3,9 @@ get entries, where a run stops, how the cursor resumes, and that a finished back
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from freezegun import freeze_time
 
 from shortener.links.backfill import BackfillProgress, ScannedPage, lacking_entries, run_backfill
 from shortener.links.model import Link
@@ -24,11 +26,15 @@ class MemoryStore:
     changed: set[str] = field(default_factory=set)
     after: str | None = None
     done: bool = False
+    since: datetime | None = CREATED
     scans: int = 0
     saves: list[tuple[str | None, BackfillProgress, int, int]] = field(default_factory=list)
 
     def progress(self) -> BackfillProgress:
-        return BackfillProgress(self.after, self.done)
+        return BackfillProgress(self.after, self.done, self.since)
+
+    def begin(self, now: datetime) -> None:
+        self.since = self.since or now
 
     def scan_tagged(self, after: str | None) -> ScannedPage:
         self.scans += 1
@@ -125,3 +131,19 @@ def test_a_run_whose_cursor_was_moved_by_another_stops_without_saving() -> None:
     overtaken = Overtaken(store.pages)
     report = run_backfill(overtaken, 100, monotonic=Ticks())
     assert report.overtaken and not report.done and report.pages == [] and overtaken.scans == 1
+
+
+def test_the_scan_starts_only_once_the_previous_versions_functions_have_ended() -> None:
+    # Given a backfill no run has seen
+    store = MemoryStore([[link("a", "x")]], since=None)
+    # When runs come at the upgrade, just before the wait is over, and after it
+    with freeze_time(CREATED):
+        first = run_backfill(store, 100, monotonic=Ticks(), wait=timedelta(minutes=16))
+    with freeze_time(CREATED + timedelta(minutes=15, seconds=59)):
+        early = run_backfill(store, 100, monotonic=Ticks(), wait=timedelta(minutes=16))
+    with freeze_time(CREATED + timedelta(minutes=16)):
+        late = run_backfill(store, 100, monotonic=Ticks(), wait=timedelta(minutes=16))
+    # Then the first recorded when it came, and only the last scanned
+    assert store.since == CREATED
+    assert first.pages == early.pages == [] and not first.done and not early.done
+    assert late.done and late.entries_written == 1 and store.scans == 1

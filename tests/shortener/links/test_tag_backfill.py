@@ -68,11 +68,13 @@ def test_steps_resume_until_every_old_tagged_link_is_listed_and_then_write_nothi
         TableName=tables["LINKS_TABLE"], Item=link_to_item(gone.model_copy(update={"status": "deleted"}))
     )
     assert listed("spring") == [] and entries() == set()
-    # When the backfill runs in steps of one 4-item page each
+    # When the backfill runs in steps of one 4-item page each, its wait after the upgrade over
     store = TagIndexBackfillStore(tables["LINKS_TABLE"], page_size=4)
+    assert run_backfill(store, 0.0).pages == []
+    assert "tag_index_since" in marker()
     runs = []
     for _ in range(10):
-        runs.append(run_backfill(store, 0.0))
+        runs.append(run_backfill(store, 0.0, wait=timedelta(0)))
         if runs[-1].done:
             break
     # Then it took several runs, each going on from the last, and ended done
@@ -97,9 +99,11 @@ def test_a_rescan_writes_nothing_for_links_that_have_their_entries(tables: dict[
     for n in range(5):
         old_link(f"x{n}", "spring", minutes=n)
     store = TagIndexBackfillStore(tables["LINKS_TABLE"])
+    store.begin(datetime.now(UTC) - timedelta(hours=1))
     assert run_backfill(store, 10.0).entries_written == 5
     boto3.client("dynamodb").delete_item(TableName=tables["LINKS_TABLE"], Key={"code": {"S": MIGRATIONS_KEY}})
     # When the scan runs again from the start
+    store.begin(datetime.now(UTC) - timedelta(hours=1))
     report = run_backfill(store, 10.0)
     # Then it finds every entry present and writes none
     assert report.done and report.entries_written == 0 and report.pages[0].tagged_links == 5
@@ -124,7 +128,9 @@ def test_a_link_whose_tags_changed_after_the_read_gets_no_stale_entry(tables: di
     kept = old_link("kept", "spring", minutes=1).code
     # When its tags become autumn after the backfill read it as spring
     changed = seen.model_copy(update={"tags": ("autumn",), "updated_at": T0 + timedelta(days=1)})
-    report = run_backfill(ChangedWhileRead(tables["LINKS_TABLE"], seen, changed), 10.0)
+    store = ChangedWhileRead(tables["LINKS_TABLE"], seen, changed)
+    store.begin(datetime.now(UTC) - timedelta(hours=1))
+    report = run_backfill(store, 10.0)
     # Then the backfill skipped it (its change wrote its entries), and no spring entry names it
     assert report.done and report.pages[0].links_changed == 1 and report.entries_written == 1
     assert listed("spring") == [kept]
@@ -135,9 +141,10 @@ def test_a_link_whose_tags_changed_after_the_read_gets_no_stale_entry(tables: di
 def test_the_restarters_scheduled_run_backfills(
     tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an old tagged link and the restarter's settings
+    # Given an old tagged link, an upgrade long enough ago, and the restarter's settings
     boto3.client("sqs").create_queue(QueueName=QUEUE_NAME)
     code = old_link("old1", "spring").code
+    TagIndexBackfillStore(tables["LINKS_TABLE"]).begin(datetime.now(UTC) - timedelta(hours=1))
     for name, value in {
         "POWERTOOLS_SERVICE_NAME": "restarter",
         "LOOP_FUNCTIONS": json.dumps({QUEUE_NAME: FUNCTION_NAME}),
@@ -158,6 +165,6 @@ def test_the_restarters_scheduled_run_backfills(
     first = app.lambda_handler(event, LambdaContext("restarter"))
     second = app.lambda_handler(event, LambdaContext("restarter"))
     # Then the first run indexed the link and finished; the second did nothing more
-    assert first["tag_backfill"] == {"done": True, "items_read": 1, "entries_written": 1}
+    assert first["tag_backfill"] == {"done": True, "items_read": 2, "entries_written": 1}
     assert second["tag_backfill"] is None
     assert listed("spring") == [code]
