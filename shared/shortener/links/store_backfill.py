@@ -64,11 +64,12 @@ class TagIndexBackfillStore(LinksStore):
 
     def scan_tagged(self, after: str | None) -> ScannedPage:
         """One Scan page of the table, eventually consistent (a link written after the upgrade
-        has its entries already), filtered to links that are tagged and in the index (owned, not
-        deleted): a filter does not lower what the page reads, only what it sends."""
+        has its entries already), filtered to links that are tagged and owned (and not
+        deleted, told from its tags): a filter does not lower what the page reads, only what it
+        sends."""
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
-            "FilterExpression": "attribute_exists(#tags) AND attribute_exists(list_pk)",
+            "FilterExpression": "attribute_exists(#tags) AND attribute_exists(#owner)",
             "ProjectionExpression": ", ".join(_PROJECTION),
             "ExpressionAttributeNames": _PROJECTION,
         }
