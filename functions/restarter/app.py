@@ -2,8 +2,9 @@
 invocation that failed: it revives that loop at once. On a schedule: reconcile every configured
 queue with its backlog (which also keeps the minimum number of loops running), revive loops whose
 heartbeat went stale, and settle the rows of messages that reached a dead-letter queue, so every
-job ends. The rules live in shortener.loops.healing, shortener.loops.scaling and
-shortener.jobs.dead_letters."""
+job ends; and, until it is done, backfill the tag index of links tagged before it existed. The
+rules live in shortener.loops.healing, shortener.loops.scaling, shortener.jobs.dead_letters and
+shortener.links.backfill."""
 
 from typing import Any
 
@@ -12,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.loops.healing import failed_invocations
 from shortener.observability import logger, metrics, tracer
-from shortener.services.restarter import heal_and_reconcile, revive_failed_loops
+from shortener.services.restarter import backfill_tag_index, heal_and_reconcile, revive_failed_loops
 
 
 @logger.inject_lambda_context
@@ -51,7 +52,30 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="RestarterErrors", unit=MetricUnit.Count, value=len(report.errors))
     rows = sum(settled.rows_failed for settled in report.dead_letters)
     metrics.add_metric(name="DeadLetterRowsFailed", unit=MetricUnit.Count, value=rows)
-    return report.model_dump()
+    answer = report.model_dump()
+    answer["tag_backfill"] = backfill()
+    return answer
+
+
+def backfill() -> dict[str, Any] | None:
+    """The tag index backfill's share of a run, after the loops' (a failure is logged and left
+    to the next run, which goes on from the last page saved)."""
+    try:
+        backfilled = backfill_tag_index()
+    except Exception:
+        logger.exception("Tag index backfill failed; the next run goes on from its last page")
+        metrics.add_metric(name="RestarterErrors", unit=MetricUnit.Count, value=1)
+        return {"error": True}
+    if backfilled is None or not backfilled.pages:
+        return None
+    metrics.add_metric(name="TagEntriesBackfilled", unit=MetricUnit.Count, value=backfilled.entries_written)
+    if backfilled.done:
+        logger.info("Tag index backfill done", extra={"entries_written": backfilled.entries_written})
+    return {
+        "done": backfilled.done,
+        "items_read": backfilled.items_read,
+        "entries_written": backfilled.entries_written,
+    }
 
 
 def revive_failed(event: dict[str, Any]) -> dict[str, Any]:

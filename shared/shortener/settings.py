@@ -221,6 +221,10 @@ class RestarterSettings(LoopsMixin):
     JOB_RETENTION_DAYS: int = Field(default=30, ge=1)
     # The function that writes a job's results file, asked when a settlement completes a job.
     FILES_FUNCTION: str = ""
+    # The links table, whose tag index the restarter backfills once after an upgrade
+    # (shortener.links.backfill), for at most this long a run ("": no backfill).
+    LINKS_TABLE: str = ""
+    TAG_BACKFILL_SECONDS: float = Field(default=20, gt=0)
 
 
 class AuthorizerSettings(_FromEnvironment):

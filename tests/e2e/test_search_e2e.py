@@ -1,6 +1,7 @@
 """GET /links filtered end to end on the local stack, over HTTP with the stack's key: a search and
 a tag find a link made before 300 newer ones in the first answer, in any letter case; an old job's
-links page through that job's links only; a batch by tag over 300 tagged links among 3,000 ends.
+links page through that job's links only; a batch by tag over 300 tagged links among 3,000 ends;
+a link tagged before the tag index is listed by its tag after the restarter's backfill.
 One stack for the module: each test makes links no other test's filter matches."""
 
 import json
@@ -10,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from shortener.links.store_backfill import MIGRATIONS_KEY
+from shortener.links.store_items import tag_key
 from tests.e2e.conftest import RunningStack
 from tests.e2e.test_campaign_links_e2e import wait_for_batch
 from tests.e2e.test_links_e2e import wait_for_job
@@ -125,3 +128,30 @@ def test_a_batch_by_tag_changes_exactly_the_tagged_links_read_from_the_tag_index
         if (cursor := page["next_cursor"]) is None:
             break
     assert sorted(seen) == tagged
+
+
+@pytest.mark.e2e_timeout(240)
+def test_a_link_tagged_before_the_tag_index_is_listed_once_the_restarter_backfills(
+    stack: RunningStack,
+) -> None:
+    # Given a tagged link whose tag index entry is removed (the shape of a link made before the
+    # index), and an upgrade whose wait is over (the backfill starts its scan afresh)
+    made = stack.post_json("/", {"url": "https://old.example/backfill", "tags": ["e2e-backfill"]})
+    assert made.status == 201, made.text
+    code = made.json()["code"]
+    client = stack.boto3_client("dynamodb")
+    table = stack.resources["LinksTable"]
+    client.delete_item(TableName=table, Key=tag_key("e2e-backfill", code))
+    assert listing(stack, tag="e2e-backfill")["links"] == []
+    client.put_item(
+        TableName=table,
+        Item={"code": {"S": MIGRATIONS_KEY}, "tag_index_since": {"S": "2000-01-01T00:00:00+00:00"}},
+    )
+    # When the restarter's schedule runs (every minute)
+    deadline = time.monotonic() + 150
+    while not (found := listing(stack, tag="e2e-backfill")["links"]) and time.monotonic() < deadline:
+        time.sleep(2)
+    # Then the tag lists it, and the backfill is done
+    assert [link["code"] for link in found] == [code]
+    marker = client.get_item(TableName=table, Key={"code": {"S": MIGRATIONS_KEY}}, ConsistentRead=True)
+    assert marker["Item"]["tag_index"]["S"] == "done"

@@ -72,12 +72,7 @@ class LinkChangesStore(aws.DynamoDBTable):
         self.client.update_item(TableName=self.table_name, **_ANNOUNCE_TAKEDOWN)
 
     def _items(self, seen: Link, changed: Link, drop_claim: str | None, takedown: bool) -> list[Any]:
-        if seen.updated_at is None:
-            unchanged = "attribute_exists(code) AND attribute_not_exists(updated_at)"
-            values: dict[str, Any] = {}
-        else:
-            unchanged = "attribute_exists(code) AND updated_at = :seen"
-            values = {":seen": {"S": seen.updated_at.isoformat()}}
+        unchanged, values = unchanged_condition(seen)
         if seen.max_clicks is not None:
             # Clicks are counted without touching updated_at: a click counted since the read makes
             # the change a conflict rather than be lost by writing the count read.
@@ -115,3 +110,11 @@ class LinkChangesStore(aws.DynamoDBTable):
             if tag not in kept
         ]
         return items
+
+
+def unchanged_condition(seen: Link) -> tuple[str, dict[str, Any]]:
+    """A condition that the stored link is still ``seen`` (every change sets ``updated_at``; a
+    click does not), and its values."""
+    if seen.updated_at is None:
+        return "attribute_exists(code) AND attribute_not_exists(updated_at)", {}
+    return "attribute_exists(code) AND updated_at = :seen", {":seen": {"S": seen.updated_at.isoformat()}}

@@ -87,7 +87,6 @@ def test_owners_list_their_links_and_jobs_through_the_by_owner_indexes_only() ->
         ("PollerFunction", "dynamodb:DeleteItem", f"{TABLE}-TokensTable"),
         ("PollerFunction", "lambda:InvokeFunction", f"{FUNCTION}-ApiFunction"),
         ("ScalerFunction", "dynamodb:Scan", f"{TABLE}-TokensTable"),
-        ("RestarterFunction", "dynamodb:GetItem", f"{TABLE}-LinksTable"),
         # Results are written only by the files function
         ("ApiFunction", "s3:PutObject", "results/job.csv"),
         ("FilesFunction", "s3:PutObject", "uploads/job.csv"),
@@ -99,6 +98,29 @@ def test_what_no_code_path_needs_is_refused(function: str, action: str, resource
     if action.startswith("s3:"):
         resource = f"{bucket()}/{resource}"
     assert decide(function, action, resource) is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("action", "key", "decision"),
+    [
+        # The tag index backfill: its progress item, and entries; never a link's own item
+        ("dynamodb:GetItem", "#migrations", Decision.ALLOW),
+        ("dynamodb:UpdateItem", "#migrations", Decision.ALLOW),
+        ("dynamodb:PutItem", "#tag#0123#abc", Decision.ALLOW),
+        ("dynamodb:BatchGetItem", "#tag#0123#abc", Decision.ALLOW),
+        ("dynamodb:GetItem", "abc", Decision.IMPLICIT_DENY),
+        ("dynamodb:UpdateItem", "abc", Decision.IMPLICIT_DENY),
+        ("dynamodb:PutItem", "abc", Decision.IMPLICIT_DENY),
+        ("dynamodb:PutItem", "#migrations", Decision.IMPLICIT_DENY),
+        ("dynamodb:DeleteItem", "#tag#0123#abc", Decision.IMPLICIT_DENY),
+    ],
+)
+def test_the_restarter_touches_only_the_backfills_items_of_the_links_table(
+    action: str, key: str, decision: Decision
+) -> None:
+    # dynamodb:LeadingKeys is the item's partition key on AWS (the local stack does not set it)
+    request = Request(action, f"{TABLE}-LinksTable", context={"dynamodb:LeadingKeys": [key]})
+    assert evaluate(principal("RestarterFunction").policies, request) is decision
 
 
 @pytest.mark.parametrize(
