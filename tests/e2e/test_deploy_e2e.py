@@ -146,15 +146,15 @@ def test_make_deploy_creates_every_resource_with_a_physical_id(
         assert resource["ResourceStatus"] == "CREATE_COMPLETE", resource
         if resource["ResourceType"] not in NO_PHYSICAL_ID_IN_MOTO:
             assert resource.get("PhysicalResourceId"), logical_id
-    # And the SAM transform ran (no AWS::Serverless resource is left) with the API's stage and the
-    # edge's (docs/edge.md)
+    # And the SAM transform ran (no AWS::Serverless resource is left) with the API's stage, and the
+    # edge's origin is an HTTP API of its own (docs/edge.md)
     assert not [kind for kind in (r["ResourceType"] for r in resources) if kind.startswith("AWS::Serverless")]
     apigateway = client("apigateway", aws)
     api_id = listed["ShortenerApi"]["PhysicalResourceId"]
-    assert [stage["stageName"] for stage in apigateway.get_stages(restApiId=api_id)["item"]] == [
-        "dev",
-        "edge",
-    ]
+    assert [stage["stageName"] for stage in apigateway.get_stages(restApiId=api_id)["item"]] == ["dev"]
+    origin_id = listed["EdgeOriginApi"]["PhysicalResourceId"]
+    http_apis = client("apigatewayv2", aws).get_apis()["Items"]
+    assert [(api["ApiId"], api["ProtocolType"]) for api in http_apis] == [(origin_id, "HTTP")]
     # And the functions exist in Lambda, from the code sam uploaded to S3
     functions = client("lambda", aws)
     for logical_id in ("ApiFunction", "PollerFunction", "ScalerFunction", "RestarterFunction"):
