@@ -31,6 +31,9 @@ SCHEDULE_OPERATIONS = {
     "sqs.GetQueueUrl",
     "sqs.GetQueueAttributes",
     "sqs.ReceiveMessage",  # settling the dead-letter queue (branch loops), never the bulk queue
+    # The tag index backfill (docs/search.md): its marker read each run, written while it runs.
+    "dynamodb.GetItem",
+    "dynamodb.UpdateItem",
 }
 _REPORT = re.compile(r"shortener-local-files REPORT .* Max Memory Used: (\d+) MB")
 
