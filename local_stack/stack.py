@@ -7,7 +7,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -315,8 +315,11 @@ class LocalStack:
         edge_socket: socket.socket | None,
     ) -> LambdaRuntime:
         options = self.options
+        functions = resources.functions
+        if edge_socket is not None:
+            functions = _short_urls_naming(_url_of(edge_socket), functions)
         return LambdaRuntime(
-            resources.functions,
+            functions,
             RuntimeSettings(
                 aws_endpoint=self.aws_endpoint,
                 lambda_endpoint=_url_of(lambda_socket).rstrip("/"),
@@ -332,7 +335,6 @@ class LocalStack:
                     for spec in resources.functions.values()
                 },
                 execute_api_endpoint=_url_of(api_socket),
-                edge_url=_url_of(edge_socket) if edge_socket is not None else "",
                 function_secret=self.function_secret,
             ),
         )
@@ -508,6 +510,17 @@ class LocalStack:
         running = {spec.name for spec in resources.functions.values()}
         api_id = resources.physical_id(next(iter(apis))) if apis else "local"
         return [route for route in routes if route.function in running], binary_types, api_id
+
+
+def _short_urls_naming(edge_url: str, functions: dict[str, FunctionSpec]) -> dict[str, FunctionSpec]:
+    """The functions, their empty PUBLIC_BASE_URL filled with the local edge's URL: short URLs name
+    it, as they name the distribution's domain on AWS (docs/edge.md)."""
+    return {
+        logical_id: replace(spec, environment={**spec.environment, "PUBLIC_BASE_URL": edge_url})
+        if spec.environment.get("PUBLIC_BASE_URL") == ""
+        else spec
+        for logical_id, spec in functions.items()
+    }
 
 
 def _url_of(listening: socket.socket) -> str:

@@ -96,9 +96,6 @@ class RuntimeSettings:
     duplicate_async: float = 0.0  # the duplicate-async fault's probability
     # The local API Gateway, which functions reach as their execute-api endpoint (stage cache).
     execute_api_endpoint: str = ""
-    # The local edge's URL, when the template deploys the distribution: short URLs name it, as
-    # they name the distribution's domain on AWS (an empty PUBLIC_BASE_URL is filled with it).
-    edge_url: str = ""
     # Each function's EventInvokeConfig (retries, on-failure destination), by function name.
     async_configs: Mapping[str, AsyncConfig] = field(default_factory=dict)
     # Workers forked from a preloaded zygote (Linux), or each started as its own interpreter.
@@ -545,12 +542,9 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
     itself sets (which a function cannot override), then the local endpoints."""
     python_path = [str(spec.code_dir), *(str(layer) for layer in spec.layer_dirs), str(PROJECT_ROOT)]
     inherited = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ}
-    environment = dict(spec.environment)
-    if settings.edge_url and "PUBLIC_BASE_URL" in environment and not environment["PUBLIC_BASE_URL"]:
-        environment["PUBLIC_BASE_URL"] = settings.edge_url
     return {
         **inherited,
-        **environment,
+        **spec.environment,
         "AWS_LAMBDA_FUNCTION_NAME": spec.name,
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
