@@ -1,5 +1,7 @@
 """boto3 clients for the embedded AWS (the moto server): fake credentials, one region."""
 
+import functools
+import threading
 from typing import Any
 
 import boto3
@@ -11,13 +13,24 @@ FAKE_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "loca
 
 def aws_client(service: str, endpoint_url: str, region: str) -> Any:
     """A client for ``service`` on the embedded AWS."""
-    session = boto3.session.Session(
+    # Clients are made from one session per region: a new session parses botocore's endpoint
+    # rules and each service's model again, which the stack's start did for every client it made.
+    # botocore's clients are thread-safe, their making from a shared session is not: hence the lock.
+    with _making:
+        return _session(region).client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=endpoint_url,
+            config=Config(retries={"mode": "standard", "max_attempts": 3}),
+        )
+
+
+_making = threading.Lock()
+
+
+@functools.cache
+def _session(region: str) -> boto3.session.Session:
+    return boto3.session.Session(
         region_name=region,
         aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
         aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
-    )
-    return session.client(
-        service,  # type: ignore[call-overload]
-        endpoint_url=endpoint_url,
-        config=Config(retries={"mode": "standard", "max_attempts": 3}),
     )
