@@ -46,8 +46,11 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
     )
     parser.add_argument(
         "--edge-country",
+        "--viewer-country",
+        dest="edge_country",
         default=defaults.edge_country,
-        help="CloudFront-Viewer-Country of requests through the local edge (loopback has no country)",
+        help="CloudFront-Viewer-Country of requests through the local edge (loopback has no country; "
+        "a link's geo rules read it: --viewer-country DE)",
     )
     parser.add_argument("--lambda-port", type=int, default=defaults.lambda_port, help="Lambda endpoint port")
     parser.add_argument(

@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener.exceptions import InvalidKeyRequestError, ShortenerError
 from shortener.links.model import TEXT_ATTRIBUTES
+from shortener.links.rules_model import UTM_TAGS
 from shortener_cli import keys, output
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError, multipart_file
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
@@ -218,6 +219,23 @@ def add_link_fields(parser: argparse.ArgumentParser, *, removable: bool = False)
         type=_removable_count if removable else int,
         help=f"redirects the link answers before it expires{removes}",
     )
+    # The link's rules (docs/api.md, "Link rules"): geo and variants as a bulk file writes them.
+    parser.add_argument("--ios-url", help=f"where iPhones and iPads go{removes}")
+    parser.add_argument("--android-url", help=f"where Android devices go{removes}")
+    parser.add_argument(
+        "--geo", help=f"countries' URLs, e.g. 'DE=https://shop.de/;FR=https://shop.fr/'{removes}"
+    )
+    parser.add_argument(
+        "--variants", help=f"an A/B split, e.g. 'https://a.example/|50;https://b.example/|50'{removes}"
+    )
+    for tag in UTM_TAGS:
+        parser.add_argument(f"--utm-{tag}", help=f"the utm_{tag} added to the destination's query")
+    parser.add_argument(
+        "--forward-query",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="pass the short URL's own query string on to the destination",
+    )
 
 
 def _removable_count(text: str) -> int | str:
@@ -235,15 +253,21 @@ def link_fields(args: argparse.Namespace) -> dict[str, Any]:
         "tags": tags if args.tags is not None or tags else None,
         "expires_at": args.expires_at,
         "max_clicks": args.max_clicks,
+        **{name: getattr(args, name, None) for name in _RULE_TEXTS},
+        "forward_query": getattr(args, "forward_query", None),
     }
+    utm = {tag: value for tag in UTM_TAGS if (value := getattr(args, f"utm_{tag}", None)) is not None}
+    if utm:
+        given["utm"] = utm
     return {
-        name: None if name in _LIMITS and str(value).strip().lower() == "none" else value
+        name: None if name in (*_LIMITS, *_RULE_TEXTS) and str(value).strip().lower() == "none" else value
         for name, value in given.items()
         if value is not None
     }
 
 
 _LIMITS = ("expires_at", "max_clicks")
+_RULE_TEXTS = ("ios_url", "android_url", "geo", "variants")
 
 
 def main(argv: list[str] | None = None) -> int:

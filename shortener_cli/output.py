@@ -8,11 +8,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shortener.links.model import LinkView
+from shortener.links.rules_model import UTM_COLUMNS
 
 # The columns of `shortener links --format csv`, in order: the fields of GET /links' links but
-# their limits.
+# their limits, the rules as a bulk file writes them (utm: one column per tag), so an export can
+# be uploaded again.
 _LIMITS = frozenset({"expires_at", "max_clicks", "clicks_left", "expired"})
-LINK_COLUMNS = tuple(name for name in LinkView.model_fields if name not in _LIMITS)
+LINK_COLUMNS = tuple(
+    column
+    for name in LinkView.model_fields
+    if name not in _LIMITS
+    for column in (UTM_COLUMNS if name == "utm" else (name,))
+)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -78,8 +85,19 @@ def links_csv(links: Iterable[Mapping[str, Any]], *, header: bool) -> str:
     if header:
         writer.writerow(LINK_COLUMNS)
     for link in links:
-        writer.writerow([_csv_cell(link.get(column)) for column in LINK_COLUMNS])
+        writer.writerow([_csv_cell(_column(link, column)) for column in LINK_COLUMNS])
     return out.getvalue()
+
+
+def _column(link: Mapping[str, Any], column: str) -> Any:
+    if column in UTM_COLUMNS:
+        return (link.get("utm") or {}).get(column.removeprefix("utm_"))
+    value = link.get(column)
+    if column == "geo" and value:
+        return ";".join(f"{country}={url}" for country, url in value.items())
+    if column == "variants" and value:
+        return ";".join(f"{variant['url']}|{variant['weight']}" for variant in value)
+    return value
 
 
 def _csv_cell(value: Any) -> str:

@@ -25,6 +25,7 @@ from shortener.http import edge_origin, openapi, security_headers, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.links.model import ShortenRequest, ShortenResult
+from shortener.links.targeting import visitor_of
 from shortener.observability import logger, metrics
 from shortener.services.api import api_links as links
 from shortener.settings import api_settings
@@ -190,16 +191,21 @@ def follow(code: str) -> Response[str]:
         count_click=event.http_method != "HEAD",
         from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
     )
+    # Checks that answer instead of any destination (a password page, a crawler's preview) go
+    # here, before the destination is decided (docs/api.md, "Link rules": their precedence).
+    decision = links().destination(
+        resolution, lambda: visitor_of(event.headers, web.query_string(event.raw_event))
+    )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
     cache_control = resolution.cache_control(
         settings.REDIRECT_CACHE_CONTROL, clock.now(), settings.EDGE_CACHE_SECONDS
     )
     return Response(
-        settings.REDIRECT_STATUS,
+        resolution.redirect_status(settings.REDIRECT_STATUS),
         "text/plain; charset=utf-8",
         "",
-        headers={"Location": resolution.url, "Cache-Control": cache_control},
+        headers={"Location": decision.url, "Cache-Control": cache_control},
     )
 
 

@@ -80,6 +80,9 @@ class EdgeConfig:
     forwarded: frozenset[str]  # the origin request policy's header names, lower-cased
     log_group: str
     record_fields: tuple[str, ...]
+    # Whether the origin request policy passes the viewer's query string on (QueryStringBehavior
+    # all): to the origin only, never into the cache key, which the cache policy alone makes.
+    forwards_query: bool = False
 
 
 def has_edge(resources: Any) -> bool:
@@ -132,6 +135,10 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
         forwarded=frozenset(str(name).lower() for name in headers.get("Headers", [])),
         log_group=resources.physical_id(LOG_GROUP),
         record_fields=record_fields(resources.template),
+        forwards_query=request_policy.get("OriginRequestPolicyConfig", {})
+        .get("QueryStringsConfig", {})
+        .get("QueryStringBehavior")
+        == "all",
     )
 
 
@@ -259,7 +266,9 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         self, method: str, path: str, headers: Mapping[str, str], body: bytes, viewer: str
     ) -> Answer | None:
         config = self.config
-        # The policies forward no query string: the origin sees the path alone.
+        # The query reaches the origin only when the origin request policy forwards it; the cache
+        # key is the path alone either way (cache_key).
+        target = path if config.forwards_query and "?" in path else cache_key(path)
         sent = {name: value for name, value in headers.items() if name.lower() in config.forwarded}
         sent.update({name: headers[name] for name in _BODY_HEADERS if name in headers})
         sent.update(viewer_headers(headers, viewer, self.country, config.forwarded))
@@ -268,7 +277,7 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         self.origin_requests += 1
         connection = http.client.HTTPConnection(*self.origin, timeout=30)
         try:
-            connection.request(method, cache_key(path), body=body or None, headers=sent)
+            connection.request(method, target, body=body or None, headers=sent)
             response = connection.getresponse()
             data = response.read()
         except OSError:

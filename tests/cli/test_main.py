@@ -529,3 +529,27 @@ def test_counts_are_singular_for_one_and_the_tag_batch_shows_progress(
     # A table of links is counted on stderr, in the singular for one
     assert main(["--api-url", api_url, "links", "--tag", "spring"]) == EXIT_OK
     assert capsys.readouterr().err.splitlines()[0] == "2 links"
+
+
+def test_shorten_and_update_send_the_links_rules(api_url: str) -> None:
+    # When a link is made with rules, then its device rule removed and the query no longer forwarded
+    rules = ["--ios-url", "https://apps.apple.com/app/id1", "--geo", "DE=https://example.de/"]
+    rules += ["--variants", "https://a.example/|50;https://b.example/|50", "--utm-source", "sms"]
+    assert (
+        main(["--api-url", api_url, "shorten", "https://example.com/", *rules, "--forward-query"]) == EXIT_OK
+    )
+    update = ["update", "c1", "--ios-url", "none", "--no-forward-query", "--utm-campaign", "spring"]
+    assert main(["--api-url", api_url, *update]) == EXIT_OK
+    # Then the API gets them under its own names (geo and variants as a bulk file writes them)
+    sent = [json.loads(body) for method, _, body in FakeApi.requests if method in ("POST", "PATCH")]
+    assert sent == [
+        {
+            "url": "https://example.com/",
+            "ios_url": "https://apps.apple.com/app/id1",
+            "geo": "DE=https://example.de/",
+            "variants": "https://a.example/|50;https://b.example/|50",
+            "forward_query": True,
+            "utm": {"source": "sms"},
+        },
+        {"ios_url": None, "forward_query": False, "utm": {"campaign": "spring"}},
+    ]

@@ -730,6 +730,8 @@ def test_a_links_target_title_tags_and_expiry_are_edited_on_its_page(
         ("title", "Summer labels"),
         ("tags", "summer, labels"),
         ("max_clicks", "500"),
+        ("ios_url", "https://apps.apple.com/app/id1"),
+        ("utm_source", "labels"),
     ):
         field = form.find_element(By.NAME, name)
         field.clear()
@@ -747,6 +749,7 @@ def test_a_links_target_title_tags_and_expiry_are_edited_on_its_page(
     text = browser.find_element(By.ID, "link-details").text
     assert f"http://localhost:{landing}/after-edit" in text and "labels, summer" in text
     assert "2031" in text and "500 of 500 clicks left" in text
+    assert "iPhone/iPad → https://apps.apple.com/app/id1" in text and "utm_source=labels" in text
     shown = stack.request("GET", f"links/{created['code']}").json()
     expected = browser.execute_script("return new Date('2031-05-01T09:30').toISOString()")
     assert (shown["url"], shown["title"], shown["tags"], shown["max_clicks"]) == (
@@ -756,6 +759,7 @@ def test_a_links_target_title_tags_and_expiry_are_edited_on_its_page(
         500,
     )
     assert shown["expires_at"].replace("+00:00", "Z").startswith(expected[:19]), (shown, expected)
+    assert (shown["ios_url"], shown["utm"]["source"]) == ("https://apps.apple.com/app/id1", "labels")
     # And an invalid tag is refused in the form, saying why, with the link unchanged
     tags = browser.find_element(By.CSS_SELECTOR, "#link-edit form").find_element(By.NAME, "tags")
     tags.clear()

@@ -89,6 +89,16 @@ def test_the_origin_hears_the_viewer_headers_the_redirect_needs() -> None:
     }
 
 
+def test_the_origin_hears_the_query_which_is_no_part_of_the_cache_key() -> None:
+    # A link with forward_query passes it on; its answer is never cached (private, no-store)
+    resources = resolved()
+    request_policy = resources.properties("EdgeOriginRequestPolicy")["OriginRequestPolicyConfig"]
+    assert request_policy["QueryStringsConfig"] == {"QueryStringBehavior": "all"}
+    cache_policy = resources.properties("EdgeCachePolicy")["CachePolicyConfig"]
+    key = cache_policy["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
+    assert key == {"QueryStringBehavior": "none"}
+
+
 def test_the_edge_logs_go_as_json_to_a_vended_log_group() -> None:
     resources = resolved()
     group = resources.properties("EdgeLogGroup")["LogGroupName"]

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from pydantic import BaseModel, ValidationError
 
@@ -177,6 +177,14 @@ def caller_from_event(event: Mapping[str, Any]) -> Caller:
         return Caller.model_validate(context)
     except ValidationError:
         return Caller.anonymous()
+
+
+def query_string(event: Mapping[str, Any]) -> str:
+    """The request's query string (without "?"), as API Gateway's event gives its parameters."""
+    multi = event.get("multiValueQueryStringParameters") or {}
+    if multi:
+        return urlencode([(name, value) for name, values in multi.items() for value in values or ()])
+    return urlencode(event.get("queryStringParameters") or {})
 
 
 def wants_fresh(headers: Mapping[str, str] | None) -> bool:

@@ -24,6 +24,7 @@ from shortener.jobs.model import ChunkIds, JobUsage, RowOutcome
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
 from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields
+from shortener.links.rules_model import rule_urls, with_normalised_rules
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
 from shortener.request_model import problems
@@ -139,10 +140,10 @@ class ChunkProcessor:
                 conditional.append(index)
                 continue
             try:
-                generated.append(_GeneratedRow(index, normalise_url(url, policy), attributes.get(index)))
+                generated.append(_generated_row(index, url, attributes, policy))
             except InvalidUrlError as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
-        for index, error in self._screen(message, generated, conditional, policy).items():
+        for index, error in self._screen(message, generated, conditional, policy, attributes).items():
             outcomes[index] = RowOutcome(
                 row=message.row_number(index), url=message.rows[index][0], error=f"blocked_host: {error}"
             )
@@ -185,9 +186,15 @@ class ChunkProcessor:
         return ChunkResult(succeeded=succeeded, failed=failed, counted=job is not None)
 
     def _screen(
-        self, message: ChunkMessage, generated: list[_GeneratedRow], conditional: list[int], policy: UrlPolicy
+        self,
+        message: ChunkMessage,
+        generated: list[_GeneratedRow],
+        conditional: list[int],
+        policy: UrlPolicy,
+        attributes: dict[int, LinkAttributes],
     ) -> dict[int, str]:
-        """The rows whose host is blocked (one batched read for the whole chunk), with why."""
+        """The rows whose host (or a rule's) is blocked (one batched read for the whole chunk),
+        with why."""
         guard = self._link_service.guard
         if guard is None:
             return {}
@@ -197,8 +204,20 @@ class ChunkProcessor:
                 urls[index] = normalise_url(message.rows[index][0], policy)
             except InvalidUrlError:
                 continue  # reported when the row is shortened
-        blocked = guard.blocked(urls.values())
-        return {index: blocked[url] for index, url in urls.items() if url in blocked}
+        # Rule URLs: the generated rows' are normalised already; a conditional row's are screened
+        # again when it is shortened.
+        rules = {
+            index: rule_urls(link_fields(attributes[row.index]))
+            for row in generated
+            if (index := row.index) in attributes
+        }
+        blocked = guard.blocked([*urls.values(), *(url for found in rules.values() for _, url in found)])
+        refused = {index: blocked[url] for index, url in urls.items() if url in blocked}
+        for index, found in rules.items():
+            for name, url in found:
+                if url in blocked and index not in refused:
+                    refused[index] = f"{name}: {blocked[url]}"
+        return refused
 
     def _fix_ids(self, message: ChunkMessage, count: int, now: datetime, expires_at: int) -> ChunkIds:
         proposed = ChunkIds(ids=self._ids.take(count), created_at=now)
@@ -276,6 +295,15 @@ class ChunkProcessor:
             problem = problems(exc, fields=False)
             return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problem}")
         return RowOutcome(row=message.row_number(index), url=result.url, code=result.code)
+
+
+def _generated_row(
+    index: int, url: str, attributes: dict[int, LinkAttributes], policy: UrlPolicy
+) -> _GeneratedRow:
+    """The row with its URL and its rules' URLs normalised (InvalidUrlError naming the field)."""
+    if index in attributes:
+        attributes[index] = with_normalised_rules(attributes[index], policy)
+    return _GeneratedRow(index, normalise_url(url, policy), attributes.get(index))
 
 
 def _attributes(message: ChunkMessage, index: int) -> LinkAttributes | None:

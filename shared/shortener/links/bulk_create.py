@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.access.blocklist import HostGuard
 from shortener.exceptions import (
     BlockedHostError,
     InvalidFieldsError,
@@ -29,7 +30,8 @@ from shortener.links.bulk_create_model import (
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
 from shortener.links.model import Link, link_fields
-from shortener.links.shortening import IdPool, LinkService
+from shortener.links.rules_model import with_normalised_rules
+from shortener.links.shortening import IdPool, LinkService, check_rule_hosts
 from shortener.links.urls import UrlPolicy, normalise_url
 from shortener.request_model import invalid_fields, problems
 
@@ -98,7 +100,7 @@ class BulkCreate:
         urls: dict[int, str] = {}
         for index, item in enumerate(items):
             try:
-                request = _read_item(item)
+                request = with_normalised_rules(_read_item(item), policy)
                 urls[index] = normalise_url(request.url, policy)
                 requests[index] = request
             except ShortenerError as exc:
@@ -110,6 +112,8 @@ class BulkCreate:
         for index, request in requests.items():
             if urls[index] in blocked:
                 outcomes[index] = _failed(BlockedHostError(blocked[urls[index]]))
+            elif (refused := _blocked_rule(guard, request)) is not None:
+                outcomes[index] = _failed(refused)
             elif request.code or self._strategy == "hash":
                 conditional.append(index)
             else:
@@ -176,6 +180,17 @@ class BulkCreate:
         return [
             pair for pairs in map_in_context(self._pool, shorten_group, by_code.values()) for pair in pairs
         ]
+
+
+def _blocked_rule(guard: HostGuard | None, request: BulkLinkItem) -> BlockedHostError | None:
+    # Only links with rules read the blocklist again (a plain call keeps its one batched read).
+    if guard is None or not request.has_rule_urls:
+        return None
+    try:
+        check_rule_hosts(guard, link_fields(request))
+    except BlockedHostError as exc:
+        return exc
+    return None
 
 
 def _read_item(item: Any) -> BulkLinkItem:

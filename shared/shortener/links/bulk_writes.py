@@ -117,7 +117,7 @@ class GeneratedLinkWriter:
 
 
 def _limited(link: Link) -> bool:
-    return link.expires_at is not None or link.max_clicks is not None
+    return link.expires_at is not None or link.max_clicks is not None or link.has_rules
 
 
 def _same_link(stored: Link, link: Link) -> bool:

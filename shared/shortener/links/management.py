@@ -28,8 +28,9 @@ from shortener.http.paging import (
 )
 from shortener.links.codes import is_well_formed
 from shortener.links.model import Link, LinkLimits, LinkUpdate, link_fields
+from shortener.links.rules_model import RULE_FIELDS, with_normalised_rules
 from shortener.links.search import LISTED_STATUSES, LinkFilter
-from shortener.links.shortening import LinkService
+from shortener.links.shortening import LinkService, check_rule_hosts
 from shortener.links.store_changes import LinkChangedError
 from shortener.links.store_listing import LinkPage
 from shortener.links.urls import UrlPolicy, normalise_url, url_key
@@ -234,6 +235,7 @@ class LinkManager:
         (``announce_takedowns``): one item that every change writes in a transaction makes
         concurrent changes conflict (TransactionConflict)."""
         fields: dict[str, object] = {"updated_at": clock.now()}
+        update = with_normalised_rules(update, policy)
         if update.url is not None:
             url = normalise_url(update.url, policy)
             if url != link.url and self._service.guard is not None:
@@ -243,8 +245,17 @@ class LinkManager:
         fields.update(
             (name, value)
             for name, value in link_fields(update).items()
-            if value is not None and name not in LinkLimits.model_fields
+            if value is not None and name not in LinkLimits.model_fields and name not in RULE_FIELDS
         )
+        # A rule sent as null is removed (forward_query: false).
+        rules = {
+            name: (False if name == "forward_query" else None) if value is None else value
+            for name, value in link_fields(update).items()
+            if name in RULE_FIELDS and name in update.model_fields_set
+        }
+        if rules and self._service.guard is not None:
+            check_rule_hosts(self._service.guard, rules)
+        fields.update(rules)
         if update.status is not None:
             fields["status"] = update.status
         # Sent as null, a limit is removed; a click count is kept while the link has a limit.
@@ -257,15 +268,23 @@ class LinkManager:
                 fields["served"] = 0
         changed = link.model_copy(update=fields)
         retargeted = changed.url != link.url
-        limits_changed = (changed.expires_at, changed.max_clicks) != (link.expires_at, link.max_clicks)
+        limits_changed = (changed.expires_at, changed.max_clicks) != (
+            link.expires_at,
+            link.max_clicks,
+        ) or not changed.same_rules(link)
         # The old URL's find-if-exists claim must not hand out this code for it any more; nor
         # may a disabled link be handed out. A re-enabled link does not claim its URL again.
-        leaves_claim = retargeted or (changed.status != "active" and link.status == "active")
+        # A link that gains rules is no longer its URL's plain link either.
+        leaves_claim = (
+            retargeted
+            or (changed.status != "active" and link.status == "active")
+            or (changed.has_rules and not link.has_rules)
+        )
         return self._apply(
             link,
             changed,
             drop_claim=url_key(link.url, link.owner) if leaves_claim else None,
-            # New limits change what redirects answer: every cache must forget the old ones.
+            # New limits or rules change what redirects answer: every cache must forget the old ones.
             takedown=retargeted or changed.status != link.status or limits_changed,
             stage_cache=stage_cache,
             announce=announce,

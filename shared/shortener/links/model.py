@@ -14,6 +14,17 @@ from pydantic import (
 )
 
 from shortener import clock
+from shortener.links.rules_model import (
+    RULE_FIELDS,
+    UTM_COLUMNS,
+    LinkRules,
+    StoredRules,
+    Utm,
+    UtmView,
+    Variant,
+    VariantView,
+    rules_view,
+)
 from shortener.request_model import RequestModel
 
 # A deleted link stays as a tombstone: its code answers 410 Gone and is never given out again.
@@ -66,8 +77,8 @@ class LinkLimits(RequestModel):
     max_clicks: MaxClicks | None = None
 
 
-class LinkAttributes(LinkLimits):
-    """A bulk row's title, tags and limits, from the text of its cells (an empty cell: not
+class LinkAttributes(LinkLimits, LinkRules):
+    """A bulk row's title, tags, limits and rules, from the text of its cells (an empty cell: not
     given) over the job's defaults. ``tags`` is one text with the tags separated by commas.
 
     Its fields are a link's optional attributes: the bulk file's columns (ATTRIBUTE_COLUMNS), a
@@ -96,36 +107,57 @@ class LinkAttributes(LinkLimits):
 
     def as_cells(self) -> dict[str, str]:
         """The attributes given, as the text of bulk cells (a job's defaults travel so)."""
-        cells = {name: _cell_text(getattr(self, name)) for name in ATTRIBUTE_COLUMNS}
-        return {
-            name: cells[name] for name in ATTRIBUTE_COLUMNS if name in self.model_fields_set and cells[name]
-        }
+        cells: dict[str, str] = {}
+        for name in LINK_ATTRIBUTES:
+            value = getattr(self, name)
+            if name not in self.model_fields_set:
+                continue
+            if isinstance(value, Utm):
+                cells.update(value.tags())
+            else:
+                cells[name] = _cell_text(value)
+        return {name: cells[name] for name in ATTRIBUTE_COLUMNS if cells.get(name)}
 
 
-# The optional columns of a bulk file that set a link's attributes (tags: comma-separated).
-ATTRIBUTE_COLUMNS = tuple(LinkAttributes.model_fields)
+# A link's optional attributes, as every way of making a link copies them (``link_fields``).
+LINK_ATTRIBUTES = tuple(LinkAttributes.model_fields)
+# The optional columns of a bulk file that set a link's attributes (tags: comma-separated; geo
+# DE=url;FR=url; variants url|weight;url|weight; utm as one column per tag).
+ATTRIBUTE_COLUMNS = tuple(
+    column for name in LINK_ATTRIBUTES for column in (UTM_COLUMNS if name == "utm" else (name,))
+)
 # The attributes that are one text each (title): the CLI's `update --<name>` options.
 TEXT_ATTRIBUTES = tuple(
-    name for name in ATTRIBUTE_COLUMNS if LinkAttributes.model_fields[name].annotation is str
+    name for name in LINK_ATTRIBUTES if LinkAttributes.model_fields[name].annotation is str
 )
 
 
 def _cell_text(value: object) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, datetime):
         return value.isoformat()
-    if isinstance(value, list | tuple):
-        return ",".join(value)
+    if isinstance(value, dict | list | tuple):
+        return _collection_text(value)
     return str(value)
 
 
+def _collection_text(value: dict | list | tuple) -> str:
+    if isinstance(value, dict):
+        return ";".join(f"{country}={url}" for country, url in value.items())
+    if value and isinstance(value[0], Variant):
+        return ";".join(f"{variant.url}|{variant.weight}" for variant in value)
+    return ",".join(value)
+
+
 def link_fields(source: BaseModel) -> dict[str, object]:
-    """The link attributes (ATTRIBUTE_COLUMNS) ``source`` has (a request, a bulk row's attributes,
+    """The link attributes (LINK_ATTRIBUTES) ``source`` has (a request, a bulk row's attributes,
     an update), as ``Link``'s fields: lists as tuples."""
     return {
         name: tuple(value) if isinstance(value, list) else value
-        for name in ATTRIBUTE_COLUMNS
+        for name in LINK_ATTRIBUTES
         if name in type(source).model_fields
         for value in [getattr(source, name)]
     }
@@ -142,9 +174,9 @@ def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) 
     return attributes if attributes.given else None
 
 
-class ShortenRequest(LinkLimits):
-    """``POST /``: a URL and, optionally, the custom code wanted for it, a title, tags and the
-    link's limits. An unknown field is refused (422 naming it), never ignored."""
+class ShortenRequest(LinkLimits, LinkRules):
+    """``POST /``: a URL and, optionally, the custom code wanted for it, a title, tags, the
+    link's limits and its rules. An unknown field is refused (422 naming it), never ignored."""
 
     url: str = Field(min_length=1, max_length=32768, examples=["https://example.com/spring-sale"])
     code: str | None = Field(default=None, max_length=256)
@@ -152,9 +184,10 @@ class ShortenRequest(LinkLimits):
     tags: Tags = []
 
 
-class Link(BaseModel):
-    """One code and the URL it points to. Never overwritten by another link; its owner may change
-    its target, title and tags, disable it, or delete it (which leaves a tombstone)."""
+class Link(StoredRules):
+    """One code and the URL it points to (and its rules: shortener.links.rules_model). Never
+    overwritten by another link; its owner may change its target, title, tags and rules, disable
+    it, or delete it (which leaves a tombstone)."""
 
     code: str
     url: str
@@ -218,11 +251,22 @@ class LinkView(BaseModel):
     max_clicks: int | None
     clicks_left: int | None
     expired: bool
+    ios_url: str | None
+    android_url: str | None
+    geo: dict[str, str] | None
+    variants: list[VariantView] | None
+    utm: UtmView | None
+    forward_query: bool
 
     @classmethod
     def of(cls, link: Link, base_url: str) -> "LinkView":
-        stored = {name: getattr(link, name) for name in cls.model_fields if name in Link.model_fields}
+        stored = {
+            name: getattr(link, name)
+            for name in cls.model_fields
+            if name in Link.model_fields and name not in RULE_FIELDS
+        }
         return cls(
+            **rules_view(link),
             short_url=base_url + link.code,
             clicks_left=link.clicks_left,
             expired=link.expired(clock.now()),
@@ -237,10 +281,10 @@ class LinkList(BaseModel):
     next_cursor: str | None = None
 
 
-class LinkUpdate(RequestModel):
+class LinkUpdate(LinkRules):
     """``PATCH /links/{code}``: the fields to change (at least one). An unknown field is an error,
-    so a misspelt one is never silently ignored. ``expires_at`` or ``max_clicks`` sent as null
-    removes that limit."""
+    so a misspelt one is never silently ignored. ``expires_at``, ``max_clicks`` or a rule sent as
+    null removes it."""
 
     url: str | None = Field(
         default=None, min_length=1, max_length=32768, examples=["https://example.com/summer"]
@@ -250,9 +294,15 @@ class LinkUpdate(RequestModel):
     status: Literal["active", "disabled"] | None = None
     expires_at: ExpiresAt | None = None
     max_clicks: MaxClicks | None = None
+    forward_query: bool | None = Field(  # type: ignore[assignment]
+        default=None, description="Pass the short URL's own query string on to the destination"
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> "LinkUpdate":
         if not self.model_fields_set:
-            raise ValueError("send at least one of url, title, tags, status, expires_at, max_clicks")
+            raise ValueError(
+                "send at least one of url, title, tags, status, expires_at, max_clicks, ios_url, "
+                "android_url, geo, variants, utm, forward_query"
+            )
         return self

@@ -1,5 +1,6 @@
 """Shortening and resolving single links."""
 
+import random
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ from shortener import clock
 from shortener.access.blocklist import HostGuard
 from shortener.access.takedown import BlockedHostsSnapshot, check_host
 from shortener.exceptions import (
+    BlockedHostError,
     CodeKeyChangedError,
     CodesExhaustedError,
     CodeTakenError,
@@ -25,7 +27,9 @@ from shortener.exceptions import (
 from shortener.jobs.quotas import DailyQuota
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
+from shortener.links.rules_model import StoredRules, rule_urls, with_normalised_rules
 from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
+from shortener.links.targeting import Decision, Visitor, decide
 from shortener.links.urls import UrlPolicy, normalise_url, url_key
 
 _MAX_AGE = re.compile(r"max-age=(\d+)")
@@ -56,6 +60,18 @@ class Resolution:
     from_cache: bool
     expires_at: datetime | None = None
     click_limited: bool = False
+    # The link's rules (None for a plain link, which answers ``url`` to everyone).
+    rules: StoredRules | None = None
+
+    @property
+    def varies(self) -> bool:
+        """Whether the answer depends on the visitor: never kept by any cache for another one."""
+        return self.rules is not None and self.rules.varies
+
+    def redirect_status(self, configured: int) -> int:
+        """``configured``, but 302 for an answer that depends on the visitor (a browser keeps a
+        301 for good, and would never ask again where it belongs)."""
+        return 302 if self.varies else configured
 
     def cache_control(self, configured: str, now: datetime, edge_seconds: int = 0) -> str:
         """The redirect's Cache-Control: ``configured`` (what browsers keep), except that a
@@ -67,7 +83,7 @@ class Resolution:
         CloudFront never stores ("Managing how long content stays in the cache",
         https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Expiration.html); a
         change reaches the edge by invalidation, not by expiry."""
-        if self.click_limited:
+        if self.click_limited or self.varies:
             return "private, no-store"
         left = None if self.expires_at is None else max(int((self.expires_at - now).total_seconds()), 0)
         browser = configured if left is None else _capped(configured, left)
@@ -245,8 +261,10 @@ class LinkService:
         unless ``counted`` (its call or job counted it already), the link counts as one row of
         ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit)."""
         url = normalise_url(request.url, policy)
+        request = with_normalised_rules(request, policy)
         if screen and self._guard is not None:
             self._guard.check(url)
+            check_rule_hosts(self._guard, link_fields(request))
         if not counted and self._quota is not None:
             self._quota.require(owner, rows=1, size=0, what="This link")
         template = Link(
@@ -305,8 +323,32 @@ class LinkService:
         if not count_click and link.clicks_left == 0:
             raise LinkExpiredError(f"The link '{code}' answered its last allowed click.")
         return Resolution(
-            url=link.url, from_cache=from_cache, expires_at=link.expires_at, click_limited=link.click_limited
+            url=link.url,
+            from_cache=from_cache,
+            expires_at=link.expires_at,
+            click_limited=link.click_limited,
+            rules=link if link.has_rules else None,
         )
+
+    def destination(
+        self,
+        resolution: Resolution,
+        visitor: Callable[[], Visitor],
+        draw: Callable[[], float] = random.random,
+    ) -> Decision:
+        """Where the visitor of a resolved link goes, and the rule that answered (``default`` for a
+        plain link, without reading anything of the visitor). A rule's destination on a blocked
+        host is gone, as the link's own URL would be (LinkGoneError)."""
+        if resolution.rules is None:
+            return Decision(resolution.url, "default")
+        decision = decide(resolution.rules, resolution.url, visitor(), draw)
+        if decision.rule != "default" and self._blocked_hosts is not None:
+            host = check_host(decision.url, self._blocked_hosts, self._guard, fresh=False)
+            if host is not None:
+                raise LinkGoneError(
+                    f"This link's destination leads to {host}, which is blocked on this shortener."
+                )
+        return decision
 
     def _followable(self, link: Link, *, fresh: bool) -> Link:
         link = _followable(link)
@@ -392,12 +434,24 @@ class LinkService:
         raise CodesExhaustedError(template.url)
 
 
+def check_rule_hosts(guard: HostGuard, fields: dict[str, object]) -> None:
+    """BlockedHostError naming the rule whose URL leads to a blocked host (one batched read)."""
+    urls = rule_urls(fields)
+    if not urls:
+        return
+    blocked = guard.blocked(url for _, url in urls)
+    for name, url in urls:
+        if url in blocked:
+            raise BlockedHostError(f"{name}: {blocked[url]}")
+
+
 def _limited(link: Link) -> bool:
-    return link.expires_at is not None or link.max_clicks is not None
+    # Rules make a link one of its own too: the URL's plain link must not answer for it.
+    return link.expires_at is not None or link.max_clicks is not None or link.has_rules
 
 
 def _same_limits(one: Link, other: Link) -> bool:
-    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks
+    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks and one.same_rules(other)
 
 
 def _unexpired(link: Link) -> None:

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from shortener.links.model import Link
+from shortener.links.rules_model import Utm, Variant
 from shortener.links.search import search_text
 
 COUNTER_KEY = "#id-counter"
@@ -165,7 +166,46 @@ def link_to_item(link: Link) -> dict[str, Any]:
         item["clicks"] = {"N": str(link.clicks)}
         if link.served:
             item["served"] = {"N": str(link.served)}
+    _rules_to_item(link, item)
     return item
+
+
+def _rules_to_item(link: Link, item: dict[str, Any]) -> None:
+    # Only the rules a link has: a plain link's item (every bulk row's) stays as small as before.
+    if link.ios_url:
+        item["ios_url"] = {"S": link.ios_url}
+    if link.android_url:
+        item["android_url"] = {"S": link.android_url}
+    if link.geo:
+        item["geo"] = {"M": {country: {"S": url} for country, url in link.geo.items()}}
+    if link.variants:
+        item["variants"] = {
+            "L": [{"M": {"url": {"S": v.url}, "weight": {"N": str(v.weight)}}} for v in link.variants]
+        }
+    if link.utm is not None and (tags := link.utm.tags()):
+        item["utm"] = {"M": {name.removeprefix("utm_"): {"S": value} for name, value in tags.items()}}
+    if link.forward_query:
+        item["forward_query"] = {"BOOL": True}
+
+
+def _rules_from_item(item: dict[str, Any]) -> dict[str, Any]:
+    rules: dict[str, Any] = {}
+    if "ios_url" in item:
+        rules["ios_url"] = item["ios_url"]["S"]
+    if "android_url" in item:
+        rules["android_url"] = item["android_url"]["S"]
+    if "geo" in item:
+        rules["geo"] = {country: url["S"] for country, url in item["geo"]["M"].items()}
+    if "variants" in item:
+        rules["variants"] = tuple(
+            Variant.model_construct(url=v["M"]["url"]["S"], weight=int(v["M"]["weight"]["N"]))
+            for v in item["variants"]["L"]
+        )
+    if "utm" in item:
+        rules["utm"] = Utm.model_construct(**{name: value["S"] for name, value in item["utm"]["M"].items()})
+    if "forward_query" in item:
+        rules["forward_query"] = item["forward_query"]["BOOL"]
+    return rules
 
 
 def link_from_item(item: dict[str, Any]) -> Link:
@@ -187,7 +227,11 @@ def link_from_item(item: dict[str, Any]) -> Link:
         max_clicks=int(max_clicks) if max_clicks else None,
         clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
         served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
+        **(_rules_from_item(item) if _RULE_KEYS & item.keys() else {}),
     )
+
+
+_RULE_KEYS = frozenset({"ios_url", "android_url", "geo", "variants", "utm", "forward_query"})
 
 
 def is_link_item(item: dict[str, Any] | None) -> bool:

@@ -21,7 +21,7 @@ from shortener.request_model import RequestModel
 _BODIES: list[tuple[type[BaseModel], dict[str, Any]]] = [
     (ShortenRequest, {"url": "https://example.com/", "passwrd": "x"}),
     (LinkUpdate, {"title": "t", "expires": "2030-01-01T00:00:00Z"}),
-    (BulkLinkItem, {"url": "https://example.com/", "ios_url": "https://apps.apple.com/"}),
+    (BulkLinkItem, {"url": "https://example.com/", "ios": "https://apps.apple.com/"}),
     (BatchRequest, {"action": "disable", "codes": ["abc"], "dry_run": True}),
     (BatchRequest, {"action": "set", "codes": ["abc"], "set": {"title": "t", "password": "x"}}),
     (BlockRequest, {"reason": "spam", "note": "x"}),
