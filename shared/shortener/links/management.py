@@ -255,12 +255,27 @@ class LinkManager:
             if update.max_clicks is None:
                 fields["clicks"] = 0
                 fields["served"] = 0
+        # Sent as null, the password or the preview is removed.
+        if "password" in update.model_fields_set and update.password is None:
+            fields["password_hash"] = None
+        if "preview" in update.model_fields_set and update.preview is None:
+            fields["preview"] = None
         changed = link.model_copy(update=fields)
         retargeted = changed.url != link.url
-        limits_changed = (changed.expires_at, changed.max_clicks) != (link.expires_at, link.max_clicks)
+        limits_changed = (changed.expires_at, changed.max_clicks, changed.password_hash, changed.preview) != (
+            link.expires_at,
+            link.max_clicks,
+            link.password_hash,
+            link.preview,
+        )
         # The old URL's find-if-exists claim must not hand out this code for it any more; nor
         # may a disabled link be handed out. A re-enabled link does not claim its URL again.
-        leaves_claim = retargeted or (changed.status != "active" and link.status == "active")
+        # A link that gains a password or a preview becomes one of its own (never found by its URL).
+        leaves_claim = (
+            retargeted
+            or (changed.status != "active" and link.status == "active")
+            or (changed.per_visitor and not link.per_visitor)
+        )
         return self._apply(
             link,
             changed,

@@ -25,6 +25,7 @@ from shortener.exceptions import (
 from shortener.jobs.quotas import DailyQuota
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
+from shortener.links.protection import Interception, intercept
 from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.links.urls import UrlPolicy, normalise_url, url_key
 
@@ -56,6 +57,10 @@ class Resolution:
     from_cache: bool
     expires_at: datetime | None = None
     click_limited: bool = False
+    # The answer depends on the visitor (a password, a preview): never kept by any cache.
+    per_visitor: bool = False
+    # The password page or the preview, answered instead of the redirect (shortener.links.protection).
+    shown: Interception | None = None
 
     def cache_control(self, configured: str, now: datetime, edge_seconds: int = 0) -> str:
         """The redirect's Cache-Control: ``configured`` (what browsers keep), except that a
@@ -67,7 +72,7 @@ class Resolution:
         CloudFront never stores ("Managing how long content stays in the cache",
         https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Expiration.html); a
         change reaches the edge by invalidation, not by expiry."""
-        if self.click_limited:
+        if self.click_limited or self.per_visitor:
             return "private, no-store"
         left = None if self.expires_at is None else max(int((self.expires_at - now).total_seconds()), 0)
         browser = configured if left is None else _capped(configured, left)
@@ -239,11 +244,13 @@ class LinkService:
         owner: str | None = None,
         screen: bool = True,
         counted: bool = False,
+        scope: str | None = None,
     ) -> ShortenResult:
         """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
         link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once);
         unless ``counted`` (its call or job counted it already), the link counts as one row of
-        ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit)."""
+        ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit).
+        ``scope`` (a bulk job) shares a password's hash between its rows."""
         url = normalise_url(request.url, policy)
         if screen and self._guard is not None:
             self._guard.check(url)
@@ -254,7 +261,7 @@ class LinkService:
             url=url,
             created_at=clock.now(),
             owner=owner,
-            **link_fields(request),
+            **link_fields(request, scope=scope),
         )
         if request.code:
             link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)
@@ -271,6 +278,7 @@ class LinkService:
         fresh: bool = False,
         count_click: bool = True,
         from_bot: Callable[[], bool] = lambda: False,
+        unlocked: bool = False,
     ) -> Resolution:
         """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
         without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
@@ -279,7 +287,9 @@ class LinkService:
         read (none when remembered); a click-limited one also one conditional write, which counts
         the click unless ``count_click`` is False (HEAD: it only looks) or ``from_bot`` says the
         visitor is a crawler or link-preview fetcher (asked only of a click-limited link: a preview
-        must not use up the click the person it was shown to then makes)."""
+        must not use up the click the person it was shown to then makes). A password or preview
+        link may answer its page instead (``Resolution.shown``, taking no click); ``unlocked``: the
+        right password came with the request."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
         link = None if fresh or self._cache is None else self._cache.get(code)
@@ -294,6 +304,10 @@ class LinkService:
                 self._cache.put(link)
         self._followable(link, fresh=fresh)
         _unexpired(link)
+        shown = intercept(link, crawler=from_bot, unlocked=unlocked) if link.per_visitor else None
+        if shown is not None:
+            # Neither page is a click: the limit is judged as it stands in the table.
+            count_click = False
         if link.click_limited:
             count_click = count_click and not from_bot()
             # The remembered link only said that it has a limit: the count is in the table.
@@ -305,7 +319,12 @@ class LinkService:
         if not count_click and link.clicks_left == 0:
             raise LinkExpiredError(f"The link '{code}' answered its last allowed click.")
         return Resolution(
-            url=link.url, from_cache=from_cache, expires_at=link.expires_at, click_limited=link.click_limited
+            url=link.url,
+            from_cache=from_cache,
+            expires_at=link.expires_at,
+            click_limited=link.click_limited,
+            per_visitor=link.per_visitor,
+            shown=None if shown is None else Interception(shown.shown, link),
         )
 
     def _followable(self, link: Link, *, fresh: bool) -> Link:
@@ -393,11 +412,18 @@ class LinkService:
 
 
 def _limited(link: Link) -> bool:
-    return link.expires_at is not None or link.max_clicks is not None
+    return link.expires_at is not None or link.max_clicks is not None or link.per_visitor
 
 
 def _same_limits(one: Link, other: Link) -> bool:
-    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks
+    # A password is never compared (its hash is salted anew): a link with one is never "the same".
+    return (
+        one.expires_at == other.expires_at
+        and one.max_clicks == other.max_clicks
+        and one.preview == other.preview
+        and one.password_hash is None
+        and other.password_hash is None
+    )
 
 
 def _unexpired(link: Link) -> None:
