@@ -9,6 +9,7 @@ answers crawlers with its preview; then the link's destination. A person who sen
 password gets the destination."""
 
 import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -59,10 +60,12 @@ class PasswordTries(Protocol):
         ...
 
 
-def client_key(code: str, address: str) -> str:
-    """The client as the tries are counted: a digest of the link and its address (the address
-    itself is never stored)."""
-    return hashlib.sha256(f"{code}\n{address}".encode()).hexdigest()[:32]
+def client_key(link: Link, address: str) -> str:
+    """The client as the tries are counted: a digest of its address keyed by the link's password
+    hash, so that the clicks table alone never gives the address back (an unkeyed digest of an
+    IPv4 address is undone by trying them all). A new password starts the counts anew."""
+    key = (link.password_hash or link.code).encode()
+    return hmac.new(key, f"{link.code}\n{address}".encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def check_password(link: Link, password: str, address: str, tries: PasswordTries) -> None:
@@ -71,7 +74,7 @@ def check_password(link: Link, password: str, address: str, tries: PasswordTries
     client within TRIES_WINDOW; WrongPasswordError (401) for a wrong one, which is counted."""
     if link.password_hash is None:
         raise NoPasswordError(f"The link '{link.code}' asks for no password: follow it with GET.")
-    client = client_key(link.code, address)
+    client = client_key(link, address)
     now = clock.now()
     count, window_ends = tries.wrong_tries(link.code, client, now)
     if count >= MAX_WRONG_TRIES and window_ends is not None:

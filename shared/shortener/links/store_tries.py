@@ -3,7 +3,8 @@ the clicks table so that every function instance agrees: one item per link and c
 ``{pk: "#tries#<code>", sk: <client digest>, tries, expires_at}``, removed by the table's TTL after
 its window. DynamoDB deletes expired items only eventually ("Using time to live (TTL) in
 DynamoDB", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html), so an item
-past its ``expires_at`` counts as absent. No address is stored, only a digest of it and the code.
+past its ``expires_at`` counts as absent. No address is stored, only a digest of it keyed by the
+link's password hash (shortener.links.protection.client_key).
 
 A stack without a clicks table counts in the container's memory (``MemoryPasswordTries``)."""
 
