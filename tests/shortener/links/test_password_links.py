@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from shortener.links.protection import MAX_WRONG_TRIES
+from shortener.links.store import LinksStore
 from tests.support.api import ApiCaller, body, call, response_header
 from tests.support.events import api_event
 
@@ -169,3 +170,16 @@ def test_a_password_link_is_never_the_link_found_for_its_url(alice: ApiCaller) -
     guarded = alice.request("POST", "/", body={"url": "https://example.com/same", "password": "pw"})
     assert guarded["statusCode"] == 201
     assert body(guarded)["code"] != plain
+
+
+def test_links_of_one_bulk_call_sharing_a_password_share_one_hash(
+    alice: ApiCaller, tables: dict[str, str]
+) -> None:
+    # Given a POST /links/bulk call whose links share a password
+    items = [{"url": f"https://example.com/{n}", "password": "pw"} for n in range(3)]
+    answer = alice.request("POST", "/links/bulk", body={"links": items})
+    codes = [outcome["code"] for outcome in body(answer)["links"]]
+    # Then the password was hashed once for the call
+    stored = [LinksStore(tables["LINKS_TABLE"]).get(code) for code in codes]
+    assert len({link.password_hash for link in stored if link is not None}) == 1
+    assert all(alice.follow(code)["statusCode"] == 200 for code in codes)
