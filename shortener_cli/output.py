@@ -10,9 +10,15 @@ from typing import Any
 from shortener.links.model import LinkView
 
 # The columns of `shortener links --format csv`, in order: the fields of GET /links' links but
-# their limits.
+# their limits; an object (the preview) as a column per field, named as the bulk file's columns.
 _LIMITS = frozenset({"expires_at", "max_clicks", "clicks_left", "expired"})
-LINK_COLUMNS = tuple(name for name in LinkView.model_fields if name not in _LIMITS)
+_OBJECTS = {"preview": ("title", "description", "image")}
+LINK_COLUMNS = tuple(
+    column
+    for name in LinkView.model_fields
+    if name not in _LIMITS
+    for column in ([f"{name}_{part}" for part in _OBJECTS[name]] if name in _OBJECTS else [name])
+)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -78,8 +84,15 @@ def links_csv(links: Iterable[Mapping[str, Any]], *, header: bool) -> str:
     if header:
         writer.writerow(LINK_COLUMNS)
     for link in links:
-        writer.writerow([_csv_cell(link.get(column)) for column in LINK_COLUMNS])
+        writer.writerow([_csv_cell(_column(link, column)) for column in LINK_COLUMNS])
     return out.getvalue()
+
+
+def _column(link: Mapping[str, Any], column: str) -> Any:
+    name, _, part = column.partition("_")
+    if name in _OBJECTS and part:
+        return (link.get(name) or {}).get(part)
+    return link.get(column)
 
 
 def _csv_cell(value: Any) -> str:
