@@ -256,6 +256,7 @@ _PASSWORD_FORM = {
                 html_too=True,
             ),
         },
+        errors=(400,),
         keyed=False,
         file_body=_PASSWORD_FORM,
     ),
