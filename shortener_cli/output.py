@@ -12,13 +12,20 @@ from shortener.links.rules_model import UTM_COLUMNS
 
 # The columns of `shortener links --format csv`, in order: the fields of GET /links' links but
 # their limits, the rules as a bulk file writes them (utm: one column per tag), so an export can
-# be uploaded again.
+# be uploaded again; an object (the preview) as a column per field, named as the bulk file's columns.
 _LIMITS = frozenset({"expires_at", "max_clicks", "clicks_left", "expired"})
+_OBJECTS = {"preview": ("title", "description", "image")}
 LINK_COLUMNS = tuple(
     column
     for name in LinkView.model_fields
     if name not in _LIMITS
-    for column in (UTM_COLUMNS if name == "utm" else (name,))
+    for column in (
+        UTM_COLUMNS
+        if name == "utm"
+        else [f"{name}_{part}" for part in _OBJECTS[name]]
+        if name in _OBJECTS
+        else (name,)
+    )
 )
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -92,6 +99,9 @@ def links_csv(links: Iterable[Mapping[str, Any]], *, header: bool) -> str:
 def _column(link: Mapping[str, Any], column: str) -> Any:
     if column in UTM_COLUMNS:
         return (link.get("utm") or {}).get(column.removeprefix("utm_"))
+    name, _, part = column.partition("_")
+    if name in _OBJECTS and part:
+        return (link.get(name) or {}).get(part)
     value = link.get(column)
     if column == "geo" and value:
         return ";".join(f"{country}={url}" for country, url in value.items())

@@ -93,6 +93,7 @@ def _clear_container_caches() -> None:
     code_generator.cache_clear()
     api_services.api_links.cache_clear()
     api_services.api_link_manager.cache_clear()
+    api_services.api_password_gate.cache_clear()
     api_services.api_bulk_links.cache_clear()
     api_services.api_takedowns.cache_clear()
     api_services._api_edge.cache_clear()

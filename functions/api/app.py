@@ -4,7 +4,9 @@ and answer; errors are mapped to JSON once, below."""
 
 import json
 from functools import lru_cache
+from html import escape
 from pathlib import Path
+from string import Template
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
@@ -20,14 +22,25 @@ from request import api_url, base_url, body_fields, caller, stage_cache
 
 from shortener import clock
 from shortener.clicks.agents import is_crawler
-from shortener.exceptions import LinkExpiredError, LinkGoneError, LinkNotFoundError, ShortenerError
+from shortener.exceptions import (
+    LinkExpiredError,
+    LinkGoneError,
+    LinkNotFoundError,
+    ShortenerError,
+    TooManyTriesError,
+    WrongPasswordError,
+)
 from shortener.http import edge_origin, openapi, security_headers, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.links.model import ShortenRequest, ShortenResult
+from shortener.links.previews import preview_page
+from shortener.links.protection import Interception
+from shortener.links.shortening import Resolution
 from shortener.links.targeting import visitor_of
 from shortener.observability import logger, metrics
 from shortener.services.api import api_links as links
+from shortener.services.api import api_password_gate
 from shortener.settings import api_settings
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
@@ -43,6 +56,9 @@ app.include_router(qr_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}
+# A password link's answers (its page, its redirect) and a preview belong to one visitor: no cache
+# may keep them for another (docs/edge.md).
+_PER_VISITOR = {"Cache-Control": "private, no-store"}
 
 
 @lru_cache(maxsize=1)
@@ -146,6 +162,14 @@ _REDIRECT = {
     "Cache-Control": "How long browsers may keep the redirect (the stack's RedirectCacheControl).",
 }
 _MISSING_PAGE = "An HTML page for browsers (Accept: text/html); JSON otherwise"
+_PER_VISITOR_HEADERS = {"Cache-Control": "private, no-store (never kept by any cache)."}
+_SHOWN = Answer(
+    "A password link: its password page (a form posting password to POST /{code}); a link with a "
+    "preview, to link-preview fetchers and social crawlers: the preview (Open Graph and Twitter card "
+    "tags). Never a Location.",
+    headers=_PER_VISITOR_HEADERS,
+    media_type="text/html",
+)
 
 
 _REDIRECTS = {
@@ -166,6 +190,7 @@ _REDIRECTS = {
         "Follow a short link",
         _REDIRECTS
         | {
+            200: _SHOWN,
             404: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
             410: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
         },
@@ -177,7 +202,11 @@ _REDIRECTS = {
     **operation(
         "Check a short link (as GET, without a body)",
         {status: Answer("As GET", headers=_REDIRECT, empty=True) for status in (301, 302, 307, 308)}
-        | {404: Answer("No such link", empty=True), 410: Answer("Taken down", empty=True)},
+        | {
+            200: Answer("As GET: a password page or a preview", headers=_PER_VISITOR_HEADERS, empty=True),
+            404: Answer("No such link", empty=True),
+            410: Answer("Taken down", empty=True),
+        },
         keyed=False,
     ),
 )
@@ -191,12 +220,68 @@ def follow(code: str) -> Response[str]:
         count_click=event.http_method != "HEAD",
         from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
     )
-    # Checks that answer instead of any destination (a password page, a crawler's preview) go
-    # here, before the destination is decided (docs/api.md, "Link rules": their precedence).
+    if resolution.shown is not None:
+        return _shown(code, resolution.shown)
+    metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
+    return _redirect(resolution)
+
+
+# What the password page's form sends (form-encoded, as browsers post forms).
+_PASSWORD_FORM = {
+    "required": True,
+    "content": {
+        "application/x-www-form-urlencoded": {
+            "schema": {
+                "type": "object",
+                "properties": {"password": {"type": "string", "description": "The link's password."}},
+                "required": ["password"],
+            }
+        }
+    },
+}
+
+
+@app.post(
+    "/<code>",
+    **operation(
+        "Open a password link (its form posts password here)",
+        {
+            302: Answer("The right password: to the link's URL", headers=_REDIRECT, media_type="text/plain"),
+            401: Answer("A wrong password: the page again, with a message", ErrorBody, html_too=True),
+            404: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+            405: Answer("The link asks for no password", ErrorBody),
+            410: Answer(_MISSING_PAGE, ErrorBody, html_too=True),
+            429: Answer(
+                "Too many wrong passwords from this client lately (Retry-After: seconds)",
+                ErrorBody,
+                html_too=True,
+            ),
+        },
+        errors=(400,),
+        keyed=False,
+        file_body=_PASSWORD_FORM,
+    ),
+)
+def unlock(code: str) -> Response[str]:
+    event = app.current_event
+    password = body_fields(event).get("password")
+    resolution = api_password_gate().unlock(
+        code,
+        password if isinstance(password, str) else "",
+        web.client_address(event.raw_event),
+        from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
+    )
+    metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
+    return _redirect(resolution)
+
+
+def _redirect(resolution: Resolution) -> Response[str]:
+    event = app.current_event
+    # Decided after the checks that answer instead of any destination (a password page, a
+    # crawler's preview): docs/api.md, "Link rules", their precedence.
     decision = links().destination(
         resolution, lambda: visitor_of(event.headers, web.query_string(event.raw_event))
     )
-    metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
     settings = api_settings()
     cache_control = resolution.cache_control(
         settings.REDIRECT_CACHE_CONTROL, clock.now(), settings.EDGE_CACHE_SECONDS
@@ -206,6 +291,52 @@ def follow(code: str) -> Response[str]:
         "text/plain; charset=utf-8",
         "",
         headers={"Location": decision.url, "Cache-Control": cache_control},
+    )
+
+
+def _shown(code: str, shown: Interception) -> Response[str]:
+    event = app.current_event
+    metrics.add_metric(
+        name="PreviewsShown" if shown.shown == "preview" else "PasswordPagesShown",
+        unit=MetricUnit.Count,
+        value=1,
+    )
+    if shown.shown == "preview" and shown.link.preview is not None:
+        body = preview_page(shown.link.preview, base_url(event) + code)
+    else:
+        body = _password_page(code)
+    if event.http_method == "HEAD":
+        body = ""
+    return Response(200, "text/html; charset=utf-8", body, headers=_PER_VISITOR)
+
+
+def _password_page(code: str, problem: str = "") -> str:
+    message = f'<p class="problem" role="alert">{escape(problem)}</p>\n' if problem else ""
+    return Template(page("password.html")).substitute(message=message, code=escape(code))
+
+
+@app.exception_handler(WrongPasswordError)
+def wrong_password(error: WrongPasswordError) -> Response[str]:
+    return _password_problem(error)
+
+
+@app.exception_handler(TooManyTriesError)
+def too_many_tries(error: TooManyTriesError) -> Response[str]:
+    return _password_problem(error, {"Retry-After": str(error.retry_after)})
+
+
+def _password_problem(error: ShortenerError, headers: dict[str, str] | None = None) -> Response[str]:
+    """The page again with the problem (JSON for a client that does not take HTML)."""
+    event = app.current_event
+    answer_headers = {**_PER_VISITOR, **(headers or {})}
+    if not web.wants_html(event.headers):
+        return _error(error.status_code, error.error, error.message, headers=answer_headers)
+    code = (event.path_parameters or {}).get("code", "")
+    return Response(
+        error.status_code,
+        "text/html; charset=utf-8",
+        _password_page(code, error.message),
+        headers=answer_headers,
     )
 
 

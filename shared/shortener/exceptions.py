@@ -47,6 +47,31 @@ class LinkNotFoundError(ShortenerError):
     error = "not_found"
 
 
+class WrongPasswordError(ShortenerError):
+    """A password link's form was sent with a password that is not the link's."""
+
+    status_code = 401
+    error = "wrong_password"
+
+
+class TooManyTriesError(ShortenerError):
+    """Too many wrong passwords for one link from one client lately: ``retry_after`` seconds."""
+
+    status_code = 429
+    error = "too_many_tries"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NoPasswordError(ShortenerError):
+    """A password was sent to a link that asks for none (``POST /{code}``)."""
+
+    status_code = 405
+    error = "method_not_allowed"
+
+
 class BatchNotFoundError(ShortenerError):
     status_code = 404
     error = "batch_not_found"

@@ -54,6 +54,8 @@ from shortener.links.model import Link
 REDIRECT_ROUTE = "/{code}"
 # A code is one path segment; "#" never appears in one (the links table's own items use it).
 _CODE = re.compile(r"^[^/#\s]{1,128}$")
+# The methods whose redirect is a click: GET, and POST (a password link's form with the right password).
+_FOLLOWS = frozenset({"GET", "POST"})
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -116,7 +118,8 @@ def access_click_of(line: AccessLogLine) -> Click | SkipReason:
         # The edge's own origin requests: counted from the edge's logs (no access log is set on that
         # stage; a line that arrived anyway must not count the click twice).
         return "edge_stage"
-    if line.resource_path != REDIRECT_ROUTE or line.method != "GET":
+    # A POST answered with a redirect is a password link opened with its password.
+    if line.resource_path != REDIRECT_ROUTE or line.method not in _FOLLOWS:
         return "not_a_follow"  # HEAD from link checkers, other routes
     if line.user_agent == STAGE_CACHE_REFRESH_AGENT:
         return "cache_refresh"
@@ -140,8 +143,8 @@ def access_click_of(line: AccessLogLine) -> Click | SkipReason:
 def edge_click_of(record: EdgeLogRecord) -> Click | SkipReason:
     """The click an edge log record records, by the access log's rules (a GET of one code answered
     with a redirect), or why it is none: the country is CloudFront's, the referrer its host."""
-    if record.method != "GET":
-        return "not_a_follow"  # HEAD from link checkers, POST of a password form
+    if record.method not in _FOLLOWS:
+        return "not_a_follow"  # HEAD from link checkers
     if record.user_agent == STAGE_CACHE_REFRESH_AGENT:
         return "cache_refresh"
     code = unquote(record.path).removeprefix("/")

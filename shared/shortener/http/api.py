@@ -67,6 +67,18 @@ class BulkUploadQuery(BaseModel):
     tags: str | None = Field(
         default=None, description="Default tags of every row's link, separated by commas."
     )
+    password: str | None = Field(
+        default=None,
+        description="Default password of every row's link (rows sharing it share one hash). A query "
+        "string may be logged on its way: prefer the file's password column.",
+    )
+    preview_title: str | None = Field(default=None, description="Default preview title of every row's link.")
+    preview_description: str | None = Field(
+        default=None, description="Default preview description of every row's link."
+    )
+    preview_image: str | None = Field(
+        default=None, description="Default preview image (an absolute https URL) of every row's link."
+    )
 
 
 class ListJobsQuery(BaseModel):

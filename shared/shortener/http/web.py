@@ -187,6 +187,20 @@ def query_string(event: Mapping[str, Any]) -> str:
     return urlencode(event.get("queryStringParameters") or {})
 
 
+def client_address(event: Mapping[str, Any]) -> str:
+    """The visitor's address: API Gateway's ``sourceIp``; behind the edge (an event of the edge's
+    origin, whose secret was checked) the address CloudFront appended last to X-Forwarded-For, since
+    ``sourceIp`` is then CloudFront's own ("Request and response behavior for custom origins",
+    https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/RequestAndResponseBehaviorCustomOrigin.html#request-custom-headers-behavior).
+    Entries before it are the client's own claims, never trusted."""
+    source = str(((event.get("requestContext") or {}).get("identity") or {}).get("sourceIp") or "")
+    if "version" not in event:
+        return source
+    forwarded = [part.strip() for part in header(event.get("headers"), "x-forwarded-for").split(",")]
+    viewers = [part for part in forwarded if part and part != source]
+    return viewers[-1] if viewers else source
+
+
 def wants_fresh(headers: Mapping[str, str] | None) -> bool:
     """Whether the request asks not to be served from a cache (Cache-Control max-age=0 or
     no-cache: what API Gateway sends on when it refreshes one entry of its cache)."""

@@ -243,6 +243,7 @@ class ChunkProcessor:
                     job_id=message.job_id,
                 ),
                 row.attributes,
+                message.job_id,
             )
             for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
         ]
@@ -281,10 +282,16 @@ class ChunkProcessor:
             request = ShortenRequest(url=url, code=code or None)
             if attributes is not None:
                 # Validated already (the future of expires_at included): copied, not checked again.
-                request = request.model_copy(update=dict(attributes))
+                request = request.model_copy(update={**dict(attributes), "preview": attributes.preview})
             # The chunk was screened against the blocklist already.
             result = self._link_service.shorten(
-                request, policy, base_url="", owner=message.owner, screen=False, counted=True
+                request,
+                policy,
+                base_url="",
+                owner=message.owner,
+                screen=False,
+                counted=True,
+                scope=message.job_id,
             )
         except StorageThrottledError:
             # Not the row's outcome: the message fails and comes back after its visibility timeout.
@@ -316,10 +323,11 @@ def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationE
     return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problems(error)}.")
 
 
-def _with_attributes(link: Link, attributes: LinkAttributes | None) -> Link:
+def _with_attributes(link: Link, attributes: LinkAttributes | None, job_id: str) -> Link:
     if attributes is None:
         return link
-    return link.model_copy(update=link_fields(attributes))
+    # Rows of one job sharing a password share its hash (shortener.links.passwords).
+    return link.model_copy(update=link_fields(attributes, scope=job_id))
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:

@@ -3,6 +3,7 @@ the bulk path's batched writes (generated codes: one batched read, BatchWriteIte
 100 a transaction; custom codes: a conditional write each, in parallel)."""
 
 import json
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,8 @@ class BulkCreate:
         the call's links do not fit ``owner``'s daily quota of rows."""
         if self._quota is not None:
             self._quota.require(owner, rows=len(items), size=0, what="These links")
+        # The links of one call sharing a password share its hash (shortener.links.passwords).
+        scope = uuid.uuid4().hex
         outcomes: list[BulkLinkOutcome | None] = [None] * len(items)
         requests: dict[int, BulkLinkItem] = {}
         urls: dict[int, str] = {}
@@ -120,7 +123,7 @@ class BulkCreate:
                 generated.append(index)
         if generated:
             links = [
-                self._link(requests[index], urls[index], owner, link_id)
+                self._link(requests[index], urls[index], owner, link_id, scope)
                 for index, link_id in zip(generated, self._ids.take(len(generated)), strict=True)
             ]
             written = self._writer.write(links, find_if_exists=self._find_if_exists)
@@ -131,11 +134,13 @@ class BulkCreate:
                     short_url=base_url + outcome.code,
                     url=urls[index],
                 )
-        for index, outcome in self._write_conditional(conditional, requests, policy, base_url, owner):
+        for index, outcome in self._write_conditional(
+            conditional, requests, policy, base_url, owner, scope=scope
+        ):
             outcomes[index] = outcome
         return [outcome for outcome in outcomes if outcome is not None]
 
-    def _link(self, request: BulkLinkItem, url: str, owner: str | None, link_id: int) -> Link:
+    def _link(self, request: BulkLinkItem, url: str, owner: str | None, link_id: int, scope: str) -> Link:
         return Link(
             code=self._generator.encode(link_id),
             url=url,
@@ -143,7 +148,7 @@ class BulkCreate:
             owner=owner,
             # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
             # found by its URL (shortener.links.bulk_writes).
-            **link_fields(request),
+            **link_fields(request, scope=scope),
         )
 
     def _write_conditional(
@@ -153,6 +158,8 @@ class BulkCreate:
         policy: UrlPolicy,
         base_url: str,
         owner: str | None,
+        *,
+        scope: str,
     ) -> list[tuple[int, BulkLinkOutcome]]:
         """Custom codes (and every link under the hash strategy): a conditional write each, as
         ``POST /`` makes it. Links asking for the same code run in input order: the first wins."""
@@ -163,7 +170,7 @@ class BulkCreate:
         def shorten_one(index: int) -> BulkLinkOutcome:
             try:
                 result = self._link_service.shorten(
-                    requests[index], policy, base_url, owner=owner, screen=False, counted=True
+                    requests[index], policy, base_url, owner=owner, screen=False, counted=True, scope=scope
                 )
             except ShortenerError as exc:
                 return _failed(exc)

@@ -117,9 +117,12 @@ class GeneratedLinkWriter:
 
 
 def _limited(link: Link) -> bool:
-    return link.expires_at is not None or link.max_clicks is not None or link.has_rules
+    return link.expires_at is not None or link.max_clicks is not None or link.has_rules or link.per_visitor
 
 
 def _same_link(stored: Link, link: Link) -> bool:
-    """Whether ``stored`` is ``link`` written by an earlier delivery (clicks it got since aside)."""
+    """Whether ``stored`` is ``link`` written by an earlier delivery (clicks it got since aside;
+    its password hashed by another container, so with another salt)."""
+    if stored.password_hash is not None and link.password_hash is not None:
+        stored = stored.model_copy(update={"password_hash": link.password_hash})
     return stored == link or (stored.click_limited and stored.model_copy(update={"clicks": 0}) == link)

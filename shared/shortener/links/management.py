@@ -266,19 +266,32 @@ class LinkManager:
             if update.max_clicks is None:
                 fields["clicks"] = 0
                 fields["served"] = 0
+        # Sent as null, the password or the preview is removed.
+        if "password" in update.model_fields_set and update.password is None:
+            fields["password_hash"] = None
+        if "preview" in update.model_fields_set and update.preview is None:
+            fields["preview"] = None
         changed = link.model_copy(update=fields)
         retargeted = changed.url != link.url
-        limits_changed = (changed.expires_at, changed.max_clicks) != (
+        limits_changed = (
+            changed.expires_at,
+            changed.max_clicks,
+            changed.password_hash,
+            changed.preview,
+        ) != (
             link.expires_at,
             link.max_clicks,
+            link.password_hash,
+            link.preview,
         ) or not changed.same_rules(link)
         # The old URL's find-if-exists claim must not hand out this code for it any more; nor
         # may a disabled link be handed out. A re-enabled link does not claim its URL again.
-        # A link that gains rules is no longer its URL's plain link either.
+        # A link that gains rules, a password or a preview is no longer its URL's plain link.
         leaves_claim = (
             retargeted
             or (changed.status != "active" and link.status == "active")
             or (changed.has_rules and not link.has_rules)
+            or (changed.per_visitor and not link.per_visitor)
         )
         return self._apply(
             link,

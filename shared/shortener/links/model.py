@@ -3,6 +3,7 @@
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -10,10 +11,12 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     Field,
+    StringConstraints,
     model_validator,
 )
 
 from shortener import clock
+from shortener.links.passwords import hash_password
 from shortener.links.rules_model import (
     RULE_FIELDS,
     UTM_COLUMNS,
@@ -32,6 +35,7 @@ LinkStatus = Literal["active", "disabled", "deleted"]
 MAX_TAGS = 10
 TAG_PATTERN = r"^[\w.-]{1,40}$"
 MAX_TITLE_LENGTH = 200
+MAX_PREVIEW_DESCRIPTION_LENGTH = 1000
 
 
 def _distinct(tags: list[str]) -> list[str]:
@@ -70,6 +74,46 @@ ExpiresAt = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(
 MaxClicks = Annotated[int, BeforeValidator(_whole_number), Field(ge=1, le=1_000_000_000)]
 
 
+def _https_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname or any(character.isspace() for character in value):
+        raise ValueError("must be an absolute https URL")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+# A password as typed: kept exactly (spaces included), never empty; stored only as a hash.
+Password = Annotated[
+    str, StringConstraints(strip_whitespace=False, min_length=1, max_length=128), AfterValidator(_not_blank)
+]
+PreviewTitle = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_LENGTH)]
+PreviewDescription = Annotated[str, Field(max_length=MAX_PREVIEW_DESCRIPTION_LENGTH)]
+HttpsUrl = Annotated[str, Field(max_length=2048), AfterValidator(_https_url)]
+
+
+class Preview(RequestModel):
+    """What link-preview fetchers and social crawlers are shown instead of the redirect (Open
+    Graph and Twitter card tags): a title, and optionally a description and an image (an absolute
+    https URL)."""
+
+    title: PreviewTitle
+    description: PreviewDescription = ""
+    image: HttpsUrl | None = None
+
+
+class LinkPreview(BaseModel):
+    """A link's preview as views show it."""
+
+    title: str
+    description: str = ""
+    image: str | None = None
+
+
 class LinkLimits(RequestModel):
     """When a link ends: at a time, after a number of clicks, or both (whichever comes first)."""
 
@@ -88,6 +132,10 @@ class LinkAttributes(LinkLimits, LinkRules):
 
     title: str = Field(default="", max_length=MAX_TITLE_LENGTH)
     tags: Tags = []
+    password: Password | None = None
+    preview_title: PreviewTitle | None = None
+    preview_description: PreviewDescription | None = None
+    preview_image: HttpsUrl | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -101,9 +149,24 @@ class LinkAttributes(LinkLimits, LinkRules):
             cells["tags"] = [tag.strip() for tag in tags.split(",") if tag.strip()]
         return cells
 
+    @model_validator(mode="after")
+    def _titled_preview(self) -> "LinkAttributes":
+        if self.preview_title is None and (self.preview_description or self.preview_image):
+            raise ValueError("preview_title is needed with preview_description or preview_image")
+        return self
+
     @property
     def given(self) -> bool:
         return bool(self.model_fields_set)
+
+    @property
+    def preview(self) -> Preview | None:
+        """The preview its preview_* cells make (None without a preview_title)."""
+        if self.preview_title is None:
+            return None
+        return Preview(
+            title=self.preview_title, description=self.preview_description or "", image=self.preview_image
+        )
 
     def as_cells(self) -> dict[str, str]:
         """The attributes given, as the text of bulk cells (a job's defaults travel so)."""
@@ -152,15 +215,21 @@ def _collection_text(value: dict | list | tuple) -> str:
     return ",".join(value)
 
 
-def link_fields(source: BaseModel) -> dict[str, object]:
+def link_fields(source: BaseModel, *, scope: str | None = None) -> dict[str, object]:
     """The link attributes (LINK_ATTRIBUTES) ``source`` has (a request, a bulk row's attributes,
-    an update), as ``Link``'s fields: lists as tuples."""
-    return {
+    an update), as ``Link``'s fields: lists as tuples; a password as its hash (shared by the rows
+    of one ``scope``, a bulk job: shortener.links.passwords), the preview_* cells as ``preview``."""
+    fields: dict[str, object] = {
         name: tuple(value) if isinstance(value, list) else value
         for name in LINK_ATTRIBUTES
-        if name in type(source).model_fields
+        if name in type(source).model_fields and name in Link.model_fields
         for value in [getattr(source, name)]
     }
+    if isinstance(password := getattr(source, "password", None), str):
+        fields["password_hash"] = hash_password(password, scope)
+    if isinstance(preview := getattr(source, "preview", None), Preview):
+        fields["preview"] = preview
+    return fields
 
 
 def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) -> LinkAttributes | None:
@@ -174,14 +243,26 @@ def attributes_of(defaults: Mapping[str, str], cells: Mapping[str, str] | None) 
     return attributes if attributes.given else None
 
 
+_PREVIEW_DESCRIPTION = (
+    "Shown to link-preview fetchers and social crawlers instead of the redirect. Precedence: "
+    "password first (a crawler of a password link gets its preview if it has one, else the "
+    "password page), then the preview for crawlers, then the link's destination."
+)
+
+
 class ShortenRequest(LinkLimits, LinkRules):
     """``POST /``: a URL and, optionally, the custom code wanted for it, a title, tags, the
-    link's limits and its rules. An unknown field is refused (422 naming it), never ignored."""
+    link's limits, its rules, a password and a preview. An unknown field is refused (422 naming
+    it), never ignored."""
 
     url: str = Field(min_length=1, max_length=32768, examples=["https://example.com/spring-sale"])
     code: str | None = Field(default=None, max_length=256)
     title: str = Field(default="", max_length=MAX_TITLE_LENGTH)
     tags: Tags = []
+    password: Password | None = Field(
+        default=None, description="Asked for before redirecting (write-only: views say has_password)."
+    )
+    preview: Preview | None = Field(default=None, description=_PREVIEW_DESCRIPTION)
 
 
 class Link(StoredRules):
@@ -206,6 +287,9 @@ class Link(StoredRules):
     # On a cached stage: every redirect the access log showed while the link had a click limit,
     # answers from the stage cache included (added by the click collector; 0 elsewhere).
     served: int = 0
+    # The password's salted hash (shortener.links.passwords); the password itself is never kept.
+    password_hash: str | None = None
+    preview: Preview | None = None
 
     @property
     def active(self) -> bool:
@@ -218,6 +302,12 @@ class Link(StoredRules):
     @property
     def clicks_left(self) -> int | None:
         return None if self.max_clicks is None else max(self.max_clicks - self.clicks, 0)
+
+    @property
+    def per_visitor(self) -> bool:
+        """Whether its answer depends on the visitor (a password, a preview for crawlers): such a
+        link is one of its own, never found by its URL, and its answers are never cached."""
+        return self.password_hash is not None or self.preview is not None
 
     def expired(self, now: datetime) -> bool:
         """Whether the link is past its time or its last allowed click."""
@@ -257,6 +347,8 @@ class LinkView(BaseModel):
     variants: list[VariantView] | None
     utm: UtmView | None
     forward_query: bool
+    has_password: bool = False
+    preview: LinkPreview | None = None
 
     @classmethod
     def of(cls, link: Link, base_url: str) -> "LinkView":
@@ -270,7 +362,8 @@ class LinkView(BaseModel):
             short_url=base_url + link.code,
             clicks_left=link.clicks_left,
             expired=link.expired(clock.now()),
-            **stored,
+            has_password=link.password_hash is not None,
+            **(stored | {"preview": None if link.preview is None else LinkPreview(**dict(link.preview))}),
         )
 
 
@@ -283,8 +376,8 @@ class LinkList(BaseModel):
 
 class LinkUpdate(LinkRules):
     """``PATCH /links/{code}``: the fields to change (at least one). An unknown field is an error,
-    so a misspelt one is never silently ignored. ``expires_at``, ``max_clicks`` or a rule sent as
-    null removes it."""
+    so a misspelt one is never silently ignored. ``expires_at``, ``max_clicks``, a rule,
+    ``password`` or ``preview`` sent as null removes it."""
 
     url: str | None = Field(
         default=None, min_length=1, max_length=32768, examples=["https://example.com/summer"]
@@ -297,12 +390,14 @@ class LinkUpdate(LinkRules):
     forward_query: bool | None = Field(  # type: ignore[assignment]
         default=None, description="Pass the short URL's own query string on to the destination"
     )
+    password: Password | None = Field(default=None, description="A new password; null removes it.")
+    preview: Preview | None = Field(default=None, description="A new preview; null removes it.")
 
     @model_validator(mode="after")
     def _changes_something(self) -> "LinkUpdate":
         if not self.model_fields_set:
             raise ValueError(
                 "send at least one of url, title, tags, status, expires_at, max_clicks, ios_url, "
-                "android_url, geo, variants, utm, forward_query"
+                "android_url, geo, variants, utm, forward_query, password, preview"
             )
         return self

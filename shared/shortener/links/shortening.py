@@ -27,6 +27,7 @@ from shortener.exceptions import (
 from shortener.jobs.quotas import DailyQuota
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
 from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
+from shortener.links.protection import Interception, intercept
 from shortener.links.rules_model import StoredRules, rule_urls, with_normalised_rules
 from shortener.links.store import ClaimOutcome, ClickOutcome, CounterKeyMismatchError, IdAlreadyAllocatedError
 from shortener.links.targeting import Decision, Visitor, decide
@@ -62,11 +63,15 @@ class Resolution:
     click_limited: bool = False
     # The link's rules (None for a plain link, which answers ``url`` to everyone).
     rules: StoredRules | None = None
+    # A password or a preview: the answer depends on the visitor, never kept by any cache.
+    per_visitor: bool = False
+    # The password page or the preview, answered instead of the redirect (shortener.links.protection).
+    shown: Interception | None = None
 
     @property
     def varies(self) -> bool:
         """Whether the answer depends on the visitor: never kept by any cache for another one."""
-        return self.rules is not None and self.rules.varies
+        return self.per_visitor or (self.rules is not None and self.rules.varies)
 
     def redirect_status(self, configured: int) -> int:
         """``configured``, but 302 for an answer that depends on the visitor (a browser keeps a
@@ -255,11 +260,13 @@ class LinkService:
         owner: str | None = None,
         screen: bool = True,
         counted: bool = False,
+        scope: str | None = None,
     ) -> ShortenResult:
         """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
         link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once);
         unless ``counted`` (its call or job counted it already), the link counts as one row of
-        ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit)."""
+        ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit).
+        ``scope`` (a bulk job) shares a password's hash between its rows."""
         url = normalise_url(request.url, policy)
         request = with_normalised_rules(request, policy)
         if screen and self._guard is not None:
@@ -272,7 +279,7 @@ class LinkService:
             url=url,
             created_at=clock.now(),
             owner=owner,
-            **link_fields(request),
+            **link_fields(request, scope=scope),
         )
         if request.code:
             link, created = self._claim_code(validate_custom_code(request.code), template, is_custom=True)
@@ -289,6 +296,7 @@ class LinkService:
         fresh: bool = False,
         count_click: bool = True,
         from_bot: Callable[[], bool] = lambda: False,
+        unlocked: bool = False,
     ) -> Resolution:
         """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
         without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
@@ -297,7 +305,9 @@ class LinkService:
         read (none when remembered); a click-limited one also one conditional write, which counts
         the click unless ``count_click`` is False (HEAD: it only looks) or ``from_bot`` says the
         visitor is a crawler or link-preview fetcher (asked only of a click-limited link: a preview
-        must not use up the click the person it was shown to then makes)."""
+        must not use up the click the person it was shown to then makes). A password or preview
+        link may answer its page instead (``Resolution.shown``, taking no click); ``unlocked``: the
+        right password came with the request."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
         link = None if fresh or self._cache is None else self._cache.get(code)
@@ -312,6 +322,10 @@ class LinkService:
                 self._cache.put(link)
         self._followable(link, fresh=fresh)
         _unexpired(link)
+        shown = intercept(link, crawler=from_bot, unlocked=unlocked) if link.per_visitor else None
+        if shown is not None:
+            # Neither page is a click: the limit is judged as it stands in the table.
+            count_click = False
         if link.click_limited:
             count_click = count_click and not from_bot()
             # The remembered link only said that it has a limit: the count is in the table.
@@ -328,6 +342,8 @@ class LinkService:
             expires_at=link.expires_at,
             click_limited=link.click_limited,
             rules=link if link.has_rules else None,
+            per_visitor=link.per_visitor,
+            shown=None if shown is None else Interception(shown.shown, link),
         )
 
     def destination(
@@ -446,12 +462,21 @@ def check_rule_hosts(guard: HostGuard, fields: dict[str, object]) -> None:
 
 
 def _limited(link: Link) -> bool:
-    # Rules make a link one of its own too: the URL's plain link must not answer for it.
-    return link.expires_at is not None or link.max_clicks is not None or link.has_rules
+    # Rules, a password or a preview make a link one of its own too: the URL's plain link must
+    # not answer for it.
+    return link.expires_at is not None or link.max_clicks is not None or link.has_rules or link.per_visitor
 
 
 def _same_limits(one: Link, other: Link) -> bool:
-    return one.expires_at == other.expires_at and one.max_clicks == other.max_clicks and one.same_rules(other)
+    # A password is never compared (its hash is salted anew): a link with one is never "the same".
+    return (
+        one.expires_at == other.expires_at
+        and one.max_clicks == other.max_clicks
+        and one.same_rules(other)
+        and one.preview == other.preview
+        and one.password_hash is None
+        and other.password_hash is None
+    )
 
 
 def _unexpired(link: Link) -> None:

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
 
-from shortener.links.model import Link
+from shortener.links.model import Link, Preview
 from shortener.links.rules_model import Utm, Variant
 from shortener.links.search import search_text
 
@@ -167,6 +167,7 @@ def link_to_item(link: Link) -> dict[str, Any]:
         if link.served:
             item["served"] = {"N": str(link.served)}
     _rules_to_item(link, item)
+    item.update(_protection_attributes(link))
     return item
 
 
@@ -208,10 +209,21 @@ def _rules_from_item(item: dict[str, Any]) -> dict[str, Any]:
     return rules
 
 
+def _protection_attributes(link: Link) -> dict[str, Any]:
+    """A password link's hash, a preview link's preview (shortener.links.protection)."""
+    attributes: dict[str, Any] = {}
+    if link.password_hash is not None:
+        attributes["password_hash"] = {"S": link.password_hash}
+    if link.preview is not None:
+        attributes["preview"] = {"M": {name: {"S": value} for name, value in link.preview if value}}
+    return attributes
+
+
 def link_from_item(item: dict[str, Any]) -> Link:
     updated_at = item.get("updated_at", {}).get("S")
     expires_at = item.get("expires_at", {}).get("S")
     max_clicks = item.get("max_clicks", {}).get("N")
+    preview = item.get("preview", {}).get("M")
     return Link(
         code=item["code"]["S"],
         url=item["url"]["S"],
@@ -228,6 +240,11 @@ def link_from_item(item: dict[str, Any]) -> Link:
         clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,
         served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
         **(_rules_from_item(item) if _RULE_KEYS & item.keys() else {}),
+        password_hash=item.get("password_hash", {}).get("S"),
+        # Read as stored: validated when it was written.
+        preview=Preview.model_construct(**{name: value["S"] for name, value in preview.items()})
+        if preview
+        else None,
     )
 
 

@@ -19,10 +19,13 @@ from shortener.links.bulk_create import BulkCreate
 from shortener.links.codes import code_generator
 from shortener.links.edge_cache import EdgeCache
 from shortener.links.management import LinkManager, StageCacheInvalidator
+from shortener.links.protection import PasswordTries
 from shortener.links.shortening import LinkService
 from shortener.links.stage_cache import StageCache
 from shortener.links.store import LinksStore
 from shortener.links.store_hosts import LinkHostScan
+from shortener.links.store_tries import MemoryPasswordTries, PasswordTriesStore
+from shortener.links.unlocking import PasswordGate
 from shortener.loops.queue import BulkQueue
 from shortener.loops.scaling import WorkStarter
 from shortener.observability import logger
@@ -38,6 +41,15 @@ RESULTS_PAGE_BYTES = 5_000_000
 def api_links() -> LinkService:
     """The API container's LinkService (its redirect cache lives as long as the container)."""
     return links.link_service(api_settings())
+
+
+@lru_cache(maxsize=1)
+def api_password_gate() -> PasswordGate:
+    """The API container's opener of password links: wrong tries counted in the clicks table, so
+    that every container agrees (in this container's memory on a stack without one)."""
+    name = api_settings().CLICKS_TABLE
+    tries: PasswordTries = PasswordTriesStore(name) if name else MemoryPasswordTries()
+    return PasswordGate(api_links(), tries)
 
 
 @lru_cache(maxsize=1)

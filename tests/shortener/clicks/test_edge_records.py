@@ -81,7 +81,7 @@ def test_the_user_agent_is_decoded_as_cloudfront_encodes_it() -> None:
 
 def test_what_the_access_log_skips_the_edge_skips_too() -> None:
     assert edge_click(**{"cs-method": "HEAD"}) == "not_a_follow"
-    assert edge_click(**{"cs-method": "POST"}) == "not_a_follow"
+    assert edge_click(**{"cs-method": "POST", "sc-status": "401"}) == "not_a_redirect"  # a wrong password
     assert edge_click(**{"sc-status": "404"}) == "not_a_redirect"
     assert edge_click(**{"sc-status": "410"}) == "not_a_redirect"
     assert edge_click(**{"sc-status": "000"}) == "not_a_redirect"
@@ -89,6 +89,11 @@ def test_what_the_access_log_skips_the_edge_skips_too() -> None:
     assert edge_click(**{"cs-uri-stem": "/.well-known/apple-app-site-association"}) == "not_a_follow"
     assert edge_click(**{"cs-uri-stem": "/links/abc"}) == "not_a_follow"
     assert edge_click(**{"cs-uri-stem": "/bulk"}) == "not_a_follow"  # a reserved word, never a code
+
+
+def test_a_password_links_redirect_after_its_form_is_a_click() -> None:
+    found = edge_click(**{"cs-method": "POST", "sc-status": "302"})
+    assert isinstance(found, Click)
 
 
 def test_a_bots_edge_click_is_a_bots() -> None:

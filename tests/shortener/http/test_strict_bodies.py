@@ -23,7 +23,7 @@ _BODIES: list[tuple[type[BaseModel], dict[str, Any]]] = [
     (LinkUpdate, {"title": "t", "expires": "2030-01-01T00:00:00Z"}),
     (BulkLinkItem, {"url": "https://example.com/", "ios": "https://apps.apple.com/"}),
     (BatchRequest, {"action": "disable", "codes": ["abc"], "dry_run": True}),
-    (BatchRequest, {"action": "set", "codes": ["abc"], "set": {"title": "t", "password": "x"}}),
+    (BatchRequest, {"action": "set", "codes": ["abc"], "set": {"title": "t", "notes": "x"}}),
     (BlockRequest, {"reason": "spam", "note": "x"}),
     (DirectUploadRequest, {"file_name": "a.csv", "size": 10, "sise": 10}),
 ]
