@@ -3,6 +3,7 @@ AWS requests of an idle stack are the restarter's schedule; a job that arrives t
 loops, and they go back to none once its backlog is gone.
 
     python -m benchmarks idle [--minutes 10] [--time-scale 60] [--jobs 3] [--rows 1000] [--timeline]
+        [--loops-for-new-work 1]
 
 Starts its own local stack (no persistence) with moto's request recorder, records --minutes of
 simulated idle time (the schedule runs --time-scale times faster), counts the requests the
@@ -64,10 +65,14 @@ def main() -> None:
         "AWS's own figures for a new on-demand table",
     )
     parser.add_argument(
+        "--loops-for-new-work", type=int, default=1, help="the LoopsForNewWork parameter (template.yaml)"
+    )
+    parser.add_argument(
         "--timeline", action="store_true", help="print each job's phases (from the stack's log)"
     )
     options = parser.parse_args()
-    params = {"MinLoops": "0"} | ({"LogLevel": "DEBUG"} if options.timeline else {})
+    params = {"MinLoops": "0", "LoopsForNewWork": str(options.loops_for_new_work)}
+    params |= {"LogLevel": "DEBUG"} if options.timeline else {}
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as folder:
         stack = LocalStack(
             Path(folder),
