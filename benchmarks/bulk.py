@@ -110,7 +110,13 @@ class LocalStack:
     """`python -m local_stack` as a subprocess on free ports, with moto's recorder writing to a file."""
 
     def __init__(
-        self, folder: Path, time_scale: float, params: dict[str, str], *, capacity: str = BULK_CAPACITY
+        self,
+        folder: Path,
+        time_scale: float,
+        params: dict[str, str],
+        *,
+        capacity: str = BULK_CAPACITY,
+        log_level: str = "INFO",
     ) -> None:
         self.recording = folder / "recording.jsonl"
         self.log_path = folder / "stack.log"
@@ -119,6 +125,7 @@ class LocalStack:
         arguments += ["--dynamodb-capacity", capacity]
         arguments += ["--moto-api"]  # the request recorder is one of moto's admin paths, off by default
         arguments += ["--data-dir", str(folder / "data"), "--time-scale", str(time_scale)]
+        arguments += ["--log-level", log_level]
         for key, value in params.items():
             arguments += ["--param", f"{key}={value}"]
         self.stack = StackProcess(

@@ -74,6 +74,9 @@ class LoopBoundsMixin(_FromEnvironment):
     # Queued messages (each a pack of bulk rows) one loop is expected to keep up with: reconcile
     # wants ceil(backlog / MESSAGES_PER_LOOP) loops, clamped to MIN_LOOPS..MAX_LOOPS.
     MESSAGES_PER_LOOP: int = Field(default=20, ge=1)
+    # New work of n messages starts at least min(n, LOOPS_FOR_NEW_WORK) loops, so a small job's
+    # messages run side by side (shortener.loops.scaling.LoopBounds.for_new_work).
+    LOOPS_FOR_NEW_WORK: int = Field(default=1, ge=1)
 
 
 class WorkLoopsMixin(LoopBoundsMixin):

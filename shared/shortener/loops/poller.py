@@ -225,6 +225,8 @@ class PollLoop:
                     loop.queue_url, max_messages=most, wait_seconds=wait, visibility_timeout=self._hold
                 )
                 report.polls += 1
+                # The phases of a job's timeline (`make bench ARGS="idle --timeline"`).
+                self._log.debug("Received", extra={"token": loop.token, "messages": len(messages)})
                 if messages and not self._process(
                     loop, holder, messages, report, pace=pace, time_for_messages=time_for_messages
                 ):
@@ -274,6 +276,7 @@ class PollLoop:
                 handed_back.append(record.receipt_handle)
                 raise _NoTimeLeft(record.message_id)
             started = self._monotonic()
+            self._log.debug("Message started", extra={"token": loop.token, "message_id": record.message_id})
             receives = record.attributes.approximate_receive_count
             if receives and int(receives) > 1:
                 # A loop died with it, it failed before, a batch outlived its visibility timeout, a
@@ -297,6 +300,14 @@ class PollLoop:
             finally:
                 pace.took(self._monotonic() - started)
             self._record(report, result)
+            self._log.debug(
+                "Message processed",
+                extra={
+                    "token": loop.token,
+                    "message_id": record.message_id,
+                    "seconds": round(self._monotonic() - started, 3),
+                },
+            )
             return result
 
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -99,9 +99,16 @@ class LoopBounds:
     min_loops: int
     max_loops: int
     messages_per_loop: int
+    # New work of n messages starts at least min(n, this) loops (``for_new_work``).
+    loops_for_new_work: int = 1
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_loops <= self.max_loops or self.max_loops < 1 or self.messages_per_loop < 1:
+        if (
+            not 0 <= self.min_loops <= self.max_loops
+            or self.max_loops < 1
+            or self.messages_per_loop < 1
+            or self.loops_for_new_work < 1
+        ):
             raise ValueError(f"invalid loop bounds: {self}")
 
     def desired(self, depth: QueueDepth) -> int:
@@ -113,6 +120,19 @@ class LoopBounds:
         every undeleted message (visible, in flight, delayed): in-flight messages are work that a
         loop still holds and that comes back if it dies, so loops are not withdrawn under it."""
         wanted = math.ceil(depth.total / self.messages_per_loop)
+        return max(self.min_loops, min(self.max_loops, wanted))
+
+    def for_new_work(self, messages: int) -> int:
+        """The loops new work of ``messages`` messages starts with: what its backlog wants, and at
+        least one per message up to ``loops_for_new_work``, clamped to the maximum.
+
+        A small job is a backlog one loop would carry, but that loop works through its messages one
+        after another; on several loops they run side by side, where the table and the machine
+        have room for them (docs/figures.md: not on the local stack's 2-core machine, whose AWS
+        serves one request at a time). The extra loops end with the backlog (reconcile drops to the
+        minimum once the queue is empty), and up to 4 their writes stay within a new table's
+        throughput: a fresh loop bursts at most a quarter of it (pacing.BURST_ITEMS)."""
+        wanted = max(math.ceil(messages / self.messages_per_loop), min(messages, self.loops_for_new_work))
         return max(self.min_loops, min(self.max_loops, wanted))
 
     def floor(self, depth: QueueDepth) -> int:
@@ -266,7 +286,9 @@ class LoopScaler:
 
     # ---- reconcile ----------------------------------------------------------------------------
 
-    def reconcile(self, target: LoopTarget, depth: QueueDepth | None = None) -> ScalingOutcome:
+    def reconcile(
+        self, target: LoopTarget, depth: QueueDepth | None = None, *, at_least: int = 0
+    ) -> ScalingOutcome:
         """Match ``target``'s loops to its backlog (see ``LoopBounds.reconcile_goal``): pinned slots
         that are missing are re-created, extra loops are added for a backlog that outgrew them, and
         an empty queue goes back to the minimum. Alarms fire only on transitions, so without this a
@@ -274,10 +296,10 @@ class LoopScaler:
 
         The tokens are read before the depth: new work queues its messages before it claims loop
         slots, so a token this run did not see cannot be removed on a depth read before its work
-        was queued."""
+        was queued. ``at_least``: new work's loops (``start_for_work``), up to the maximum."""
         tokens = self.store.list_for_queue(target.queue_url)
         depth = depth if depth is not None else self.queues.depth(target.queue_url, target.region)
-        goal = self.bounds.reconcile_goal(len(tokens), depth)
+        goal = max(self.bounds.reconcile_goal(len(tokens), depth), min(at_least, self.bounds.max_loops))
 
         present = {token.token for token in tokens}
         pinned = [slot_token(slot) for slot in range(self.bounds.min_loops)]
@@ -314,9 +336,11 @@ class LoopScaler:
 
     def start_for_work(self, target: LoopTarget, messages: int) -> ScalingOutcome:
         """New work just queued ``messages`` messages: start at once the loops they need
-        (``ceil(messages / messages_per_loop)``, clamped to the maximum) instead of waiting for an
-        alarm period. Never removes a loop: the backlog is at least this work."""
-        outcome = self.reconcile(target, QueueDepth(visible=max(1, messages)))
+        (``LoopBounds.for_new_work``) instead of waiting for an alarm period. Never removes a loop:
+        the backlog is at least this work."""
+        outcome = self.reconcile(
+            target, QueueDepth(visible=max(1, messages)), at_least=self.bounds.for_new_work(messages)
+        )
         return outcome.model_copy(
             update={"trigger": "work", "reason": f"new work of {messages} messages: {outcome.reason}"}
         )

@@ -31,7 +31,9 @@ def loop_scaler(
 
 
 def loop_bounds(settings: LoopBoundsMixin) -> LoopBounds:
-    return LoopBounds(settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP)
+    return LoopBounds(
+        settings.MIN_LOOPS, settings.MAX_LOOPS, settings.MESSAGES_PER_LOOP, settings.LOOPS_FOR_NEW_WORK
+    )
 
 
 def work_loops(settings: ApiSettings | WorkerSettings) -> WorkStarter | None:

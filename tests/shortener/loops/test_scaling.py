@@ -19,7 +19,14 @@ TARGET = LoopTarget(queue_name=QUEUE_NAME, queue_url=QUEUE_URL, function_name=FU
 
 
 class World:
-    def __init__(self, *, min_loops: int = 1, max_loops: int = 4, messages_per_loop: int = 10) -> None:
+    def __init__(
+        self,
+        *,
+        min_loops: int = 1,
+        max_loops: int = 4,
+        messages_per_loop: int = 10,
+        loops_for_new_work: int = 1,
+    ) -> None:
         self.tokens = FakeTokens()
         self.starter = RecordingStarter()
         self.queues = FakeQueues()
@@ -28,7 +35,7 @@ class World:
             self.starter,
             self.queues,
             {QUEUE_NAME: FUNCTION_NAME},
-            LoopBounds(min_loops, max_loops, messages_per_loop),
+            LoopBounds(min_loops, max_loops, messages_per_loop, loops_for_new_work),
             rng=random.Random(7),
         )
 
@@ -299,6 +306,41 @@ def test_new_work_is_clamped_to_the_maximum_and_never_removes_loops() -> None:
     # Then no loop was removed and none beyond the maximum started
     assert len(world.tokens.tokens()) == 4
     assert world.starter.started == []
+
+
+def test_a_small_job_starts_a_loop_per_message_up_to_the_bound() -> None:
+    # Given no loop running, one loop per 20 messages, and new work starting up to 4 loops
+    world = World(min_loops=0, max_loops=10, messages_per_loop=20, loops_for_new_work=4)
+    # When a 1,000-row job queues its 4 messages
+    outcome = world.scaler.start_for_work(TARGET, 4)
+    # Then each message has a loop of its own, not one loop working through all four
+    assert world.tokens.tokens() == [slot_token(slot) for slot in range(4)]
+    assert (outcome.trigger, outcome.loops_after) == ("work", 4)
+
+
+def test_new_work_starts_no_more_loops_than_messages_nor_the_maximum() -> None:
+    world = World(min_loops=0, max_loops=3, messages_per_loop=20, loops_for_new_work=4)
+    # A job of two messages gets two loops
+    world.scaler.start_for_work(TARGET, 2)
+    assert len(world.tokens.tokens()) == 2
+    # and one of ten more never goes past the maximum
+    world.scaler.start_for_work(TARGET, 10)
+    assert len(world.tokens.tokens()) == 3
+    # A large job wants what its backlog needs, more than the bound
+    assert LoopBounds(0, 50, 20, 4).for_new_work(400) == 20
+
+
+def test_a_small_jobs_loops_end_with_its_backlog() -> None:
+    # Given the four loops a small job started
+    world = World(min_loops=0, max_loops=10, messages_per_loop=20, loops_for_new_work=4)
+    world.scaler.start_for_work(TARGET, 4)
+    # When its messages are still queued, reconcile keeps them; once the queue is empty, none is left
+    world.queues.set_depth(3)
+    world.scaler.reconcile(TARGET)
+    assert len(world.tokens.tokens()) == 4
+    world.queues.set_depth(0)
+    world.scaler.reconcile(TARGET)
+    assert world.tokens.tokens() == []
 
 
 def test_with_a_minimum_of_zero_an_empty_queue_has_no_loop() -> None:
