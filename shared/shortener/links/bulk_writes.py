@@ -46,7 +46,7 @@ class GeneratedLinkWriter:
 
     def write(self, links: list[Link], *, find_if_exists: bool) -> list[Written]:
         """Write ``links`` (codes made from their ids); the code each one ends with, in order."""
-        limited = [position for position, link in enumerate(links) if _limited(link)]
+        limited = [position for position, link in enumerate(links) if link.one_of_its_own]
         if not find_if_exists or len(limited) == len(links):
             self._put_batches(self.settle(links))
             return [Written(link.code, created=True) for link in links]
@@ -54,7 +54,7 @@ class GeneratedLinkWriter:
             return self._write_claimed(links)
         # A link with limits (expires_at, max_clicks) is a link of its own, as with POST /: never
         # claimed for its URL, nor found by it.
-        unlimited = [position for position, link in enumerate(links) if not _limited(link)]
+        unlimited = [position for position, link in enumerate(links) if not link.one_of_its_own]
         written: list[Written] = [Written("", created=False)] * len(links)
         own = [links[position] for position in limited]
         self._put_batches(self.settle(own))
@@ -114,10 +114,6 @@ class GeneratedLinkWriter:
         ]
         for _ in map_in_context(self._pool, self._links.put_generated_batch, batches):
             pass
-
-
-def _limited(link: Link) -> bool:
-    return link.expires_at is not None or link.max_clicks is not None or link.has_rules or link.per_visitor
 
 
 def _same_link(stored: Link, link: Link) -> bool:

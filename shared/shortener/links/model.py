@@ -300,6 +300,13 @@ class Link(StoredRules):
         return self.max_clicks is not None
 
     @property
+    def one_of_its_own(self) -> bool:
+        """Whether the link is never its URL's plain link (the one find-if-exists hands out): it
+        has limits, rules, a password or a preview."""
+        limited = self.expires_at is not None or self.max_clicks is not None
+        return limited or self.has_rules or self.per_visitor
+
+    @property
     def clicks_left(self) -> int | None:
         return None if self.max_clicks is None else max(self.max_clicks - self.clicks, 0)
 

@@ -434,7 +434,7 @@ class LinkService:
         key = url_key(template.url, template.owner)
         # A link with limits is a link of its own: it is never the one find-if-exists returns for
         # its URL, nor does it take the URL's plain link.
-        find_if_exists = self._find_if_exists and not _limited(template)
+        find_if_exists = self._find_if_exists and not template.one_of_its_own
         if find_if_exists and (existing := self._storage.find_claim(key)) is not None:
             return existing, False
         for _ in range(_MAX_CODE_ATTEMPTS):
@@ -459,12 +459,6 @@ def check_rule_hosts(guard: HostGuard, fields: dict[str, object]) -> None:
     for name, url in urls:
         if url in blocked:
             raise BlockedHostError(f"{name}: {blocked[url]}")
-
-
-def _limited(link: Link) -> bool:
-    # Rules, a password or a preview make a link one of its own too: the URL's plain link must
-    # not answer for it.
-    return link.expires_at is not None or link.max_clicks is not None or link.has_rules or link.per_visitor
 
 
 def _same_limits(one: Link, other: Link) -> bool:
