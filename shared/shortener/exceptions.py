@@ -37,6 +37,13 @@ class InvalidFieldsError(ShortenerError):
     error = "invalid_request"
 
 
+class AnswersEachVisitorError(InvalidFieldsError):
+    """A link whose answer depends on the visitor, on a stack whose redirects a cache keyed by
+    the path alone answers (docs/edge.md, "Links that answer each visitor")."""
+
+    error = "cached_by_path"
+
+
 class CodeTakenError(ShortenerError):
     status_code = 409
     error = "code_taken"

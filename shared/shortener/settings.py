@@ -51,6 +51,9 @@ class LinksMixin(_FromEnvironment):
     # The most ids one counter write reserves for this container's single-link requests (blocks grow
     # to it: 1, 1, 2, 4, ... as links are made).
     ID_BLOCK_SIZE: int = Field(default=10, ge=1, le=1000)
+    # The stage caches GET /{code} by its path (Stage=prod without the edge): a takedown
+    # invalidates the code's entry there, and a link that answers each visitor is refused.
+    API_CACHE_ENABLED: bool = False
 
     @field_validator("CODE_ALPHABET")
     @classmethod
@@ -65,6 +68,7 @@ class LinksMixin(_FromEnvironment):
             allowed_schemes=frozenset(self.ALLOWED_SCHEMES),
             max_length=self.MAX_URL_LENGTH,
             own_hosts=frozenset(host for host in own_hosts if host),
+            answers_each_visitor=not self.API_CACHE_ENABLED,
         )
 
 
@@ -126,8 +130,6 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     # How often a container reads the blocklist again: a blocked host's links answer 410 within
     # this long in every container (at once in the one that blocked it).
     BLOCKLIST_REFRESH_SECONDS: float = Field(default=5.0, ge=0)
-    # The stage caches GET /{code} (Stage=prod): a takedown invalidates the code's entry there.
-    API_CACHE_ENABLED: bool = False
     # Where the API's execute-api endpoint is; empty: https://{api id}.execute-api.{region}....
     # The local stack points it at itself, as AWS_ENDPOINT_URL points boto3 at its AWS.
     AWS_ENDPOINT_URL_EXECUTE_API: str = ""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import RunningStack, _factory
+from tests.e2e.test_bulk_e2e import results_of, wait_until_done
 
 # The expirer runs on a rate(1 minute) schedule: every 6 s at this time scale.
 TIME_SCALE = 10
@@ -147,3 +148,30 @@ def test_custom_codes_made_through_links_bulk_replace_a_cached_404(prod_stack: R
     assert [(answer.status, answer.headers["Location"]) for answer in followed] == [
         (301, f"https://example.com/e2e/{code}") for code in codes
     ]
+
+
+def test_a_link_that_answers_each_visitor_is_refused_by_the_cached_stage(prod_stack: RunningStack) -> None:
+    stack = prod_stack
+    # A device rule on POST /: 422 naming it (the cache would give every visitor the first answer)
+    refused = stack.post_json(
+        "", {"url": "https://example.com/e2e/ruled", "android_url": "https://play.google.com/x"}
+    )
+    assert (refused.status, refused.json()["error"]) == (422, "cached_by_path"), refused.text
+    assert "android_url" in refused.json()["message"]
+    # In a bulk file only the row that would vary fails, with the reason; utm alone is fine
+    text = (
+        "url,geo,utm_source\n"
+        "https://example.com/e2e/geo,DE=https://example.de/,sms\n"
+        "https://example.com/e2e/utm,,sms\n"
+    )
+    answer = stack.request("POST", "bulk", text, {"Content-Type": "text/csv"}, timeout=60)
+    assert answer.status == 202, answer.text
+    job = wait_until_done(stack, answer.json()["job_id"], 60)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 1, 1), (job, stack.log()[-3000:])
+    lines = results_of(stack, job["job_id"])
+    assert lines[0]["error"].startswith("cached_by_path: geo: ") and not lines[0]["code"]
+    followed = _follow(stack, lines[1]["code"])
+    assert (followed.status, followed.headers["Location"]) == (
+        301,
+        "https://example.com/e2e/utm?utm_source=sms",
+    )

@@ -10,7 +10,12 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from shortener import clock
-from shortener.exceptions import InvalidUrlError, ShortenerError, StorageThrottledError
+from shortener.exceptions import (
+    AnswersEachVisitorError,
+    InvalidUrlError,
+    ShortenerError,
+    StorageThrottledError,
+)
 from shortener.jobs.chunk_outcomes import (
     ChunkOutcomes,
     ResultsRequester,
@@ -141,7 +146,7 @@ class ChunkProcessor:
                 continue
             try:
                 generated.append(_generated_row(index, url, attributes, policy))
-            except InvalidUrlError as exc:
+            except (InvalidUrlError, AnswersEachVisitorError) as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
         for index, error in self._screen(message, generated, conditional, policy, attributes).items():
             outcomes[index] = RowOutcome(
@@ -307,7 +312,8 @@ class ChunkProcessor:
 def _generated_row(
     index: int, url: str, attributes: dict[int, LinkAttributes], policy: UrlPolicy
 ) -> _GeneratedRow:
-    """The row with its URL and its rules' URLs normalised (InvalidUrlError naming the field)."""
+    """The row with its URL and its rules' URLs normalised (InvalidUrlError naming the field;
+    AnswersEachVisitorError where the stage caches redirects by path)."""
     if index in attributes:
         attributes[index] = with_normalised_rules(attributes[index], policy)
     return _GeneratedRow(index, normalise_url(url, policy), attributes.get(index))

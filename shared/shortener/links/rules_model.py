@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
-from shortener.exceptions import InvalidUrlError
+from shortener.exceptions import AnswersEachVisitorError, InvalidUrlError
 from shortener.links.countries import COUNTRY_CODES
 from shortener.links.urls import UrlPolicy, normalise_url
 from shortener.request_model import RequestModel
@@ -250,7 +250,10 @@ def normalise_rules(fields: dict[str, Any], policy: UrlPolicy) -> dict[str, Any]
 
 def with_normalised_rules[M: BaseModel](model: M, policy: UrlPolicy) -> M:
     """``model`` (a request, a bulk row's attributes, an update) with its rule URLs normalised
-    (``normalise_rules``)."""
+    (``normalise_rules``); AnswersEachVisitorError where the policy cannot answer each visitor
+    and ``model`` sets what would need it."""
+    if not policy.answers_each_visitor:
+        _refuse_answers_per_visitor(model)
     fields = {name: getattr(model, name) for name in RULE_FIELDS if name in type(model).model_fields}
     normalised = normalise_rules(fields, policy)
     if normalised is fields:
@@ -272,3 +275,14 @@ def rules_view(rules: StoredRules) -> dict[str, Any]:
         "utm": None if rules.utm is None else UtmView(**rules.utm.model_dump()),
         "forward_query": rules.forward_query,
     }
+
+
+def _refuse_answers_per_visitor(model: BaseModel) -> None:
+    # A password alone is fine: every visitor gets the same page, and its form's POST is not cached.
+    varying = [name for name in (*VISITOR_RULES, "preview") if getattr(model, name, None)]
+    if varying:
+        raise AnswersEachVisitorError(
+            f"{', '.join(varying)}: this stack's prod stage caches each short link's answer by its "
+            "path alone (Stage=prod, Edge=off), so every visitor would get the first one's answer. "
+            "Links that answer each visitor need the edge (Edge=on) or a stage without the cache."
+        )

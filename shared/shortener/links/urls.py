@@ -2,7 +2,7 @@
 
 import hashlib
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ada_url
 
@@ -35,6 +35,9 @@ class UrlPolicy:
     # None for one given without a port (then every loopback port is the shortener's). Another
     # service on the same machine, at another port, is not the shortener.
     own_loopback_ports: frozenset[int | None] = frozenset()
+    # False where a cache keyed by the path alone answers GET /{code} (the prod stage's cache
+    # without the edge): it would give every visitor the first one's answer.
+    answers_each_visitor: bool = True
 
     def __post_init__(self) -> None:
         # Compared in one canonical form: 'SHO.RT.', 'sho.rt' and an IDN's Unicode and punycode
@@ -58,8 +61,7 @@ class UrlPolicy:
         added = frozenset(host for host in hosts if host)
         if not added:
             return self
-        ports = self.own_loopback_ports
-        return UrlPolicy(self.allowed_schemes, self.max_length, self.own_hosts | added, ports)
+        return replace(self, own_hosts=self.own_hosts | added)
 
 
 def _host_and_port(text: str) -> tuple[str | None, int | None]:

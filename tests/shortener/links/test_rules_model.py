@@ -2,12 +2,13 @@
 weights, counts), every rule URL checked as ``url`` is and named when refused, CSV cells read and
 written back, and items that read back as they were written."""
 
+import os
 from datetime import UTC, datetime
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from shortener.exceptions import InvalidUrlError
+from shortener.exceptions import AnswersEachVisitorError, InvalidUrlError
 from shortener.links.model import (
     ATTRIBUTE_COLUMNS,
     Link,
@@ -20,6 +21,7 @@ from shortener.links.rules_model import normalise_rules, with_normalised_rules
 from shortener.links.store_items import link_from_item, link_to_item
 from shortener.links.urls import UrlPolicy
 from shortener.request_model import problems
+from shortener.settings import WorkerSettings
 
 POLICY = UrlPolicy(frozenset({"http", "https"}), 2048, frozenset({"sho.rt"}))
 CREATED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -268,3 +270,61 @@ def test_a_link_with_rules_reads_back_as_written_and_a_plain_one_stays_small() -
 def test_utm_alone_does_not_vary_by_visitor() -> None:
     link = Link(code="b7Kx2", url="https://example.com/", created_at=CREATED, utm={"source": "sms"})
     assert link.has_rules and not link.varies
+
+
+# Where the prod stage caches GET /{code} by its path alone (Stage=prod, Edge=off).
+CACHED_BY_PATH = UrlPolicy(
+    frozenset({"http", "https"}), 2048, frozenset({"sho.rt"}), answers_each_visitor=False
+)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"ios_url": "https://apps.apple.com/app"},
+        {"geo": {"DE": "https://a.example/de"}},
+        {
+            "variants": [
+                {"url": "https://a.example/", "weight": 50},
+                {"url": "https://b.example/", "weight": 50},
+            ]
+        },
+        {"forward_query": True},
+        {"preview": {"title": "Spring sale"}},
+    ],
+)
+def test_a_stage_that_caches_by_path_refuses_what_answers_each_visitor(fields: dict[str, object]) -> None:
+    request = ShortenRequest.model_validate({"url": "https://example.com/", **fields})
+    with pytest.raises(AnswersEachVisitorError) as refused:
+        with_normalised_rules(request, CACHED_BY_PATH)
+    assert refused.value.status_code == 422
+    assert refused.value.message.startswith(f"{next(iter(fields))}: ")
+    # The same request is fine where nothing caches by path.
+    with_normalised_rules(request, POLICY)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ShortenRequest.model_validate({"url": "https://example.com/", "utm": {"source": "sms"}}),
+        ShortenRequest.model_validate({"url": "https://example.com/", "password": "open sesame"}),
+        LinkUpdate.model_validate({"ios_url": None, "forward_query": False, "title": "x"}),
+    ],
+)
+def test_a_stage_that_caches_by_path_takes_what_answers_everyone_alike(model: BaseModel) -> None:
+    assert with_normalised_rules(model, CACHED_BY_PATH) == model
+
+
+def test_a_bulk_row_with_a_rule_fails_on_a_stage_that_caches_by_path() -> None:
+    row = LinkAttributes.model_validate({"android_url": "https://play.google.com/x", "utm_source": "sms"})
+    with pytest.raises(AnswersEachVisitorError, match=r"^android_url: "):
+        with_normalised_rules(row, CACHED_BY_PATH)
+
+
+def test_the_policy_of_a_stack_with_a_stage_cache_keeps_it_when_hosts_are_added(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("API_CACHE_ENABLED", "true")
+    monkeypatch.setenv("LINKS_TABLE", "links")
+    policy = WorkerSettings.model_validate(os.environ).url_policy().with_own_host("api.example")
+    assert not policy.answers_each_visitor and "api.example" in policy.own_hosts

@@ -97,3 +97,37 @@ def test_a_new_custom_code_is_refreshed_in_the_stage_cache(api: ModuleType, stag
     # Generated codes are new by construction: nothing to refresh
     ApiCaller(api, "alice").shorten("https://example.com/generated")
     assert len(RecordingStage.requests) == 1
+
+
+def test_a_link_that_answers_each_visitor_is_refused_where_the_stage_caches_by_path(
+    api: ModuleType, stage: str
+) -> None:
+    alice = ApiCaller(api, "alice")
+    # A device rule on POST /: 422 naming it, nothing written
+    refused = alice.request(
+        "POST", "/", body={"url": "https://example.com/", "ios_url": "https://apps.apple.com/x"}
+    )
+    assert refused["statusCode"] == 422
+    assert json.loads(refused["body"])["error"] == "cached_by_path"
+    assert "ios_url" in json.loads(refused["body"])["message"]
+    assert json.loads(alice.list_links()["body"])["links"] == []
+    # A password alone answers every visitor with the same page: made
+    code = alice.shorten("https://example.com/locked", password="open sesame")["code"]
+    # Adding a preview to it later: refused, the link unchanged
+    patched = alice.link("PATCH", code, {"preview": {"title": "Locked"}})
+    assert (patched["statusCode"], json.loads(patched["body"])["error"]) == (422, "cached_by_path")
+    assert json.loads(alice.link("GET", code)["body"])["preview"] is None
+    # In POST /links/bulk only the link that would vary fails
+    bulk = alice.request(
+        "POST",
+        "/links/bulk",
+        body={
+            "links": [
+                {"url": "https://example.com/a"},
+                {"url": "https://example.com/b", "forward_query": True},
+            ]
+        },
+    )
+    outcomes = json.loads(bulk["body"])["links"]
+    assert "code" in outcomes[0]
+    assert outcomes[1]["error"] == "cached_by_path"
