@@ -10,6 +10,7 @@ have no outcome; the message says why)."""
 
 import argparse
 import csv
+import getpass
 import os
 import sys
 import time
@@ -236,6 +237,19 @@ def add_link_fields(parser: argparse.ArgumentParser, *, removable: bool = False)
         default=None,
         help="pass the short URL's own query string on to the destination",
     )
+    # Password and preview links (docs/api.md, "Password and preview links").
+    parser.add_argument(
+        "--password",
+        nargs="?",
+        const=_ASK,
+        help="visitors must type it before the redirect; without a value it is asked for (not echoed)"
+        + ("; none removes it" if removable else ""),
+    )
+    parser.add_argument(
+        "--preview-title", help=f"what link-preview fetchers and social crawlers show{removes}"
+    )
+    parser.add_argument("--preview-description", help="the preview's description (with --preview-title)")
+    parser.add_argument("--preview-image", help="the preview's image: an absolute https URL")
 
 
 def _removable_count(text: str) -> int | str:
@@ -259,8 +273,17 @@ def link_fields(args: argparse.Namespace) -> dict[str, Any]:
     utm = {tag: value for tag in UTM_TAGS if (value := getattr(args, f"utm_{tag}", None)) is not None}
     if utm:
         given["utm"] = utm
+    password = getattr(args, "password", None)
+    given["password"] = getpass.getpass("Password for the link: ") if password is _ASK else password
+    preview = {
+        name: value
+        for name in ("title", "description", "image")
+        if (value := getattr(args, f"preview_{name}", None)) is not None
+    }
+    if preview:
+        given["preview"] = "none" if str(preview.get("title")).strip().lower() == "none" else preview
     return {
-        name: None if name in (*_LIMITS, *_RULE_TEXTS) and str(value).strip().lower() == "none" else value
+        name: None if name in _REMOVABLE and str(value).strip().lower() == "none" else value
         for name, value in given.items()
         if value is not None
     }
@@ -268,6 +291,9 @@ def link_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 _LIMITS = ("expires_at", "max_clicks")
 _RULE_TEXTS = ("ios_url", "android_url", "geo", "variants")
+_REMOVABLE = (*_LIMITS, *_RULE_TEXTS, "password", "preview")
+# --password given without a value: asked for at the terminal.
+_ASK = object()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -553,3 +553,28 @@ def test_shorten_and_update_send_the_links_rules(api_url: str) -> None:
         },
         {"ios_url": None, "forward_query": False, "utm": {"campaign": "spring"}},
     ]
+
+
+def test_shorten_and_update_send_a_password_and_a_preview(
+    api_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # When a link is made with a password typed at the prompt and a preview, then both removed
+    monkeypatch.setattr("getpass.getpass", lambda prompt: "open sesame")
+    preview = ["--preview-title", "Spring sale", "--preview-image", "https://img.example/s.png"]
+    assert main(["--api-url", api_url, "shorten", "https://example.com/", "--password", *preview]) == EXIT_OK
+    assert (
+        main(["--api-url", api_url, "update", "c1", "--password", "none", "--preview-title", "none"])
+        == EXIT_OK
+    )
+    assert main(["--api-url", api_url, "update", "c1", "--password", "s3cret"]) == EXIT_OK
+    # Then the API gets them under its own names
+    sent = [json.loads(body) for method, _, body in FakeApi.requests if method in ("POST", "PATCH")]
+    assert sent == [
+        {
+            "url": "https://example.com/",
+            "password": "open sesame",
+            "preview": {"title": "Spring sale", "image": "https://img.example/s.png"},
+        },
+        {"password": None, "preview": None},
+        {"password": "s3cret"},
+    ]
