@@ -40,6 +40,9 @@ class Stack(Protocol):
     @property
     def access_log(self) -> Any: ...  # the stage's access log, a LogGroup or None (from `start` on)
 
+    @property
+    def function_logs(self) -> Any: ...  # the functions' subscribed log groups, LogGroups (from `start` on)
+
     def warn(self, message: str) -> None:
         """A warning for the banner (and the log)."""
 

@@ -46,7 +46,7 @@ from local_stack.cloudformation import (
 )
 from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
 from local_stack.cloudfront.edge import EdgeConfig, LocalEdge, edge_config, has_edge
-from local_stack.cloudwatch.logs import LogGroup, stack_access_log
+from local_stack.cloudwatch.logs import LogGroup, stack_access_log, stack_function_logs
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
 from local_stack.embedded import EmbeddedAws, aws_client
@@ -117,6 +117,7 @@ class LocalStack:
         # The HTTP APIs (the edge's origin), by id: their listeners on free loopback ports.
         self._http_apis: dict[str, HttpApi] = {}
         self._access_log: LogGroup | None = None
+        self._function_logs: list[LogGroup] = []
         self._state: DurableState | None = None
         self._services: list[Service] = []
         self._servers: list[threading.Thread] = []
@@ -288,6 +289,10 @@ class LocalStack:
         self._access_log = stack_access_log(
             resources, self._runtime, options.faults.duplicate_logs, options.time_scale
         )
+        # The functions' own log groups that the template subscribes (before their workers start).
+        self._function_logs = stack_function_logs(
+            resources, self._runtime, options.faults.duplicate_logs, options.time_scale
+        )
         self._api = ApiGateway(
             routes,
             binary_types,
@@ -409,6 +414,10 @@ class LocalStack:
     @property
     def access_log(self) -> LogGroup | None:
         return self._access_log
+
+    @property
+    def function_logs(self) -> list[LogGroup]:
+        return self._function_logs
 
     def stop(self, save: bool = True) -> StateSummary | None:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.

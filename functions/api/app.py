@@ -3,6 +3,7 @@ routes in bulk.py, link management and the blocklist in links.py). Routes parse,
 and answer; errors are mapped to JSON once, below."""
 
 import json
+import sys
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -22,6 +23,7 @@ from request import api_url, base_url, body_fields, caller, stage_cache
 
 from shortener import clock
 from shortener.clicks.agents import is_crawler
+from shortener.clicks.model import destination_line
 from shortener.exceptions import (
     LinkExpiredError,
     LinkGoneError,
@@ -223,7 +225,7 @@ def follow(code: str) -> Response[str]:
     if resolution.shown is not None:
         return _shown(code, resolution.shown)
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
-    return _redirect(resolution)
+    return _redirect(code, resolution)
 
 
 # What the password page's form sends (form-encoded, as browsers post forms).
@@ -272,16 +274,18 @@ def unlock(code: str) -> Response[str]:
         from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
     )
     metrics.add_metric(name="Redirects", unit=MetricUnit.Count, value=1)
-    return _redirect(resolution)
+    return _redirect(code, resolution)
 
 
-def _redirect(resolution: Resolution) -> Response[str]:
+def _redirect(code: str, resolution: Resolution) -> Response[str]:
     event = app.current_event
     # Decided after the checks that answer instead of any destination (a password page, a
     # crawler's preview): docs/api.md, "Link rules", their precedence.
     decision = links().destination(
         resolution, lambda: visitor_of(event.headers, web.query_string(event.raw_event))
     )
+    if resolution.rules is not None or resolution.per_visitor:
+        _answered(code, decision.rule)
     settings = api_settings()
     cache_control = resolution.cache_control(
         settings.REDIRECT_CACHE_CONTROL, clock.now(), settings.EDGE_CACHE_SECONDS
@@ -305,9 +309,18 @@ def _shown(code: str, shown: Interception) -> Response[str]:
         body = preview_page(shown.link.preview, base_url(event) + code)
     else:
         body = _password_page(code)
+    _answered(code, shown.shown)
     if event.http_method == "HEAD":
         body = ""
     return Response(200, "text/html; charset=utf-8", body, headers=_PER_VISITOR)
+
+
+def _answered(code: str, destination: str) -> None:
+    """Record which rule answered a rule, password or preview link (docs/clicks.md,
+    "Destinations"): one line in the function's log, whatever the log level, which the collector
+    counts. A plain link writes none (its answers are all ``default``); HEAD only looks."""
+    if app.current_event.http_method != "HEAD":
+        sys.stdout.write(destination_line(code, destination, clock.now()) + "\n")
 
 
 def _password_page(code: str, problem: str = "") -> str:

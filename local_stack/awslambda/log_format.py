@@ -22,6 +22,7 @@ import logging
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Literal, TextIO
 
@@ -170,10 +171,18 @@ class FunctionOutput:
 
     _raw_lock = threading.Lock()
 
-    def __init__(self, function: str, log_format: LogFormat, raw: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        function: str,
+        log_format: LogFormat,
+        raw: TextIO | None = None,
+        sink: Callable[[str], None] | None = None,
+    ) -> None:
         self._log = logging.getLogger(FUNCTION_LOGGER_PREFIX + function)
         self._format = log_format
         self._raw = raw
+        # The function's log group, where a subscription filter reads it (cloudwatch/logs.py).
+        self._sink = sink
         self.renderer = FunctionLogRenderer()
 
     def follow(self, stream: IO[str] | None) -> None:
@@ -192,7 +201,9 @@ class FunctionOutput:
                 return
 
     def write(self, line: str) -> None:
-        """Show one line the worker wrote."""
+        """Show one line the worker wrote (and hand it to the function's log group)."""
+        if self._sink is not None:
+            self._sink(line)
         if self._format == "json":
             with self._raw_lock:
                 (self._raw or sys.stderr).write(line if line.endswith("\n") else line + "\n")

@@ -119,7 +119,13 @@ _TIMED_OUT, _CLOSED = _Silence.TIMED_OUT, _Silence.CLOSED
 class Worker:
     """One execution environment: a process that imported the handler and waits for events."""
 
-    def __init__(self, spec: FunctionSpec, settings: RuntimeSettings, zygote: Zygote | None = None) -> None:
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        settings: RuntimeSettings,
+        zygote: Zygote | None = None,
+        output_sink: Callable[[str], None] | None = None,
+    ) -> None:
         self.spec = spec
         argv = [
             sys.executable,
@@ -152,7 +158,7 @@ class Worker:
             )
         # The function's own output (its logs, prints, tracebacks), read from the start so that a
         # full pipe can never stall the worker.
-        self.output = FunctionOutput(spec.logical_id, settings.log_format)
+        self.output = FunctionOutput(spec.logical_id, settings.log_format, sink=output_sink)
         self.output.follow(self.process.stderr)
 
     def wait_ready(self) -> None:
@@ -283,6 +289,8 @@ class FunctionPool:
         self._all: set[Worker] = set()
         self._lock = threading.Lock()
         self._closed = False
+        # Where its workers' output lines also go (its log group, where subscribed).
+        self.output_sink: Callable[[str], None] | None = None
 
     def invoke(self, event: Any, slot_timeout: float | None, background: bool = False) -> Invocation:
         """Run ``event`` on a warm worker, or a new one; wait at most ``slot_timeout`` for a slot."""
@@ -340,7 +348,7 @@ class FunctionPool:
                 self._all.discard(worker)
         # Known to the pool from its first moment, so that close() kills one still starting too
         # (a worker born while the stack stops must not outlive it).
-        worker = Worker(self.spec, self._settings, self._zygote)
+        worker = Worker(self.spec, self._settings, self._zygote, self.output_sink)
         with self._lock:
             closed = self._closed
             if not closed:
@@ -393,6 +401,11 @@ class LambdaRuntime:
         name = name_or_arn.split(":function:", 1)[-1].split(":", 1)[0]
         pool = self._pools.get(name)
         return pool.spec if pool else None
+
+    def send_output(self, name: str, sink: Callable[[str], None]) -> None:
+        """Hand every line that ``name``'s workers write to ``sink`` too (its log group), from its
+        next worker on: set before the function's workers start."""
+        self._pools[name].output_sink = sink
 
     def invoke(self, name: str, event: Any, slot_timeout: float | None = 10.0) -> Invocation:
         """RequestResponse: run and wait for the outcome."""

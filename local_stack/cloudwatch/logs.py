@@ -38,7 +38,10 @@ from local_stack.cloudformation.resources import API_STAGE, Resources
 log = logging.getLogger(__name__)
 
 SUBSCRIPTION_FILTER = "AWS::Logs::SubscriptionFilter"
+LOG_GROUP = "AWS::Logs::LogGroup"
 MAX_FILTERS_PER_GROUP = 2
+# A function's own log group (Lambda's default name for it, which the template gives each function).
+FUNCTION_LOG_GROUP_PREFIX = "/aws/lambda/"
 # CloudWatch Logs sends a subscription's events in batches of at most about 1 MB (uncompressed);
 # locally a batch is cut at this many events or this many bytes, whichever comes first.
 BATCH_MAX_EVENTS = 10_000
@@ -223,9 +226,19 @@ class LogGroup:
 
     def write(self, record: AccessRecord) -> LogEvent:
         """Append the request's access log line; it is delivered with the next batch."""
-        message = render(self.log_format, record)
+        return self._append(render(self.log_format, record), record.epoch_ms)
+
+    def write_line(self, line: str) -> None:
+        """One line a function wrote to its output, which Lambda sends to the function's log group
+        (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs.html). Only a line
+        that a subscription's pattern matches is kept: the others would only be stored."""
+        message = line.rstrip("\n")
+        if any(subscription.pattern.matches(message) for subscription in self.subscriptions):
+            self._append(message, int(time.time() * 1000))
+
+    def _append(self, message: str, epoch_ms: int) -> LogEvent:
         # CloudWatch Logs' event ids are 56-digit strings, unique in the log group.
-        event = LogEvent(f"{record.epoch_ms:020d}{next(self._sequence):036d}", record.epoch_ms, message)
+        event = LogEvent(f"{epoch_ms:020d}{next(self._sequence):036d}", epoch_ms, message)
         keeper = self.keeper
         if keeper is not None:  # journaled before the request is answered
             keeper.line_written(self.name, event)
@@ -362,7 +375,24 @@ def access_log_group(
         return None
     # arn:aws:logs:<region>:<account>:log-group:<name>[:*]
     group = str(destination).split(":log-group:", 1)[-1].removesuffix(":*")
-    subscriptions = []
+    return LogGroup(
+        group,
+        str(log_format),
+        _subscriptions(group, filters, subscription_names, function_of),
+        invoke,
+        duplicate_probability=duplicate_probability,
+        flush_interval=flush_interval,
+    )
+
+
+def _subscriptions(
+    group: str,
+    filters: Iterable[dict[str, Any]],
+    subscription_names: Iterable[str],
+    function_of: Callable[[str], str | None],
+) -> list[Subscription]:
+    """The subscription filters (resolved properties, and their names) on ``group`` whose
+    destination is a running function."""
     pairs = zip(filters, subscription_names, strict=True)
     listed = [(properties, name) for properties, name in pairs if properties.get("LogGroupName") == group]
     if len(listed) > MAX_FILTERS_PER_GROUP:
@@ -370,6 +400,7 @@ def access_log_group(
             f"log group {group}: {len(listed)} subscription filters; CloudWatch Logs allows "
             f"{MAX_FILTERS_PER_GROUP}"
         )
+    subscriptions = []
     for properties, name in listed:
         function = function_of(str(properties.get("DestinationArn", "")))
         if function is None:
@@ -377,14 +408,47 @@ def access_log_group(
             continue
         pattern = FilterPattern.parse(str(properties.get("FilterPattern", "")))
         subscriptions.append(Subscription(str(properties.get("FilterName") or name), pattern, function))
-    return LogGroup(
-        group,
-        str(log_format),
-        subscriptions,
-        invoke,
-        duplicate_probability=duplicate_probability,
-        flush_interval=flush_interval,
+    return subscriptions
+
+
+def stack_function_logs(
+    resources: Resources, runtime: LambdaRuntime, duplicate_probability: float = 0.0, time_scale: float = 1.0
+) -> list[LogGroup]:
+    """The functions' own log groups (``/aws/lambda/<name>``) that the template subscribes to
+    functions (the API function's destination lines, for the collector): each such function's
+    output lines go to its group, delivered as the access log's are."""
+    filters = resources.of_type(SUBSCRIPTION_FILTER)
+    # A filter names its group by Ref, which the local stack resolves to the group's physical id; the
+    # group's own LogGroupName says whose it is (/aws/lambda/<function>).
+    named = {
+        resources.physical_id(logical_id): str(properties.get("LogGroupName", ""))
+        for logical_id, properties in resources.of_type(LOG_GROUP).items()
+    }
+    subscribed = {str(properties.get("LogGroupName", "")) for properties in filters.values()}
+    groups = sorted(
+        group for group in subscribed if named.get(group, group).startswith(FUNCTION_LOG_GROUP_PREFIX)
     )
+
+    def function_of(arn: str) -> str | None:
+        spec = runtime.function(arn)
+        return spec.name if spec is not None else None
+
+    log_groups = []
+    for group in groups:
+        writer = runtime.function(named.get(group, group).removeprefix(FUNCTION_LOG_GROUP_PREFIX))
+        if writer is None:
+            continue
+        log_group = LogGroup(
+            group,
+            "",
+            _subscriptions(group, filters.values(), filters.keys(), function_of),
+            runtime.invoke_async,
+            duplicate_probability=duplicate_probability,
+            flush_interval=FLUSH_INTERVAL_SECONDS / time_scale,
+        )
+        runtime.send_output(writer.name, log_group.write_line)
+        log_groups.append(log_group)
+    return log_groups
 
 
 def stack_access_log(

@@ -63,7 +63,7 @@ class CloudWatchService(Service):
         left = self._log_state.attach(stack.access_log) if self._log_state and stack.access_log else 0
         if left:
             log.info("Access log: %d lines not yet delivered before the restart delivered again", left)
-        for part in (evaluator, stack.access_log):
+        for part in (evaluator, stack.access_log, *stack.function_logs):
             if part is not None:
                 part.start()
                 self._parts.append(part)

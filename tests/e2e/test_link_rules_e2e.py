@@ -4,6 +4,7 @@ per request, a bulk CSV's rule columns make links that behave so, and the edge n
 link from its cache (X-Cache never Hit), while a plain link still is. One stack for the module;
 every load bounded in count."""
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +122,51 @@ def test_forward_query_passes_the_short_urls_query_through_the_edge(stack: Runni
     code = _shorten(stack, url="https://example.com/fq", forward_query=True)
     answer = http_request(stack.edge_url, "GET", f"{code}?gclid=abc", headers={"User-Agent": DESKTOP})
     assert _rule_answer(answer) == "https://example.com/fq?gclid=abc"
+
+
+def _destinations(stack: RunningStack, code: str) -> tuple[int, dict[str, int]]:
+    report = stack.request("GET", f"links/{code}/clicks").json()
+    return report["total"], {entry["value"]: entry["clicks"] for entry in report["destinations"]}
+
+
+def _wait_for_destinations(
+    stack: RunningStack, code: str, expected: tuple[int, dict[str, int]]
+) -> tuple[int, dict[str, int]]:
+    deadline = time.monotonic() + 60
+    while (found := _destinations(stack, code)) != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
+def test_the_clicks_report_counts_each_answer_once_by_the_rule_that_gave_it(stack: RunningStack) -> None:
+    # Given a link with device and country rules, followed through the edge (viewer country DE) by
+    # an iPhone, an Android phone and a desktop, and on the API's own URL (no country) by a desktop
+    ruled = _shorten(
+        stack,
+        url="https://example.com/dest",
+        ios_url="https://apps.apple.com/app/id9",
+        android_url="https://play.google.com/store/apps/details?id=x",
+        geo={"DE": "https://example.de/dest"},
+    )
+    for agent in (IPHONE, ANDROID, DESKTOP):
+        _rule_answer(_follow(stack, ruled, agent, edge=True))
+    _rule_answer(_follow(stack, ruled, DESKTOP, edge=False))
+    # and a password link with a preview: its page, a crawler's preview, a wrong and the right password
+    locked = _shorten(stack, url="https://example.com/locked", password="sesame", preview={"title": "Locked"})
+    assert _follow(stack, locked, DESKTOP, edge=False).status == 200
+    assert _follow(stack, locked, "facebookexternalhit/1.1", edge=False).status == 200
+    form = {"Content-Type": "application/x-www-form-urlencoded", "User-Agent": DESKTOP}
+    assert http_request(stack.api_url, "POST", locked, "password=wrong", form).status == 401
+    assert http_request(stack.api_url, "POST", locked, "password=sesame", form).status == 302
+    # and a plain link, followed once on each URL
+    plain = _shorten(stack, url="https://example.com/plain-dest")
+    for edge in (True, False):
+        assert _follow(stack, plain, DESKTOP, edge=edge).status == 301
+    # Then each link's destinations count each answer once, by the rule that gave it
+    expected = {
+        ruled: (4, {"ios": 1, "android": 1, "geo:DE": 1, "default": 1}),
+        locked: (1, {"password_page": 1, "preview": 1, "default": 1}),
+        plain: (2, {"default": 2}),
+    }
+    for code, answers in expected.items():
+        assert _wait_for_destinations(stack, code, answers) == answers, code

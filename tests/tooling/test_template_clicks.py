@@ -50,14 +50,27 @@ def test_the_stage_logs_every_request_as_json_to_a_log_group_that_expires() -> N
 
 def test_the_access_log_is_subscribed_by_the_collector_for_redirects_only() -> None:
     resources = resolved(Edge="off")
-    [subscription] = resources.of_type("AWS::Logs::SubscriptionFilter").values()
+    subscription = resources.of_type("AWS::Logs::SubscriptionFilter")["CollectorFunctionAccessLog"]
     assert subscription["LogGroupName"] == resources.physical_id("ApiAccessLogGroup")
     assert subscription["DestinationArn"] == resources.resolver.get_att("CollectorFunction", "Arn")
     assert subscription["FilterPattern"] == '{ $.resourcePath = "/{code}" }'
     # CloudWatch Logs may invoke it (the permission is scoped to the log group)
     permissions = resources.of_type("AWS::Lambda::Permission").values()
-    [permission] = [p for p in permissions if p["Principal"] == "logs.amazonaws.com"]
-    assert permission["SourceArn"] == resources.resolver.get_att("ApiAccessLogGroup", "Arn")
+    sources = {p["SourceArn"] for p in permissions if p["Principal"] == "logs.amazonaws.com"}
+    assert resources.resolver.get_att("ApiAccessLogGroup", "Arn") in sources
+
+
+def test_the_api_functions_destination_lines_are_subscribed_by_the_collector() -> None:
+    resources = resolved(Edge="off")
+    filters = resources.of_type("AWS::Logs::SubscriptionFilter")
+    assert set(filters) == {"CollectorFunctionAccessLog", "CollectorFunctionDestinations"}
+    subscription = filters["CollectorFunctionDestinations"]
+    assert subscription["LogGroupName"] == resources.physical_id("ApiFunctionLogGroup")
+    assert subscription["DestinationArn"] == resources.resolver.get_att("CollectorFunction", "Arn")
+    assert subscription["FilterPattern"] == '{ $.record = "destination" }'
+    permissions = resources.of_type("AWS::Lambda::Permission").values()
+    sources = [p["SourceArn"] for p in permissions if p["Principal"] == "logs.amazonaws.com"]
+    assert sources.count(resources.resolver.get_att("ApiFunctionLogGroup", "Arn")) == 1
 
 
 def test_the_access_log_names_the_stage_so_the_edge_stage_is_never_counted_from_it() -> None:

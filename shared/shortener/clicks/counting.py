@@ -20,11 +20,13 @@ from pydantic import ValidationError
 from shortener.access.model import ANONYMOUS_OWNER
 from shortener.clicks.agents import classify_agent
 from shortener.clicks.model import (
+    DESTINATION_RECORD,
     DIMENSIONS,
     EDGE_STAGE,
     MAX_RANGE_DAYS,
     MAX_TOP_RANGE_DAYS,
     MAX_VALUE_LENGTH,
+    NOT_REDIRECTS,
     STAGE_CACHE_REFRESH_AGENT,
     TOP_LINKS,
     TOP_VALUES,
@@ -33,6 +35,7 @@ from shortener.clicks.model import (
     AllTime,
     BatchOutcome,
     Click,
+    DestinationLine,
     EdgeLogRecord,
     HourCounts,
     Interval,
@@ -93,13 +96,16 @@ def edge_batch_key(request_ids: Iterable[str]) -> str:
     return batch_key("cloudfront", "edge", request_ids)
 
 
-def parse_line(message: str) -> AccessLogLine | EdgeLogRecord | None:
-    """The access log line or the edge's log record, or None when it is neither (junk, truncated,
-    a field out of bounds). The edge's records are told by their ``x-edge-request-id``."""
+def parse_line(message: str) -> AccessLogLine | EdgeLogRecord | DestinationLine | None:
+    """The access log line, the edge's log record or the API function's destination line, or None
+    when it is none of them (junk, truncated, a field out of bounds). The edge's records are told
+    by their ``x-edge-request-id``, the function's lines by their ``record``."""
     try:
         document = json.loads(message)
         if isinstance(document, dict) and "x-edge-request-id" in document:
             return EdgeLogRecord.model_validate(document)
+        if isinstance(document, dict) and document.get("record") == DESTINATION_RECORD:
+            return DestinationLine.model_validate(document)
         return AccessLogLine.model_validate(document)
     except (ValueError, ValidationError):
         return None
@@ -195,15 +201,24 @@ def country_of(address: str | None) -> str:
     return code if isinstance(code, str) and len(code) == 2 else UNKNOWN
 
 
-def aggregate(clicks: Iterable[Click]) -> list[HourCounts]:
-    """The clicks added up per link per hour, in a stable order (link, then hour)."""
+def aggregate(clicks: Iterable[Click], answers: Iterable[DestinationLine] = ()) -> list[HourCounts]:
+    """The clicks, and the answers by destination, added up per link per hour, in a stable order
+    (link, then hour)."""
     hours: dict[tuple[str, datetime], HourCounts] = {}
-    for click in clicks:
-        hour = click.at.replace(minute=0, second=0, microsecond=0)
-        counts = hours.get((click.code, hour))
+
+    def counts_of(code: str, at: datetime) -> HourCounts:
+        hour = at.replace(minute=0, second=0, microsecond=0)
+        counts = hours.get((code, hour))
         if counts is None:
-            counts = hours[(click.code, hour)] = HourCounts(click.code, hour)
-        counts.add(click)
+            counts = hours[(code, hour)] = HourCounts(code, hour)
+        return counts
+
+    for click in clicks:
+        counts_of(click.code, click.at).add(click)
+    for answer in answers:
+        counts_of(answer.code, datetime.fromtimestamp(answer.time_ms / 1000, UTC)).add_destination(
+            answer.destination
+        )
     return [hours[key] for key in sorted(hours)]
 
 
@@ -224,12 +239,17 @@ class ClickCollector:
         delivered again under other event ids count once too."""
         outcome = BatchOutcome()
         clicks = []
+        answers: list[DestinationLine] = []
         edge_requests: list[str] = []
         access_lines = 0
         for message in messages:
             line = parse_line(message)
             if line is None:
                 outcome.skip("malformed")
+                continue
+            if isinstance(line, DestinationLine):
+                # Not a click: which rule answered one (its click, if it was one, is another line's).
+                answers.append(line)
                 continue
             if isinstance(line, EdgeLogRecord):
                 edge_requests.append(line.request_id)
@@ -245,10 +265,12 @@ class ClickCollector:
             outcome.humans += not click.bot
         if edge_requests and not access_lines:
             key = edge_batch_key(edge_requests)
-        hours = aggregate(clicks)
+        outcome.answers = len(answers)
+        hours = aggregate(clicks, answers)
         if hours:
-            # One BatchGetItem of the batch's distinct links: their owners, their click limits.
-            links = self.links(sorted({counts.code for counts in hours})) if self.links else {}
+            # One BatchGetItem of the batch's distinct clicked links: their owners, their click limits.
+            clicked = sorted({counts.code for counts in hours if counts.clicks})
+            links = self.links(clicked) if self.links and clicked else {}
             written = self.counter.add(key, hours, _owner_days(hours, links))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
@@ -271,7 +293,7 @@ def _owner_days(hours: Sequence[HourCounts], links: Mapping[str, Link]) -> list[
     for counts in hours:
         link = links.get(counts.code)
         owner = link.owner if link is not None and link.owner != ANONYMOUS_OWNER else None
-        if owner:
+        if owner and counts.clicks:
             day = days.setdefault((owner, counts.hour.date(), counts.code), [0, 0])
             day[0] += counts.clicks
             day[1] += counts.humans
@@ -349,6 +371,7 @@ def link_report(
         devices=_top(tops["device"]),
         browsers=_top(tops["browser"]),
         os=_top(tops["os"]),
+        destinations=destinations_of(sum(hour.clicks for hour in inside), tops["destination"]),
         all_time=AllTime(
             clicks=totals.clicks,
             humans=totals.humans,
@@ -357,6 +380,18 @@ def link_report(
             last_click=totals.last_click,
         ),
     )
+
+
+def destinations_of(clicks: int, answers: dict[str, int]) -> list[ValueCount]:
+    """Each answer once by the rule that gave it, most first: the recorded answers, and as
+    ``default`` the clicks no rule recorded (a plain link writes no line: its redirects are all
+    ``default``; a link that got its rules later has its earlier clicks there too)."""
+    counted = dict(answers)
+    unrecorded = clicks - sum(number for rule, number in answers.items() if rule not in NOT_REDIRECTS)
+    if unrecorded > 0:
+        counted["default"] = counted.get("default", 0) + unrecorded
+    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    return [ValueCount(value=value, clicks=number) for value, number in ranked]
 
 
 def _bucket(moment: datetime, interval: Interval) -> datetime:

@@ -2,6 +2,7 @@
 what the collector reads), one classified click, and the hourly counts the collector adds up
 (docs/clicks.md)."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Annotated, Literal, Self
@@ -19,8 +20,14 @@ MAX_VALUE_LENGTH = 64
 UNKNOWN = "unknown"
 
 DeviceClass = Literal["desktop", "mobile", "tablet", "bot", "other"]
-Dimension = Literal["country", "device", "browser", "os", "referrer"]
-DIMENSIONS: tuple[Dimension, ...] = ("country", "device", "browser", "os", "referrer")
+Dimension = Literal["country", "device", "browser", "os", "referrer", "destination"]
+DIMENSIONS: tuple[Dimension, ...] = ("country", "device", "browser", "os", "referrer", "destination")
+# What a rule, password or preview link's answer is recorded as (shortener.clicks.answers): the
+# API function's log line that the collector counts under the link's destinations.
+DESTINATION_RECORD = "destination"
+# The rules whose answer is a redirect (a click); the password page and the preview are answers
+# that are not.
+NOT_REDIRECTS = frozenset({"password_page", "preview"})
 SkipReason = Literal["malformed", "not_a_redirect", "not_a_follow", "cache_refresh", "edge_stage"]
 # The API stage CloudFront's origin requests reach (template.yaml): its redirects are counted from
 # the edge's logs, never from an access log line, so a click through the edge counts once.
@@ -133,13 +140,41 @@ class Click:
     from_edge: bool = False
 
     def dimension(self, name: Dimension) -> str | None:
+        # The destination comes from the function's own line (DestinationLine), not the click's.
         return {
             "country": self.country,
             "device": self.device,
             "browser": self.browser,
             "os": self.os,
             "referrer": self.referrer,
-        }[name]
+        }.get(name)
+
+
+def destination_line(code: str, destination: str, at: datetime) -> str:
+    """The line the API function writes to its log for one answer of a rule, password or preview
+    link; a subscription filter on ``record`` hands it to the collector (template.yaml)."""
+    return json.dumps(
+        {
+            "record": DESTINATION_RECORD,
+            "code": code,
+            "destination": destination,
+            "time": int(at.timestamp() * 1000),
+        },
+        separators=(",", ":"),
+    )
+
+
+class DestinationLine(BaseModel):
+    """The API function's log line for one answer of a rule, password or preview link: which rule
+    answered (``default``, ``ios``, ``android``, ``geo:DE``, ``variant:2``, ``preview``,
+    ``password_page``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    record: Literal["destination"]
+    code: str = Field(min_length=1, max_length=128)
+    destination: str = Field(min_length=1, max_length=MAX_VALUE_LENGTH, pattern=r"^[a-z_]+(:[A-Za-z0-9]+)?$")
+    time_ms: int = Field(alias="time", gt=0)
 
 
 @dataclass
@@ -168,6 +203,11 @@ class HourCounts:
                 counts = self.values.setdefault(name, {})
                 counts[value] = counts.get(value, 0) + 1
 
+    def add_destination(self, destination: str) -> None:
+        """One answer of the link by ``destination`` (its click, if it was one, comes apart)."""
+        counts = self.values.setdefault("destination", {})
+        counts[destination] = counts.get(destination, 0) + 1
+
 
 @dataclass
 class LimitOutcome:
@@ -192,6 +232,8 @@ class BatchOutcome:
     already_counted: bool = False
     # On a cached stage, what became of the batch's click-limited links.
     limits: LimitOutcome | None = None
+    # Answers of rule, password and preview links recorded by destination (not clicks).
+    answers: int = 0
 
     def skip(self, reason: SkipReason) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -264,6 +306,13 @@ class LinkClicks(BaseModel):
     devices: list[ValueCount]
     browsers: list[ValueCount]
     os: list[ValueCount]
+    destinations: list[ValueCount] = Field(
+        description=(
+            "Each answer once, by the rule that gave it: default, ios, android, geo:DE, variant:2 "
+            "(variants counted from 1), preview, password_page. A plain link's clicks are all "
+            "default; the password page and the preview are answers, not clicks (not in total)."
+        )
+    )
     all_time: AllTime
 
 

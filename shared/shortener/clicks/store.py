@@ -185,7 +185,8 @@ class ClicksStore(aws.DynamoDBTable):
 
     def _total_updates(self, hours: Sequence[HourCounts]) -> list[dict[str, Any]]:
         totals: dict[str, tuple[int, int, int, int, int]] = {}
-        for counts in hours:
+        # Hours of answers alone (destinations) hold no click: the totals and their times stay.
+        for counts in (counts for counts in hours if counts.clicks):
             clicks, humans, bots, first, last = totals.get(counts.code, (0, 0, 0, counts.first_ms, 0))
             totals[counts.code] = (
                 clicks + counts.clicks,

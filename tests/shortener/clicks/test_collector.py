@@ -2,6 +2,7 @@
 them, counted into the clicks table once per batch; no address is stored."""
 
 import json
+from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
@@ -9,6 +10,7 @@ import boto3
 import pytest
 
 from local_stack.cloudwatch.logs import AccessRecord, FilterPattern, LogGroup, Subscription
+from shortener.clicks.model import destination_line
 from tests.shortener.clicks.test_counting import CHROME_WINDOWS, FORMAT_FIELDS
 from tests.support.loops import LambdaContext
 
@@ -103,3 +105,37 @@ def test_a_batch_of_only_junk_writes_nothing(collector: ModuleType, tables: dict
     summary = collector.lambda_handler(event, LambdaContext("collector"))
     assert summary["clicks"] == 0 and summary["skipped"] == {"malformed": 1, "not_a_redirect": 1}
     assert items(tables["CLICKS_TABLE"]) == {}
+
+
+def test_the_api_functions_destination_lines_are_counted_once_beside_the_clicks(
+    collector: ModuleType, tables: dict[str, str]
+) -> None:
+    # Given the API function's log group, subscribed as the template subscribes it
+    events: list[dict[str, Any]] = []
+    group = LogGroup(
+        "/aws/lambda/t-ApiFunction",
+        "",
+        [Subscription("destinations", FilterPattern.parse('{ $.record = "destination" }'), "collector")],
+        lambda _, event: events.append(event),
+    )
+    at = datetime.fromtimestamp(T0 / 1000, UTC)
+    # When the function writes its other lines and two answers of a link
+    for written in ['{"level":"INFO","message":"Link created"}', "START RequestId: 1"]:
+        group.write_line(written + "\n")
+    group.write_line(destination_line("abc", "ios", at) + "\n")
+    group.write_line(destination_line("abc", "geo:DE", at) + "\n")
+    group.flush()
+    [event] = events
+    # Then the collector counts them under the link's hour, and a second delivery adds nothing
+    summary = collector.lambda_handler(event, LambdaContext("collector"))
+    assert (summary["lines"], summary["clicks"]) == (2, 0)
+    assert collector.lambda_handler(event, LambdaContext("collector"))["already_counted"]
+    stored = items(tables["CLICKS_TABLE"])
+    hour = stored[("abc", "h#2025-11-26T05")]
+    assert (hour["destination#ios"]["N"], hour["destination#geo:DE"]["N"], hour["clicks"]["N"]) == (
+        "1",
+        "1",
+        "0",
+    )
+    # and touches no total: answers alone are no clicks, no first or last click
+    assert ("abc", "total") not in stored

@@ -14,9 +14,18 @@ from shortener.clicks.counting import (
     batch_key,
     classify_agent,
     click_of,
+    destinations_of,
     parse_line,
 )
-from shortener.clicks.model import STAGE_CACHE_REFRESH_AGENT, Click, HourCounts, OwnerDay
+from shortener.clicks.model import (
+    STAGE_CACHE_REFRESH_AGENT,
+    Click,
+    DestinationLine,
+    HourCounts,
+    OwnerDay,
+    ValueCount,
+    destination_line,
+)
 
 CHROME_WINDOWS = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -207,3 +216,43 @@ def test_the_fields_read_here_are_the_templates_access_log_format() -> None:
 
     api = load_template()["Resources"]["ShortenerApi"]["Properties"]
     assert json.loads(api["AccessLogSetting"]["Format"]) == json.loads(FORMAT_FIELDS)
+
+
+def answer(destination: str, code: str = "abc", at_ms: int = T0) -> str:
+    return destination_line(code, destination, datetime.fromtimestamp(at_ms / 1000, UTC))
+
+
+def test_the_functions_destination_line_is_read_back_as_written() -> None:
+    parsed = parse_line(answer("geo:DE"))
+    assert isinstance(parsed, DestinationLine)
+    assert (parsed.code, parsed.destination, parsed.time_ms) == ("abc", "geo:DE", T0)
+    # A destination that is not a rule's name is no line of ours
+    assert parse_line(answer("<script>")) is None
+
+
+def test_answers_add_to_their_links_hour_under_destination_and_never_to_its_clicks() -> None:
+    counter = RecordingCounter()
+    outcome = ClickCollector(counter).collect(
+        "k", [answer("ios"), answer("ios"), answer("variant:2"), line()]
+    )
+    assert (outcome.clicks, outcome.answers) == (1, 3)
+    [(_, hours)] = counter.calls
+    [hour] = hours
+    assert (hour.clicks, hour.values["destination"]) == (1, {"ios": 2, "variant:2": 1})
+
+
+def test_destinations_count_each_answer_once_and_the_clicks_no_rule_recorded_as_default() -> None:
+    # A plain link writes no line: every click is default
+    assert destinations_of(5, {}) == [ValueCount(value="default", clicks=5)]
+    # A rule link: its recorded answers; the password page and the preview are answers, not clicks
+    assert destinations_of(3, {"ios": 2, "default": 1, "password_page": 4, "preview": 1}) == [
+        ValueCount(value="password_page", clicks=4),
+        ValueCount(value="ios", clicks=2),
+        ValueCount(value="default", clicks=1),
+        ValueCount(value="preview", clicks=1),
+    ]
+    # Rules added after 2 plain clicks: those stay default
+    assert destinations_of(4, {"android": 2}) == [
+        ValueCount(value="android", clicks=2),
+        ValueCount(value="default", clicks=2),
+    ]
