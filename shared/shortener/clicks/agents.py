@@ -6,9 +6,6 @@ table beyond the two lists it imports."""
 import re
 from functools import lru_cache
 
-import crawleruseragents
-import ua_parser
-
 from shortener.clicks.model import MAX_VALUE_LENGTH, UNKNOWN, DeviceClass
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -31,6 +28,12 @@ def classify_agent(user_agent: str) -> tuple[bool, DeviceClass, str, str]:
     link-preview fetchers (Slack, X, Facebook, WhatsApp, iMessage, Mastodon, LinkedIn)."""
     if not user_agent.strip():
         return True, "bot", UNKNOWN, UNKNOWN  # browsers always send one
+    # Imported here: the API function imports this module (click reports) but asks it only of a
+    # click-limited, password or preview link; loading both lists at import time would add to every
+    # cold start, a plain link's included (make bench ARGS=links). Imported once, then a lookup.
+    import crawleruseragents
+    import ua_parser
+
     parsed = ua_parser.parse(user_agent)
     browser = _value(parsed.user_agent.family if parsed.user_agent else None)
     os_family = _value(parsed.os.family if parsed.os else None)

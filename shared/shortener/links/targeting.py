@@ -22,8 +22,6 @@ from functools import lru_cache
 from typing import Literal
 from urllib.parse import unquote_plus, urlencode, urlsplit, urlunsplit
 
-import ua_parser
-
 from shortener.links.rules_model import StoredRules
 
 Device = Literal["ios", "android", "other"]
@@ -72,6 +70,10 @@ def device_of_agent(user_agent: str) -> Device:
     """``ios`` for an iPhone, iPad or iPod, ``android`` for an Android device, ``other`` else."""
     if not user_agent:
         return "other"
+    # Imported here: only a link with an ios_url or android_url reads the user agent, and loading
+    # ua-parser's tables would add to every cold start of the API function (make bench ARGS=links).
+    import ua_parser
+
     parsed = ua_parser.parse_os(user_agent)
     family = parsed.family if parsed else ""
     if family in _IOS_FAMILIES:
