@@ -124,6 +124,7 @@ def test_a_batch_killed_twice_moves_again_with_no_status_read_and_changes_each_c
     start_stack: StartStack,
 ) -> None:
     # Given a done bulk job of 20,000 links
+    phases, phase_start = {}, time.monotonic()
     stack = start_stack()
     lines = "".join(f"https://shop.example/sku/{n}\n" for n in range(BATCH_LINKS))
     created = stack.request("POST", "bulk", "url\n" + lines, {"Content-Type": "text/csv"})
@@ -131,6 +132,7 @@ def test_a_batch_killed_twice_moves_again_with_no_status_read_and_changes_each_c
     job_id = created.json()["job_id"]
     done = wait_for_job(stack, job_id, "done", 300)
     assert (done["phase"], done["succeeded"]) == ("done", BATCH_LINKS), done
+    phases["setup"], phase_start = round(time.monotonic() - phase_start, 1), time.monotonic()
     # When a batch disables them, and the stack is killed with kill -9 in the middle of a page,
     # twice
     answer = stack.post_json("links/batch", {"action": "disable", "job_id": job_id})
@@ -156,10 +158,12 @@ def test_a_batch_killed_twice_moves_again_with_no_status_read_and_changes_each_c
         )
         # and counts its next page (a figure: the time of one page on this machine comes on top)
         next_page_in.append(round(taken_over_in[-1] + wait_for_batch(stack, batch_id, item["pages"], 120), 1))
+    phases["kills"], phase_start = round(time.monotonic() - phase_start, 1), time.monotonic()
     deadline = time.monotonic() + 600
     while batch_item(stack, batch_id)["status"] == "running":
         assert time.monotonic() < deadline, batch_item(stack, batch_id)
         time.sleep(1)
+    phases["rest of the batch"] = round(time.monotonic() - phase_start, 1)
     # And it ends done (not failed), with every code changed once
     batch = stack.request("GET", f"links/batch/{batch_id}").json()
     assert (batch["status"], batch["total"], batch["changed"], batch["unchanged"], batch["failed"]) == (
@@ -175,3 +179,4 @@ def test_a_batch_killed_twice_moves_again_with_no_status_read_and_changes_each_c
     # And the workers orphaned by each kill -9 ended quietly (no traceback in the next run's log)
     assert "ConnectionResetError" not in stack.log()
     print(f"{BATCH_LINKS:,}-link batch after READY: taken over {taken_over_in} s, next page {next_page_in} s")
+    print(f"phases (s): {phases}")
