@@ -1,0 +1,82 @@
+"""The click event: one row per counted click, as it goes to the event store (Firehose, then
+Parquet in S3, asked through Athena; docs/clicks.md, "Events"). No client address is kept: the
+visitor is a keyed hash of address and user agent under a key that lives one day and is then
+forgotten (shortener.clicks.visitor_keys), so a visitor is counted once a day and cannot be traced
+back or followed across days."""
+
+import hashlib
+import hmac
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shortener.clicks.model import MAX_VALUE_LENGTH, Click, DeviceClass
+
+DEFAULT_DESTINATION = "default"
+# Hex characters of the HMAC-SHA256 kept (64 bits): collisions among one link's daily visitors are
+# negligible, and the id is still a hash, never the address.
+VISITOR_ID_LENGTH = 16
+# Bytes of a daily key (random, from secrets.token_bytes).
+VISITOR_KEY_BYTES = 32
+
+
+def visitor_id(key: bytes, address: str | None, user_agent: str | None) -> str:
+    """The day's id of a visitor: HMAC-SHA256 under the day's key of address and user agent,
+    truncated. The same visitor on the same day has the same id; another day's key gives another."""
+    message = f"{address or ''}\n{user_agent or ''}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:VISITOR_ID_LENGTH]
+
+
+class ClickEvent(BaseModel):
+    """One click as the event store keeps it (the Glue table's columns, template.yaml)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    time: datetime
+    code: str = Field(max_length=256)
+    owner: str = Field(max_length=256)
+    job_id: str | None = Field(default=None, max_length=128)
+    row: int | None = Field(default=None, ge=0)
+    destination: str = Field(default=DEFAULT_DESTINATION, max_length=MAX_VALUE_LENGTH)
+    status: int = Field(ge=100, le=599)
+    country: str = Field(max_length=MAX_VALUE_LENGTH)
+    device: DeviceClass
+    browser: str = Field(max_length=MAX_VALUE_LENGTH)
+    os: str = Field(max_length=MAX_VALUE_LENGTH)
+    referrer: str | None = Field(default=None, max_length=MAX_VALUE_LENGTH)
+    bot: bool
+    visitor: str = Field(min_length=VISITOR_ID_LENGTH, max_length=VISITOR_ID_LENGTH)
+
+    @property
+    def day(self) -> str:
+        """The partition the event is stored under (UTC day, as the table's projection reads it)."""
+        return self.time.strftime("%Y-%m-%d")
+
+
+def click_event(
+    click: Click,
+    *,
+    owner: str,
+    status: int,
+    visitor: str,
+    job_id: str | None = None,
+    row: int | None = None,
+    destination: str = DEFAULT_DESTINATION,
+) -> ClickEvent:
+    """The event of a counted click (its classification as counted, the link's owner and job)."""
+    return ClickEvent(
+        time=click.at,
+        code=click.code,
+        owner=owner,
+        job_id=job_id,
+        row=row,
+        destination=destination,
+        status=status,
+        country=click.country,
+        device=click.device,
+        browser=click.browser,
+        os=click.os,
+        referrer=click.referrer,
+        bot=click.bot,
+        visitor=visitor,
+    )
