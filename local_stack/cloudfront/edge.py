@@ -373,18 +373,9 @@ class _EdgeHandler(BoundedRequestHandler):
         headers = {name: value for name, value in self.headers.items()}
         answer, result = self.server.answer(self.command, self.path, headers, body, self.client_address[0])
         cf_id = request_id()
-        self.send_response(answer.status)
-        for name, value in answer.headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(answer.body)))
-        self.send_header("X-Cache", f"{result} from cloudfront")
-        self.send_header("Via", f"1.1 {self.server.config.domain_name} (CloudFront)")
-        self.send_header("X-Amz-Cf-Pop", POP)
-        self.send_header("X-Amz-Cf-Id", cf_id)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(answer.body)
         path, _, query = self.path.partition("?")
+        # Recorded before the answer is sent: a client that has its answer finds its record in the
+        # next flush (time-taken is then the time to the answer, not to its last byte).
         self.server.record(
             {
                 "timestamp(ms)": str(int(started * 1000)),
@@ -402,5 +393,16 @@ class _EdgeHandler(BoundedRequestHandler):
                 "time-taken": f"{time.time() - started:.3f}",
             }
         )
+        self.send_response(answer.status)
+        for name, value in answer.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.send_header("X-Cache", f"{result} from cloudfront")
+        self.send_header("Via", f"1.1 {self.server.config.domain_name} (CloudFront)")
+        self.send_header("X-Amz-Cf-Pop", POP)
+        self.send_header("X-Amz-Cf-Id", cf_id)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _handle
