@@ -629,8 +629,8 @@ def _print_link_clicks(report: dict[str, Any]) -> None:
     if series:
         rows = ((point["start"], f"{point['clicks']:,}", f"{point['humans']:,}") for point in series)
         print(output.table(("START", "CLICKS", "HUMANS"), rows))
-    for name in ("countries", "devices", "browsers", "os", "referrers"):
-        values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report[name])
+    for name in ("countries", "devices", "browsers", "os", "referrers", "destinations"):
+        values = ", ".join(f"{entry['value']} {entry['clicks']}" for entry in report.get(name, []))
         print(f"{name}: {values or '-'}")
 
 

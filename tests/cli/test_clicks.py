@@ -29,6 +29,7 @@ REPORT = {
     "devices": [{"value": "mobile", "clicks": 7}, {"value": "bot", "clicks": 3}],
     "browsers": [{"value": "Mobile Safari", "clicks": 7}],
     "os": [{"value": "iOS", "clicks": 7}],
+    "destinations": [{"value": "ios", "clicks": 7}, {"value": "default", "clicks": 3}],
 }
 CSV = b"row,url,code,short_url,clicks,humans,first_click,last_click\r\n1,https://a/,abc,http://sho.rt/abc,3,3,,\r\n"
 
@@ -90,6 +91,7 @@ def test_a_links_report_is_printed_with_its_range(api_url: str, capsys: pytest.C
     assert out.startswith("abc: 10 clicks (7 humans, 3 bots) from 2026-11-01T00:00:00Z")
     assert "2026-11-25T00:00:00Z" in out and "2026-11-24T00:00:00Z" not in out  # empty days left out
     assert "devices: mobile 7, bot 3" in out and "referrers: -" in out
+    assert "destinations: ios 7, default 3" in out
     assert ClicksApi.paths == ["/links/abc/clicks?from=2026-11-01&interval=day"]
 
 
