@@ -555,6 +555,8 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     # And the top countries (local requests come from 127.0.0.1: unknown) and referrers are listed
     assert browser.find_element(By.ID, "clicks-countries").text == "unknown: 2"
     assert browser.find_element(By.ID, "clicks-referrers").text == "Not recorded"
+    # And which rule answered: a plain link's clicks are all its default destination
+    assert browser.find_element(By.ID, "clicks-destinations").text == "default: 2"
     # And the chart's axes are labelled, with dates under the bars
     labels = [text.text for text in browser.find_elements(By.CSS_SELECTOR, "#clicks-chart text")]
     assert "Clicks per day" in labels and "Day (UTC)" in labels
