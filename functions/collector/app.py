@@ -55,6 +55,8 @@ def lambda_handler(event: CloudWatchLogsEvent, context: LambdaContext) -> dict:
         "clicks": outcome.clicks,
         "humans": outcome.humans,
         "bots": outcome.bots,
+        # Which rule answered rule, password and preview links (the API function's lines): no clicks.
+        "answers": outcome.answers,
         "skipped": outcome.skipped,
         "items_written": outcome.items_written,
         "already_counted": outcome.already_counted,

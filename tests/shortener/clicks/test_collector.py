@@ -128,7 +128,7 @@ def test_the_api_functions_destination_lines_are_counted_once_beside_the_clicks(
     [event] = events
     # Then the collector counts them under the link's hour, and a second delivery adds nothing
     summary = collector.lambda_handler(event, LambdaContext("collector"))
-    assert (summary["lines"], summary["clicks"]) == (2, 0)
+    assert (summary["lines"], summary["clicks"], summary["answers"]) == (2, 0, 2)
     assert collector.lambda_handler(event, LambdaContext("collector"))["already_counted"]
     stored = items(tables["CLICKS_TABLE"])
     hour = stored[("abc", "h#2025-11-26T05")]
