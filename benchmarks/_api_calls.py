@@ -22,6 +22,25 @@ class LambdaContext:
         return 29_000
 
 
+def event_of(
+    method: str,
+    path: str,
+    resource: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    path_parameters: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The proxy event of ``method path`` (a route of ``resource``), as API Gateway sends it."""
+    sent = [("Host", "sho.rt"), *(headers or {}).items()]
+    request = HttpRequest(method, path, sent, body, "127.0.0.1", 443)
+    return proxy_event(request, Route(resource, method, "api"), path_parameters or {}, [], "bench")
+
+
+def answer(api: ModuleType, event: dict[str, Any]) -> dict[str, Any]:
+    """The handler's answer to ``event``."""
+    return dict(api.lambda_handler(event, LambdaContext()))
+
+
 def call(
     api: ModuleType,
     method: str,
@@ -32,15 +51,16 @@ def call(
     path_parameters: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The handler's answer to ``method path`` (a route of ``resource``)."""
-    sent = [("Host", "sho.rt"), *(headers or {}).items()]
-    request = HttpRequest(method, path, sent, body, "127.0.0.1", 443)
-    event = proxy_event(request, Route(resource, method, "api"), path_parameters or {}, [], "bench")
-    return dict(api.lambda_handler(event, LambdaContext()))
+    return answer(api, event_of(method, path, resource, body, headers, path_parameters))
 
 
 def post_json(api: ModuleType, payload: dict[str, Any]) -> dict[str, Any]:
     return call(api, "POST", "/", "/", json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
 
+def get_code_event(code: str) -> dict[str, Any]:
+    return event_of("GET", f"/{code}", "/{code}", path_parameters={"code": code})
+
+
 def get_code(api: ModuleType, code: str) -> dict[str, Any]:
-    return call(api, "GET", f"/{code}", "/{code}", path_parameters={"code": code})
+    return answer(api, get_code_event(code))
