@@ -228,6 +228,33 @@ def install_moto_fixes() -> None:
     install_item_level_transaction_rollback()
     install_whole_recorder_lines()
     install_backlog_independent_sqs()
+    install_backend_lookup_per_host()
+
+
+# Hosts whose service is remembered: a service and region each (the stack uses a handful).
+_HOSTS_REMEMBERED = 256
+
+
+def install_backend_lookup_per_host() -> None:
+    """moto's dispatcher finds each request's service by listing its own package folder (a listdir,
+    then an isdir per entry) and then trying every service's URL patterns in turn, for every
+    request. A host's service never changes: it is looked up once per host here."""
+    lookup = DomainDispatcherApplication.get_backend_for_host
+    if getattr(lookup, "_per_host", False):
+        return
+    services: dict[str | None, Any] = {}
+
+    # Called under the dispatcher's own lock (DomainDispatcherApplication.get_application).
+    def remembered(self: DomainDispatcherApplication, host: str | None) -> Any:
+        if host in services:
+            return services[host]
+        service = lookup(self, host)
+        if len(services) < _HOSTS_REMEMBERED:
+            services[host] = service
+        return service
+
+    remembered._per_host = True  # type: ignore[attr-defined]
+    DomainDispatcherApplication.get_backend_for_host = remembered  # type: ignore[method-assign]
 
 
 def install_whole_recorder_lines() -> None:

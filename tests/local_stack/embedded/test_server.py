@@ -6,6 +6,7 @@ from functools import partial
 from typing import Any
 
 import boto3
+import moto.backends as moto_backends
 import moto.sqs.models as sqs_models
 import pytest
 from botocore.config import Config
@@ -371,3 +372,29 @@ def test_a_query_that_merely_names_a_signature_opens_nothing(aws: EmbeddedAws, j
         assert cors_headers(answer) == []
     # And the file is still there
     assert client(aws, "s3").get_object(Bucket=job_bucket, Key="uploads/a.csv")["Body"].read() == b"url\n"
+
+
+def test_a_request_finds_its_service_without_listing_motos_package(
+    aws: EmbeddedAws, dynamodb: Any, table: str, sqs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the embedded AWS has served each service once
+    url = sqs.create_queue(QueueName="q-service-lookup")["QueueUrl"]
+    listings = 0
+    list_modules = moto_backends.list_of_moto_modules
+
+    def counted() -> Any:
+        nonlocal listings
+        listings += 1
+        return list_modules()
+
+    monkeypatch.setattr(moto_backends, "list_of_moto_modules", counted)
+    # When 20 more requests come to each
+    for n in range(20):
+        dynamodb.put_item(TableName=table, Item={"k": {"S": f"k{n}"}, "v": {"S": "x"}})
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{n}")
+    # Then each reached its service, and moto's package folder was not listed again
+    assert value_of(dynamodb, table, "k19") == "x"
+    assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])[
+        "Attributes"
+    ] == {"ApproximateNumberOfMessages": "20"}
+    assert listings == 0
