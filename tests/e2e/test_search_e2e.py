@@ -147,10 +147,12 @@ def test_a_link_tagged_before_the_tag_index_is_listed_once_the_restarter_backfil
         TableName=table,
         Item={"code": {"S": MIGRATIONS_KEY}, "tag_index_since": {"S": "2000-01-01T00:00:00+00:00"}},
     )
+
     # When the restarter's schedule runs (every minute) until the backfill says it is done (its
     # entries are written before its progress is saved, so the tag may list the link first)
     def backfill_state() -> Any:
-        return client.get_item(TableName=table, Key={"code": {"S": MIGRATIONS_KEY}}, ConsistentRead=True)["Item"]
+        key = {"code": {"S": MIGRATIONS_KEY}}
+        return client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
 
     deadline = time.monotonic() + 180
     while backfill_state().get("tag_index", {}).get("S") != "done" and time.monotonic() < deadline:
