@@ -1,7 +1,9 @@
 """Single links: DynamoDB requests per created link and per redirect, the redirect handler's time on
-a cache miss against a bare GetItem, and the API function's start-up against boto3's.
+a cache miss against a bare GetItem, a rule link's extra cost per redirect against a plain link's
+(time, CPU, requests, log bytes, and dollars per million at list prices), and the API function's
+start-up against boto3's.
 
-    python -m benchmarks links [--links 300] [--rounds 7]
+    python -m benchmarks links [--links 300] [--rounds 7] [--rule-links 100]
 
 Runs against an embedded moto server on loopback (HTTP, as the local stack does), so every
 DynamoDB call costs a real round trip. Times are printed as ratios taken in the same run.
@@ -30,11 +32,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--links", type=int, default=300, help="links created per measurement")
     parser.add_argument("--rounds", type=int, default=7, help="rounds for the ratios (median taken)")
+    parser.add_argument("--rule-links", type=int, default=100, help="links of each rule kind measured")
     options = parser.parse_args()
 
     with moto_server() as endpoint:
         prepare_environment(endpoint)
         figures = measure_requests_and_redirects(options.links, options.rounds)
+        figures.update(measure_rule_links(options.rule_links, options.rounds))
     figures.update(measure_start_up(options.rounds))
     print_figures(figures)
 
@@ -158,6 +162,178 @@ def measure_requests_and_redirects(links: int, rounds: int) -> dict[str, float]:
     )
     figures["bare GetItem against the local endpoint (ms)"] = bare / len(codes) * 1000
     return figures
+
+
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.4 Mobile/15E148 Safari/604.1"
+)
+CHROME = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 "
+    "Safari/537.36"
+)
+# Each kind of rule link (issue 34): its fields, and the visitor's headers and query string.
+RULE_KINDS: dict[str, tuple[dict[str, Any], dict[str, str], str]] = {
+    "devices (an iPhone)": (
+        {"ios_url": "https://apps.apple.com/app/id1", "android_url": "https://play.google.com/store"},
+        {"User-Agent": IPHONE},
+        "",
+    ),
+    "country (DE)": ({"geo": {"DE": "https://shop.example/de"}}, {"CloudFront-Viewer-Country": "DE"}, ""),
+    "A/B split": (
+        {
+            "variants": [
+                {"url": "https://a.example/", "weight": 50},
+                {"url": "https://b.example/", "weight": 50},
+            ]
+        },
+        {},
+        "",
+    ),
+    "UTM tags": ({"utm": {"source": "sms", "medium": "text", "campaign": "spring"}}, {}, ""),
+    "forward_query": ({"forward_query": True}, {}, "ref=print&id=7"),
+    "preview, a browser": ({"preview": {"title": "Spring sale"}}, {"User-Agent": CHROME}, ""),
+    "preview, a crawler": (
+        {"preview": {"title": "Spring sale"}},
+        {"User-Agent": "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"},
+        "",
+    ),
+    "password page": ({"password": "spring-sale-2026"}, {}, ""),
+}
+# Prices (us-east-1, on demand; aws.amazon.com/lambda/pricing, aws.amazon.com/cloudwatch/pricing):
+# as benchmarks.clicks, whose collector costs are per million of the same lines.
+DESTINATION_RECORD = '"record":"destination"'
+
+
+def measure_rule_links(count: int, rounds: int) -> dict[str, float]:
+    """A rule link's redirect on a cache miss against a plain link's, ``count`` links each,
+    interleaved round by round: extra time, CPU, DynamoDB requests and log bytes per redirect, and
+    the extra dollars per million redirects (the API function's GB-seconds at the template's memory,
+    the destination line's log ingestion, and the collector's invocations and writes for it)."""
+    from benchmarks._api_calls import answer, event_of, post_json
+    from benchmarks.clicks import (
+        LAMBDA_ARM_PER_GB_SECOND,
+        LAMBDA_PER_MILLION_REQUESTS,
+        LOGS_INGESTION_PER_GB,
+        LOGS_STORAGE_PER_GB_MONTH,
+        TransactionRecorder,
+    )
+    from local_stack.cloudformation.template import load_template
+    from shortener import aws
+
+    if str(API_FOLDER) not in sys.path:
+        sys.path.insert(0, str(API_FOLDER))
+    import app
+
+    counter = RequestCounter(aws.dynamodb())
+    memory_gb = _api_memory_mb(load_template()) / 1024
+    figures: dict[str, float] = {}
+
+    def create(fields: dict[str, Any], prefix: str) -> list[str]:
+        with contextlib.redirect_stdout(io.StringIO()):
+            made = [
+                post_json(app, {"url": f"https://example.com/{prefix}/{n}", **fields}) for n in range(count)
+            ]
+        assert all(one["statusCode"] == 201 for one in made), made[0]
+        return [json.loads(one["body"])["code"] for one in made]
+
+    def events(codes: list[str], headers: dict[str, str], query: str) -> list[dict[str, Any]]:
+        suffix = f"?{query}" if query else ""
+        return [
+            event_of("GET", f"/{code}{suffix}", "/{code}", headers=headers, path_parameters={"code": code})
+            for code in codes
+        ]
+
+    def run(batch: list[dict[str, Any]]) -> tuple[float, float, int, int]:
+        """Wall and CPU seconds, DynamoDB requests and output bytes of answering ``batch``."""
+        app.links.cache_clear()  # every code a cache miss
+        output = io.StringIO()
+        counter.count = 0
+        started, cpu = time.perf_counter(), time.process_time()
+        with contextlib.redirect_stdout(output):
+            for event in batch:
+                answer(app, event)
+        return time.perf_counter() - started, time.process_time() - cpu, counter.count, len(output.getvalue())
+
+    plain = events(create({}, "plain"), {"User-Agent": CHROME}, "")
+    answered: list[str] = []
+    for kind, (fields, headers, query) in RULE_KINDS.items():
+        rule = events(create(fields, kind.split()[0]), {"User-Agent": CHROME, **headers}, query)
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            for event in rule[:10]:
+                answer(app, event)
+        answered += [line for line in output.getvalue().splitlines() if DESTINATION_RECORD in line]
+        extra_ms, extra_cpu_ms, ratios = [], [], []
+        for round_number in range(rounds):
+            # Alternate which goes first, so drift on a shared machine does not favour either.
+            first, second = (plain, rule) if round_number % 2 else (rule, plain)
+            one, other = run(first), run(second)
+            base, ruled = (one, other) if first is plain else (other, one)
+            ratios.append(ruled[0] / base[0])
+            extra_ms.append((ruled[0] - base[0]) / count * 1000)
+            extra_cpu_ms.append((ruled[1] - base[1]) / count * 1000)
+        requests = (ruled[2] - base[2]) / count
+        log_bytes = (ruled[3] - base[3]) / count
+        figures[f"rule link, {kind}: handler time / a plain link's (median)"] = statistics.median(ratios)
+        figures[f"rule link, {kind}: extra ms per redirect (median)"] = statistics.median(extra_ms)
+        figures[f"rule link, {kind}: extra CPU ms per redirect (median)"] = statistics.median(extra_cpu_ms)
+        figures[f"rule link, {kind}: extra DynamoDB requests per redirect"] = requests
+        figures[f"rule link, {kind}: extra log bytes per redirect"] = log_bytes
+        lambda_dollars = (
+            max(statistics.median(extra_ms), 0) / 1000 * 1e6 * memory_gb * LAMBDA_ARM_PER_GB_SECOND
+        )
+        gigabytes = max(log_bytes, 0) * 1e6 / 1e9
+        logs_dollars = gigabytes * LOGS_INGESTION_PER_GB + gigabytes / 6 * LOGS_STORAGE_PER_GB_MONTH
+        figures[f"rule link, {kind}: extra $ per million redirects (API time + log lines)"] = (
+            lambda_dollars + logs_dollars
+        )
+    figures.update(
+        _collector_cost(answered, TransactionRecorder, LAMBDA_ARM_PER_GB_SECOND, LAMBDA_PER_MILLION_REQUESTS)
+    )
+    return figures
+
+
+def _collector_cost(
+    answered: list[str], recorder_class: Any, price_gb_second: float, price_per_million_requests: float
+) -> dict[str, float]:
+    """What the collector spends on a million destination lines: delivered in batches of 1,000
+    (a subscription's batch), over 100 links; its CPU at its template memory, one invocation per
+    batch, and the write units of the hour items' destination counters."""
+    from benchmarks.clicks import COLLECTOR_MEMORY_GB, DYNAMODB_PER_MILLION_WRITE_UNITS
+    from shortener.clicks.counting import ClickCollector
+    from shortener.clicks.store import ClicksStore
+
+    records = [json.loads(line) for line in answered]
+    batch = [json.dumps({**records[n % len(records)], "code": f"r{n % 100}"}) for n in range(1000)]
+    recorder = recorder_class()
+    collector = ClickCollector(ClicksStore("bench-clicks", 400, client=recorder))
+    collector.collect("warm-up", batch)
+    recorder.requests = recorder.write_units = 0
+    timings = []
+    for round_number in range(5):
+        started = time.process_time()
+        with contextlib.redirect_stdout(io.StringIO()):
+            collector.collect(f"round-{round_number}", batch)
+        timings.append(time.process_time() - started)
+    per_line_seconds = statistics.median(timings) / len(batch)
+    write_units_per_line = recorder.write_units / 5 / len(batch)
+    dollars = (
+        1e6 * per_line_seconds * COLLECTOR_MEMORY_GB * price_gb_second
+        + price_per_million_requests / len(batch)
+        + 1e6 * write_units_per_line / 1e6 * DYNAMODB_PER_MILLION_WRITE_UNITS
+    )
+    return {
+        "destination lines: collector CPU µs per line": per_line_seconds * 1e6,
+        "destination lines: DynamoDB write units per line (1,000 a batch, 100 links)": write_units_per_line,
+        "destination lines: collector $ per million (CPU, invocations, writes)": dollars,
+    }
+
+
+def _api_memory_mb(template: dict[str, Any]) -> int:
+    """The API function's MemorySize in the template (its own, or the Globals')."""
+    own = template["Resources"]["ApiFunction"]["Properties"].get("MemorySize")
+    return int(own or template["Globals"]["Function"]["MemorySize"])
 
 
 _BASELINE = """
