@@ -97,7 +97,8 @@ def caller_top_links() -> Response[str]:
         "A job's clicks per row, in input order",
         {
             200: Answer(
-                "Small jobs: the CSV (row,url,code,short_url,clicks,humans,first_click,last_click)",
+                "Small jobs: the CSV (row,url,code,short_url,clicks,humans,first_click,last_click,"
+                "destinations)",
                 media_type="text/csv",
             ),
             202: Answer(

@@ -31,7 +31,7 @@ REPORT = {
     "os": [{"value": "iOS", "clicks": 7}],
     "destinations": [{"value": "ios", "clicks": 7}, {"value": "default", "clicks": 3}],
 }
-CSV = b"row,url,code,short_url,clicks,humans,first_click,last_click\r\n1,https://a/,abc,http://sho.rt/abc,3,3,,\r\n"
+CSV = b"row,url,code,short_url,clicks,humans,first_click,last_click,destinations\r\n1,https://a/,abc,http://sho.rt/abc,3,3,,,\r\n"
 
 
 class ClicksApi(BaseHTTPRequestHandler):

@@ -4,6 +4,8 @@ per request, a bulk CSV's rule columns make links that behave so, and the edge n
 link from its cache (X-Cache never Hit), while a plain link still is. One stack for the module;
 every load bounded in count."""
 
+import csv
+import io
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -116,6 +118,18 @@ def test_a_bulk_csv_with_rule_columns_makes_links_that_behave_so(stack: RunningS
     first, second = (_follow(stack, plain, IPHONE, edge=True) for _ in range(2))
     assert (first.status, second.headers["X-Cache"]) == (301, "Hit from cloudfront")
     assert second.headers["Location"] == "https://example.com/bulk-c"
+    # And the job's click report counts the rule link's answers by destination, on its row only
+    expected = [("2", "default=1;ios=1"), ("0", ""), ("2", "")]
+    deadline = time.monotonic() + 60
+    while [(row["clicks"], row["destinations"]) for row in _job_report(stack, job["job_id"])] != expected:
+        assert time.monotonic() < deadline, _job_report(stack, job["job_id"])
+        time.sleep(0.5)
+
+
+def _job_report(stack: RunningStack, job_id: str) -> list[dict[str, str]]:
+    answer = stack.request("GET", f"jobs/{job_id}/clicks")
+    assert answer.status == 200, answer.text
+    return list(csv.DictReader(io.StringIO(answer.text)))
 
 
 def test_forward_query_passes_the_short_urls_query_through_the_edge(stack: RunningStack) -> None:

@@ -267,6 +267,9 @@ class LinkTotals:
     bots: int = 0
     first_click: datetime | None = None
     last_click: datetime | None = None
+    # The link's answers by the rule that gave them (``ios``, ``geo:DE``, ...): only a rule, password
+    # or preview link's answers are recorded.
+    destinations: dict[str, int] = field(default_factory=dict)
 
 
 class SeriesPoint(BaseModel):

@@ -23,6 +23,8 @@ MARKER_DAYS = 2
 UPDATES_PER_TRANSACTION = 98
 _TRANSACTION_ATTEMPTS = 8
 _BATCH_GET_LIMIT = 100
+# A totals item's counter of a link's answers by one rule (as its hour items name them).
+_DESTINATION_PREFIX = "destination#"
 _MAX_UNPROCESSED_ROUNDS = 10
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
 
@@ -185,8 +187,14 @@ class ClicksStore(aws.DynamoDBTable):
 
     def _total_updates(self, hours: Sequence[HourCounts]) -> list[dict[str, Any]]:
         totals: dict[str, tuple[int, int, int, int, int]] = {}
-        # Hours of answers alone (destinations) hold no click: the totals and their times stay.
-        for counts in (counts for counts in hours if counts.clicks):
+        answers: dict[str, dict[str, int]] = {}
+        for counts in hours:
+            for rule, number in counts.values.get("destination", {}).items():
+                by_rule = answers.setdefault(counts.code, {})
+                by_rule[rule] = by_rule.get(rule, 0) + number
+            # Hours of answers alone (destinations) hold no click: the totals and their times stay.
+            if not counts.clicks:
+                continue
             clicks, humans, bots, first, last = totals.get(counts.code, (0, 0, 0, counts.first_ms, 0))
             totals[counts.code] = (
                 clicks + counts.clicks,
@@ -196,27 +204,45 @@ class ClicksStore(aws.DynamoDBTable):
                 max(last, counts.last_ms),
             )
         return [
-            {
-                "Update": {
-                    "TableName": self.table_name,
-                    "Key": {"pk": {"S": code}, "sk": {"S": TOTAL_SK}},
-                    # The last click is the latest batch's: a batch redelivered late may set it to an
-                    # earlier time, by at most the delay of that redelivery.
-                    "UpdateExpression": (
-                        "ADD clicks :c, humans :h, bots :b "
-                        "SET first_click = if_not_exists(first_click, :f), last_click = :l"
-                    ),
-                    "ExpressionAttributeValues": {
-                        ":c": {"N": str(clicks)},
-                        ":h": {"N": str(humans)},
-                        ":b": {"N": str(bots)},
-                        ":f": {"N": str(first)},
-                        ":l": {"N": str(last)},
-                    },
-                }
-            }
-            for code, (clicks, humans, bots, first, last) in sorted(totals.items())
+            self._total_update(code, totals.get(code), answers.get(code, {}))
+            for code in sorted(totals.keys() | answers.keys())
         ]
+
+    def _total_update(
+        self, code: str, clicks: tuple[int, int, int, int, int] | None, answers: dict[str, int]
+    ) -> dict[str, Any]:
+        """The link's totals item: its clicks (when the batch had any) and its answers by rule
+        (``destination#<rule>`` counters, read by the job's click report per row)."""
+        additions, settings = [], []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        if clicks is not None:
+            number, humans, bots, first, last = clicks
+            additions += ["clicks :c", "humans :h", "bots :b"]
+            # The last click is the latest batch's: a batch redelivered late may set it to an
+            # earlier time, by at most the delay of that redelivery.
+            settings += ["first_click = if_not_exists(first_click, :f)", "last_click = :l"]
+            values |= {
+                ":c": {"N": str(number)},
+                ":h": {"N": str(humans)},
+                ":b": {"N": str(bots)},
+                ":f": {"N": str(first)},
+                ":l": {"N": str(last)},
+            }
+        for index, (rule, number) in enumerate(sorted(answers.items())):
+            names[f"#d{index}"] = _DESTINATION_PREFIX + rule
+            values[f":d{index}"] = {"N": str(number)}
+            additions.append(f"#d{index} :d{index}")
+        expression = f"ADD {', '.join(additions)}" + (f" SET {', '.join(settings)}" if settings else "")
+        update: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": {"pk": {"S": code}, "sk": {"S": TOTAL_SK}},
+            "UpdateExpression": expression,
+            "ExpressionAttributeValues": values,
+        }
+        if names:
+            update["ExpressionAttributeNames"] = names
+        return {"Update": update}
 
     def _owner_day_update(self, day: OwnerDay) -> dict[str, Any]:
         expires = datetime.combine(day.day, datetime.min.time(), UTC) + timedelta(
@@ -310,6 +336,11 @@ def _totals(item: dict[str, Any]) -> LinkTotals:
         bots=int(item.get("bots", {}).get("N", 0)),
         first_click=moment("first_click"),
         last_click=moment("last_click"),
+        destinations={
+            name.removeprefix(_DESTINATION_PREFIX): int(value["N"])
+            for name, value in item.items()
+            if name.startswith(_DESTINATION_PREFIX)
+        },
     )
 
 

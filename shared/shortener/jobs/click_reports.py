@@ -1,6 +1,7 @@
 """A bulk job's click report (docs/clicks.md): one CSV line per input row, in input order, with
-the clicks of the row's link (a row that failed has no code and 0 clicks). Small jobs are answered
-inline; larger ones get a file built on request by the jobs worker, kept fresh for an hour."""
+the clicks of the row's link (a row that failed has no code and 0 clicks) and, for a link with
+rules, a password or a preview, its answers by destination. Small jobs are answered inline; larger
+ones get a file built on request by the jobs worker, kept fresh for an hour."""
 
 import csv
 import io
@@ -9,11 +10,22 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from shortener import clock
+from shortener.clicks.counting import destinations_of
 from shortener.clicks.model import LinkTotals, ReportState
 from shortener.jobs.model import Job, RowOutcome
 from shortener.jobs.results import RESULTS_BLOCK_BYTES, RESULTS_CONTENT_TYPE, neutralise
 
-CLICKS_REPORT_HEADER = ("row", "url", "code", "short_url", "clicks", "humans", "first_click", "last_click")
+CLICKS_REPORT_HEADER = (
+    "row",
+    "url",
+    "code",
+    "short_url",
+    "clicks",
+    "humans",
+    "first_click",
+    "last_click",
+    "destinations",
+)
 # A report file older than this is built again.
 REPORT_FRESH = timedelta(hours=1)
 # A build asked for this recently is taken to be under way (the jobs worker's timeout is 15 min).
@@ -45,9 +57,19 @@ def report_lines(outcomes: Sequence[RowOutcome], totals: dict[str, LinkTotals], 
                 str(found.humans if found else 0),
                 _moment(found.first_click if found else None),
                 _moment(found.last_click if found else None),
+                _destinations(found),
             ]
         )
     return lines.getvalue()
+
+
+def _destinations(totals: LinkTotals | None) -> str:
+    """``rule=answers`` pairs, most first (``default=12;ios=30``), as the link's clicks report
+    counts them; empty for a link whose answers no rule recorded (a plain link's are all default)."""
+    if totals is None or not totals.destinations:
+        return ""
+    answers = destinations_of(totals.clicks, totals.destinations)
+    return ";".join(f"{answer.value}={answer.clicks}" for answer in answers)
 
 
 def _moment(moment: datetime | None) -> str:

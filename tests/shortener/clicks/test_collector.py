@@ -11,6 +11,7 @@ import pytest
 
 from local_stack.cloudwatch.logs import AccessRecord, FilterPattern, LogGroup, Subscription
 from shortener.clicks.model import destination_line
+from shortener.clicks.store import ClicksStore
 from tests.shortener.clicks.test_counting import CHROME_WINDOWS, FORMAT_FIELDS
 from tests.support.loops import LambdaContext
 
@@ -137,5 +138,10 @@ def test_the_api_functions_destination_lines_are_counted_once_beside_the_clicks(
         "1",
         "0",
     )
-    # and touches no total: answers alone are no clicks, no first or last click
-    assert ("abc", "total") not in stored
+    # and the link's totals count the answers by rule (the job's click report reads them there),
+    # with no click, first or last click: answers alone are no clicks
+    total = stored[("abc", "total")]
+    assert (total["destination#ios"]["N"], total["destination#geo:DE"]["N"]) == ("1", "1")
+    assert not {"clicks", "humans", "first_click", "last_click"} & total.keys()
+    totals = ClicksStore(tables["CLICKS_TABLE"]).totals(["abc"])["abc"]
+    assert (totals.clicks, totals.first_click, totals.destinations) == (0, None, {"ios": 1, "geo:DE": 1})

@@ -43,6 +43,25 @@ def test_each_row_has_its_links_clicks_and_a_failed_row_has_none() -> None:
     assert reader.asked == [["a1", "b2"], []]
 
 
+def test_a_rule_links_row_counts_its_answers_by_destination_and_a_plain_links_row_none() -> None:
+    # Given a plain link with clicks, and a rule link of 8 clicks (redirects): 4 iPhones, 1 from
+    # Germany and 3 from before it had rules; and 2 crawlers shown its preview (answers, no clicks)
+    totals = {
+        "p1": LinkTotals(clicks=9, humans=9),
+        "r2": LinkTotals(clicks=8, humans=8, destinations={"ios": 4, "geo:DE": 1, "preview": 2}),
+    }
+
+    class Reader:
+        def totals(self, codes: Sequence[str]) -> dict[str, LinkTotals]:
+            return {code: totals[code] for code in codes if code in totals}
+
+    chunks = [(0, [RowOutcome(1, "https://p.example/", "p1"), RowOutcome(2, "https://r.example/", "r2")])]
+    # When the report is written
+    rows = list(csv.DictReader(io.StringIO(report_text(chunks, Reader(), "https://sho.rt/"))))
+    # Then the rule link's row has its answers by rule, most first; the plain link's none
+    assert [row["destinations"] for row in rows] == ["", "ios=4;default=3;preview=2;geo:DE=1"]
+
+
 @pytest.mark.parametrize(
     ("state", "delivery"),
     [

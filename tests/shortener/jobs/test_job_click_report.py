@@ -71,7 +71,7 @@ def test_a_large_jobs_report_is_built_once_on_request_then_redirected_to(api: Mo
         assert response_header(done, "Location") == json.loads(done["body"])["report_file_url"]
         stored = boto3.client("s3").get_object(Bucket=create_bulk_bucket(), Key=report_key(job_id))
         assert stored["Body"].read().decode().splitlines()[0] == (
-            "row,url,code,short_url,clicks,humans,first_click,last_click"
+            "row,url,code,short_url,clicks,humans,first_click,last_click,destinations"
         )
         # And an hour later the file is built again
         frozen.tick(3601)
