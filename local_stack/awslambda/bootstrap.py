@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from local_stack.awslambda.log_format import OUTPUT_END
 from local_stack.faults import injection as faults
 
 _ORPHAN_CHECK_SECONDS = 1.0
@@ -60,8 +61,13 @@ def main() -> None:
     _send(protocol, {"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
+        answer = _invoke(handler, request)
+        # After everything the invocation printed, in the same pipe: the local stack reads up to
+        # here before it passes the answer on (local_stack.awslambda.log_format.OUTPUT_END).
+        sys.stderr.write(f"{OUTPUT_END}{request['request_id']}\n")
+        sys.stderr.flush()
         # The environment's peak memory so far, for the REPORT line Lambda logs after each invocation.
-        _send(protocol, {**_invoke(handler, request), "max_memory_kb": _peak_memory_kb()})
+        _send(protocol, {**answer, "max_memory_kb": _peak_memory_kb()})
 
 
 def _load_handler(handler_name: str) -> Callable[[Any, LambdaContext], Any]:

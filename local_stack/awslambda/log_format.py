@@ -166,6 +166,11 @@ def _value(value: Any) -> str:
     return shown if len(shown) <= _MAX_VALUE_CHARS else shown[: _MAX_VALUE_CHARS - 1] + "…"
 
 
+# The line a worker writes after an invocation's own output (then the request id): not shown; it
+# tells that every line the invocation wrote has been read (FunctionOutput.read_to_end).
+OUTPUT_END = "\x00local-stack-output-end "
+
+
 class FunctionOutput:
     """Where one worker's output lines go: rendered into the stack's log, or passed through."""
 
@@ -184,6 +189,26 @@ class FunctionOutput:
         # The function's log group, where a subscription filter reads it (cloudwatch/logs.py).
         self._sink = sink
         self.renderer = FunctionLogRenderer()
+        self._ends: dict[str, threading.Event] = {}
+        self._ends_lock = threading.Lock()
+
+    @property
+    def kept(self) -> bool:
+        """Whether the lines go to a log group as well as to the stack's log."""
+        return self._sink is not None
+
+    def expect_end(self, request_id: str) -> threading.Event:
+        """Set once the invocation ``request_id``'s output has all been read."""
+        with self._ends_lock:
+            return self._ends.setdefault(request_id, threading.Event())
+
+    def read_to_end(self, request_id: str, timeout: float) -> bool:
+        """Wait until every line the invocation wrote has been read (and its log group holds them,
+        journaled where the stack persists) or ``timeout`` passed; whether it was read."""
+        ended = self.expect_end(request_id).wait(timeout)
+        with self._ends_lock:
+            self._ends.pop(request_id, None)
+        return ended
 
     def follow(self, stream: IO[str] | None) -> None:
         """Show every line of ``stream`` (a worker's stderr) as it comes, on a thread of its own,
@@ -202,6 +227,16 @@ class FunctionOutput:
 
     def write(self, line: str) -> None:
         """Show one line the worker wrote (and hand it to the function's log group)."""
+        before, end, request_id = line.partition(OUTPUT_END)
+        if not end:
+            self._show(line)
+            return
+        if before:  # the invocation's last line had no newline of its own
+            self._show(before)
+        if self._sink is not None:
+            self.expect_end(request_id.strip()).set()
+
+    def _show(self, line: str) -> None:
         if self._sink is not None:
             self._sink(line)
         if self._format == "json":

@@ -44,6 +44,9 @@ _INIT_TIMEOUT_SECONDS = 30.0
 # the function's EventInvokeConfig says so: local_stack/awslambda/destinations.py).
 _ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _KILL_GRACE_SECONDS = 2.0
+# How long an answer waits for its invocation's output to be read (microseconds when all is well; a
+# stalled reader must not hold the answer for longer).
+_OUTPUT_READ_SECONDS = 2.0
 # Lambda keeps an idle execution environment warm for a while, then reclaims it; for how long is
 # not documented (minutes, as observed). Reclaiming here too keeps a long-running stack from holding
 # every worker that a burst once needed.
@@ -193,6 +196,10 @@ class Worker:
             return Invocation(request_id, error=_runtime_error("Runtime.ExitError", "The worker is gone"))
         answer = self._read(timeout + 1.0)
         if isinstance(answer, dict) and "max_memory_kb" in answer:
+            if self.output.kept:
+                # A line the invocation wrote to a subscribed log group (a click's destination) is
+                # kept before its answer goes out, as the access log's line is: kill -9 loses neither.
+                self.output.read_to_end(request_id, _OUTPUT_READ_SECONDS)
             self._report(request_id, started, int(answer["max_memory_kb"]))
         if answer is _TIMED_OUT:
             self.kill()

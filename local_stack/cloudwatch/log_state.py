@@ -1,4 +1,5 @@
-"""The access log's lines not yet delivered, kept as durably as the rest of the state.
+"""The subscribed log groups' lines not yet delivered (the access log's, and the lines functions
+write to their own subscribed groups), kept as durably as the rest of the state.
 
 API Gateway writes a request's access log line as it answers it; CloudWatch Logs keeps the line and
 delivers it to the log group's subscription filters "at least once" ("Using CloudWatch Logs

@@ -59,10 +59,12 @@ class CloudWatchService(Service):
             options.region,
             skip=stack.access_log.name if stack.access_log else None,
         )
-        # Lines of the previous run not yet delivered go first (cloudwatch/log_state.py).
-        left = self._log_state.attach(stack.access_log) if self._log_state and stack.access_log else 0
+        # Lines of the previous run not yet delivered go first (cloudwatch/log_state.py): the access
+        # log's, and the subscribed function groups' (the API function's destination lines).
+        groups = [group for group in (stack.access_log, *stack.function_logs) if group is not None]
+        left = sum(self._log_state.attach(group) for group in groups) if self._log_state else 0
         if left:
-            log.info("Access log: %d lines not yet delivered before the restart delivered again", left)
+            log.info("Log groups: %d lines not yet delivered before the restart delivered again", left)
         for part in (evaluator, stack.access_log, *stack.function_logs):
             if part is not None:
                 part.start()

@@ -18,6 +18,9 @@ BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0.0.0 Safari/537.36"
 )
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148 Safari/604.1"
+)
 PREVIEW_FETCHERS = (
     "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
     "Twitterbot/1.0",
@@ -142,7 +145,7 @@ def test_a_jobs_click_report_has_a_line_per_row_in_input_order(stack: RunningSta
             break
         time.sleep(0.5)
     assert len(lines) == 6
-    assert lines[0] == "row,url,code,short_url,clicks,humans,first_click,last_click"
+    assert lines[0] == "row,url,code,short_url,clicks,humans,first_click,last_click,destinations"
     assert [line["row"] for line in report] == ["1", "2", "3", "4", "5"]
     assert (report[1]["code"], report[1]["clicks"], report[1]["humans"]) == (second, "3", "3")
     assert report[1]["first_click"] and report[1]["last_click"]
@@ -168,26 +171,37 @@ KILLED_LINKS = 10
 def test_redirects_followed_at_once_by_kill_9_are_all_counted_after_the_restart(
     start_stack: StartStack,
 ) -> None:
-    # Given links on a stack whose WAF lets one client send them all
+    # Given links on a stack whose WAF lets one client send them all, half of them with an iPhone
+    # rule (the API function's destination line says which rule answered each of their clicks)
     stack = start_stack(params={"ClientRateLimit": 1_000_000})
     codes = [f"e2e-killed-{n}" for n in range(KILLED_LINKS)]
+    ruled = codes[KILLED_LINKS // 2 :]
     for code in codes:
-        assert stack.post_json("/", {"url": f"https://example.com/{code}", "code": code}).status == 201
-    # When 4,000 redirects are followed at once, and the stack is killed with kill -9 right after
-    # the last answer (their access log lines not yet delivered)
+        rule = {"ios_url": f"https://apps.example/{code}"} if code in ruled else {}
+        created = stack.post_json("/", {"url": f"https://example.com/{code}", "code": code, **rule})
+        assert created.status == 201, created.text
+    # When 4,000 redirects are followed at once by iPhones, and the stack is killed with kill -9
+    # right after the last answer (their access log and destination lines not yet delivered)
     follows = [codes[n % KILLED_LINKS] for n in range(KILLED_CLICKS)]
     with ThreadPoolExecutor(8) as pool:
         answered = list(
             pool.map(
-                lambda code: stack.request("GET", code, api_key=None, headers={"User-Agent": BROWSER}),
+                lambda code: (code, stack.request("GET", code, api_key=None, headers={"User-Agent": IPHONE})),
                 follows,
             )
         )
     stack.kill()
-    assert {answer.status for answer in answered} == {301}
+    assert {(code in ruled, answer.status) for code, answer in answered} == {(False, 301), (True, 302)}
     stack.restart()
     # Then after the restart every answered click is counted, once
     each = {"clicks": KILLED_CLICKS // KILLED_LINKS, "humans": KILLED_CLICKS // KILLED_LINKS, "bots": 0}
     assert [wait_for_totals(stack, code, each, 120) for code in codes] == [each] * KILLED_LINKS
     time.sleep(2)  # a late second delivery of a batch changes nothing
     assert totals(stack, codes[0]) == each
+    # and every answer of a ruled link by its rule (a lost destination line would count as default)
+    expected = [{"value": "ios", "clicks": KILLED_CLICKS // KILLED_LINKS}]
+    deadline = time.monotonic() + 60
+    for code in ruled:
+        while (found := stack.request("GET", f"links/{code}/clicks").json()["destinations"]) != expected:
+            assert time.monotonic() < deadline, (code, found)
+            time.sleep(0.5)

@@ -13,7 +13,13 @@ import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from local_stack.awslambda.log_format import FunctionLogRenderer, FunctionOutput, Rendered, TerminalFormatter
+from local_stack.awslambda.log_format import (
+    OUTPUT_END,
+    FunctionLogRenderer,
+    FunctionOutput,
+    Rendered,
+    TerminalFormatter,
+)
 
 # As the restarter printed it on its first invocation (`make run`).
 COLD_START_BLOB = (
@@ -165,3 +171,26 @@ def test_the_stacks_own_lines_name_their_module() -> None:
         "local_stack.apigateway.gateway", logging.INFO, __file__, 1, "POST / 201 5 ms", None, None
     )
     assert TerminalFormatter().format(record).split(" ", 1)[1] == "INFO  apigateway.gateway POST / 201 5 ms"
+
+
+def test_an_invocations_output_is_read_to_its_end_before_its_answer_goes_out() -> None:
+    # Given a function whose output goes to a subscribed log group, and an invocation that wrote a
+    # line, then a last one without a newline, then its end
+    kept: list[str] = []
+    raw = io.StringIO()
+    output = FunctionOutput("ApiFunction", "json", raw, sink=kept.append)
+    assert not output.read_to_end("r1", 0.01)  # nothing read yet
+    output.write('{"record":"destination","code":"abc"}\n')
+    output.write(f"partial{OUTPUT_END}r1\n")
+    # When the runtime waits for that invocation's output
+    # Then it was all read: the log group holds both lines, and the end marker is not shown
+    assert output.read_to_end("r1", 0.01)
+    assert kept == ['{"record":"destination","code":"abc"}\n', "partial"]
+    assert OUTPUT_END not in raw.getvalue()
+
+
+def test_a_function_whose_output_no_group_keeps_is_never_waited_for() -> None:
+    output = FunctionOutput("PollerFunction", "json", io.StringIO())
+    output.write(f"{OUTPUT_END}r1\n")
+    assert not output.kept
+    assert not output.read_to_end("r1", 0.01)
