@@ -142,11 +142,12 @@ PATCHES: tuple[Patch, ...] = (
     ),
     Patch(
         dynamodb_results.install,
-        "ActionResult.execute_result (DynamoDB Query and Scan answers)",
+        "ActionResult.execute_result (DynamoDB Query, Scan, GetItem, BatchGetItem and "
+        "TransactGetItems answers)",
         "moto wrote every answer through its generic serializer, about 2 ms an item: a search that "
-        "reads an owner's 100,000 links took minutes. A Query's or Scan's answer is already DynamoDB "
-        "JSON: it is written with json.dumps now (binary in base64, times as epoch seconds), the "
-        "same bytes to boto3.",
+        "reads an owner's 100,000 links took minutes, a batch change's page spent most of its time "
+        "in its BatchGetItem answers. A read's answer is already DynamoDB JSON: it is written with "
+        "json.dumps now (binary in base64, times as epoch seconds), the same answers to boto3.",
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_results.py",
     ),
     Patch(

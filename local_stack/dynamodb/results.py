@@ -1,9 +1,11 @@
-"""DynamoDB's read answers (Query, Scan) written as JSON straight away.
+"""DynamoDB's read answers (Query, Scan, GetItem, BatchGetItem, TransactGetItems) written as JSON
+straight away.
 
 moto writes every answer through its generic serializer, which walks the operation's output shape
 value by value: about 2 ms an item on this machine, so a search that reads an owner's 100,000 links
-(docs/search.md) took minutes where DynamoDB takes well under a second. A Query's or Scan's answer
-is already DynamoDB JSON (``dynamo_to_dict``: attribute values as ``{"S": ...}``): it is written
+(docs/search.md) took minutes where DynamoDB takes well under a second, and a batch change's page
+of 250 links spent most of its time in its BatchGetItem answers. A read's answer is already DynamoDB
+JSON (``dynamo_to_dict``: attribute values as ``{"S": ...}``): it is written
 with ``json.dumps``; binary values in base64 and times as epoch seconds, as the serializer writes
 them for the JSON protocol (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.LowLevelAPI.html).
 Anything else (an error, another operation) takes moto's path unchanged."""
@@ -16,7 +18,7 @@ from typing import Any
 from moto.core.responses import ActionContext, ActionResult
 from moto.dynamodb.responses import DynamoResult
 
-_FAST_OPERATIONS = frozenset({"Query", "Scan"})
+_FAST_OPERATIONS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems"})
 
 
 def _encode(value: Any) -> Any:
@@ -28,7 +30,7 @@ def _encode(value: Any) -> Any:
 
 
 def install() -> None:
-    """Write Query and Scan answers with json.dumps; idempotent."""
+    """Write the read operations' answers with json.dumps; idempotent."""
     if getattr(ActionResult.execute_result, "_fast_dynamodb", False):
         return
     generic = ActionResult.execute_result

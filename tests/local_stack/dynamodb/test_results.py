@@ -6,6 +6,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.responses import ActionResult
 
 from local_stack.dynamodb import results as dynamodb_results
 
@@ -84,3 +85,40 @@ def test_pages_filters_and_errors_are_moto_s(client: Any) -> None:
     assert [item["sk"]["S"] for item in last["Items"]] == ["c"] and "LastEvaluatedKey" not in last
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         client.scan(TableName="missing")
+
+
+def _reads(client: Any) -> list[dict[str, Any]]:
+    """The answers of every single-item and batch read, for an item of every type and a missing one."""
+    keys = [{"pk": {"S": "p"}, "sk": {"S": "a"}}, {"pk": {"S": "p"}, "sk": {"S": "missing"}}]
+    answers = [
+        client.get_item(TableName="T", Key=keys[0], ConsistentRead=True),
+        client.get_item(TableName="T", Key=keys[1]),
+        client.get_item(TableName="T", Key=keys[0], ProjectionExpression="n, m.k"),
+        client.batch_get_item(RequestItems={"T": {"Keys": keys}}),
+        client.transact_get_items(TransactItems=[{"Get": {"TableName": "T", "Key": key}} for key in keys]),
+    ]
+    for answer in answers:
+        answer.pop("ResponseMetadata")
+        responses = answer.get("Responses", [])
+        if isinstance(responses, dict):  # BatchGetItem's, by table; TransactGetItems' a list
+            batch = responses.get("T", [])
+        else:
+            batch = [one.get("Item") for one in responses]
+        for item in [answer.get("Item"), *batch]:
+            if item:
+                item.update(_sorted_sets(item))
+    return answers
+
+
+def test_single_item_and_batch_reads_answer_as_motos_own_serializer_does(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an item of every attribute type
+    client.put_item(TableName="T", Item=EVERY_TYPE)
+    # When it is read by GetItem, BatchGetItem and TransactGetItems, answered straight away
+    fast = _reads(client)
+    # Then boto3 reads the same answers as from moto's own serializer, the item as it was put
+    monkeypatch.setattr(ActionResult, "execute_result", ActionResult.execute_result.__wrapped__)
+    assert fast == _reads(client)
+    assert _sorted_sets(fast[0]["Item"]) == _sorted_sets(EVERY_TYPE) and "Item" not in fast[1]
+    assert fast[2]["Item"] == {"n": {"N": "12.5"}, "m": {"M": {"k": {"BOOL": True}}}}
