@@ -38,7 +38,7 @@ from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
 import moto.sqs.models as sqs_models
-from moto.core.model_instances import reset_model_data
+from moto.core.model_instances import model_data
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.moto_api._internal.recorder.models import Recorder
@@ -75,7 +75,18 @@ class SerialisingMiddleware:
                 # Drain the body inside the lock: moto may build it lazily.
                 return list(self._app(environ, start_response))
         finally:
-            reset_model_data()
+            _forget_tracked_instances()
+
+
+def _forget_tracked_instances() -> None:
+    """moto's ``reset_model_data``, but a class is assigned a fresh list only when it tracked
+    instances: moto records every model instance it creates (copies included) for its dashboard,
+    which the local stack does not serve, and assigning to every class of every service on every
+    request cost time and invalidated the interpreter's caches of those types."""
+    for models in model_data.values():
+        for model in models.values():
+            if model.instances_tracked:  # type: ignore[attr-defined]
+                model.instances_tracked = []  # type: ignore[attr-defined]
 
 
 class RequestEndHooks:
