@@ -41,21 +41,9 @@ def answer(api: ModuleType, event: dict[str, Any]) -> dict[str, Any]:
     return dict(api.lambda_handler(event, LambdaContext()))
 
 
-def call(
-    api: ModuleType,
-    method: str,
-    path: str,
-    resource: str,
-    body: bytes = b"",
-    headers: dict[str, str] | None = None,
-    path_parameters: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """The handler's answer to ``method path`` (a route of ``resource``)."""
-    return answer(api, event_of(method, path, resource, body, headers, path_parameters))
-
-
 def post_json(api: ModuleType, payload: dict[str, Any]) -> dict[str, Any]:
-    return call(api, "POST", "/", "/", json.dumps(payload).encode(), {"Content-Type": "application/json"})
+    body = json.dumps(payload).encode()
+    return answer(api, event_of("POST", "/", "/", body, {"Content-Type": "application/json"}))
 
 
 def get_code_event(code: str) -> dict[str, Any]:
