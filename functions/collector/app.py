@@ -1,7 +1,8 @@
 """The click collector: batches of the API's access log lines and of the edge's standard log records,
 delivered by their log groups' subscription filters, counted into hourly per-link counters
-(shortener.clicks.counting). A malformed record is skipped and counted in a metric; the batch goes
-on. A batch delivered twice counts once."""
+(shortener.clicks.counting), and each click's event sent to the event store (Firehose, to S3 as
+Parquet). A malformed record is skipped and counted in a metric; the batch goes on. A batch
+delivered twice counts once."""
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import CloudWatchLogsEvent, event_source
@@ -57,6 +58,8 @@ def lambda_handler(event: CloudWatchLogsEvent, context: LambdaContext) -> dict:
         "bots": outcome.bots,
         # Which rule answered rule, password and preview links (the API function's lines): no clicks.
         "answers": outcome.answers,
+        # Click events sent to the event store (every delivery: the queries count a request once).
+        "events": outcome.events,
         "skipped": outcome.skipped,
         "items_written": outcome.items_written,
         "already_counted": outcome.already_counted,

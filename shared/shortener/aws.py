@@ -91,9 +91,15 @@ def cloudfront() -> Any:
     return usage.install(boto3.client("cloudfront", config=_CONFIG))
 
 
+@lru_cache(maxsize=1)
+def firehose() -> Any:
+    """Firehose (the click events' delivery stream); untyped: the project installs no Firehose stubs."""
+    return usage.install(boto3.client("firehose", config=_CONFIG))
+
+
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront):
+    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront, firehose):
         factory.cache_clear()
 
 

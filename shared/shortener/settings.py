@@ -275,6 +275,8 @@ class CollectorSettings(StageCacheMixin):
     LINKS_TABLE: str = ""
     # Hourly click counts expire this many days after their hour.
     CLICK_RETENTION_DAYS: int = Field(default=400, ge=1)
+    # The click events' Firehose delivery stream ("": events are not sent).
+    CLICK_EVENTS_STREAM: str = ""
 
 
 @lru_cache(maxsize=1)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from shortener.access.model import ANONYMOUS_OWNER
 from shortener.clicks.agents import classify_agent
+from shortener.clicks.events import ClickEvent, click_event, visitor_id
 from shortener.clicks.model import (
     DESTINATION_RECORD,
     DIMENSIONS,
@@ -222,16 +223,31 @@ def aggregate(clicks: Iterable[Click], answers: Iterable[DestinationLine] = ()) 
     return [hours[key] for key in sorted(hours)]
 
 
+# The click events of a batch -> sent to the event store (shortener.clicks.event_stream).
+EventSink = Callable[[Sequence[ClickEvent]], object]
+# A UTC day -> its visitor key (shortener.clicks.visitor_keys).
+VisitorKeyOf = Callable[[date], bytes]
+
+
 class ClickCollector:
-    """Counts the clicks of delivered access log batches, once per batch."""
+    """Counts the clicks of delivered access log batches, once per batch, and sends each click's
+    event to the event store (every delivery of a batch: the queries count a request once)."""
 
     def __init__(
-        self, counter: ClickCounter, links: LinkLookup | None = None, limits: ClickLimits | None = None
+        self,
+        counter: ClickCounter,
+        links: LinkLookup | None = None,
+        limits: ClickLimits | None = None,
+        *,
+        events: EventSink | None = None,
+        visitor_key: VisitorKeyOf | None = None,
     ) -> None:
         self.counter = counter
         self.links = links
         # On a cached stage: the click limits counted from the batch (shortener.clicks.limits).
         self.limits = limits
+        self.events = events
+        self.visitor_key = visitor_key
 
     def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
         """Count a delivered batch once per ``key`` (its log group, stream and event ids); a batch
@@ -239,6 +255,8 @@ class ClickCollector:
         delivered again under other event ids count once too."""
         outcome = BatchOutcome()
         clicks = []
+        # Each click with the line it came from: its request id, status, address and user agent.
+        followed: list[tuple[Click, AccessLogLine | EdgeLogRecord]] = []
         answers: list[DestinationLine] = []
         edge_requests: list[str] = []
         access_lines = 0
@@ -260,6 +278,7 @@ class ClickCollector:
                 outcome.skip(click)
                 continue
             clicks.append(click)
+            followed.append((click, line))
             outcome.clicks += 1
             outcome.bots += click.bot
             outcome.humans += not click.bot
@@ -271,6 +290,11 @@ class ClickCollector:
             # One BatchGetItem of the batch's distinct clicked links: their owners, their click limits.
             clicked = sorted({counts.code for counts in hours if counts.clicks})
             links = self.links(clicked) if self.links and clicked else {}
+            if self.events is not None and self.visitor_key is not None and followed:
+                # Before the counters: a crash in between delivers the batch again, and sends its
+                # events again rather than never.
+                self.events(events_of(followed, links, self.visitor_key))
+                outcome.events = len(followed)
             written = self.counter.add(key, hours, _owner_days(hours, links))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
@@ -284,6 +308,29 @@ class ClickCollector:
             if self.limits is not None and limited and written is not None and per_code:
                 outcome.limits = self.limits(per_code, limited)
         return outcome
+
+
+def events_of(
+    followed: Sequence[tuple[Click, AccessLogLine | EdgeLogRecord]],
+    links: Mapping[str, Link],
+    visitor_key: VisitorKeyOf,
+) -> list[ClickEvent]:
+    """The event of each click: its link's owner and job (none for a link deleted since), and the
+    visitor as the day's keyed hash of address and user agent (the address goes no further)."""
+    events = []
+    for click, line in followed:
+        link = links.get(click.code)
+        events.append(
+            click_event(
+                click,
+                request_id=line.request_id,
+                owner=(link.owner or "") if link is not None else "",
+                job_id=link.job_id if link is not None else None,
+                status=line.status,
+                visitor=visitor_id(visitor_key(click.at.date()), line.ip, line.user_agent),
+            )
+        )
+    return events
 
 
 def _owner_days(hours: Sequence[HourCounts], links: Mapping[str, Link]) -> list[OwnerDay]:

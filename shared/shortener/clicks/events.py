@@ -8,6 +8,7 @@ import hashlib
 import hmac
 from datetime import datetime
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortener.clicks.model import MAX_VALUE_LENGTH, Click, DeviceClass
@@ -33,6 +34,9 @@ class ClickEvent(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     time: datetime
+    # The request's id (API Gateway's requestId, or the edge's x-edge-request-id): the same click
+    # delivered twice is one request, which the queries count once.
+    request_id: str = Field(min_length=1, max_length=128)
     code: str = Field(max_length=256)
     owner: str = Field(max_length=256)
     job_id: str | None = Field(default=None, max_length=128)
@@ -47,6 +51,13 @@ class ClickEvent(BaseModel):
     bot: bool
     visitor: str = Field(min_length=VISITOR_ID_LENGTH, max_length=VISITOR_ID_LENGTH)
 
+    def record(self) -> bytes:
+        """The event as the delivery stream takes it: one line of JSON, its time in epoch
+        milliseconds (the stream's HiveJsonSerDe reads ``millis``, template.yaml)."""
+        document = self.model_dump(mode="json")
+        document["time"] = int(self.time.timestamp() * 1000)
+        return orjson.dumps(document) + b"\n"
+
     @property
     def day(self) -> str:
         """The partition the event is stored under (UTC day, as the table's projection reads it)."""
@@ -56,6 +67,7 @@ class ClickEvent(BaseModel):
 def click_event(
     click: Click,
     *,
+    request_id: str,
     owner: str,
     status: int,
     visitor: str,
@@ -66,6 +78,7 @@ def click_event(
     """The event of a counted click (its classification as counted, the link's owner and job)."""
     return ClickEvent(
         time=click.at,
+        request_id=request_id,
         code=click.code,
         owner=owner,
         job_id=job_id,

@@ -69,7 +69,8 @@ class AccessLogLine(BaseModel):
 class EdgeLogRecord(BaseModel):
     """One record of the edge's standard logs (v2), output format JSON, delivered to a CloudWatch
     Logs log group (template.yaml, EdgeLogGroup): AWS's field names, each value a string as
-    CloudFront writes it ("-" for none). The viewer's address (``c-ip``) is never read."""
+    CloudFront writes it ("-" for none). The viewer's address (``c-ip``) is read only to hash the
+    day's visitor id, and never kept."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -102,6 +103,10 @@ class EdgeLogRecord(BaseModel):
     )
     country: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
         default=None, alias="c-country", max_length=8
+    )
+    # Read only to hash the day's visitor id (shortener.clicks.events); never kept.
+    ip: Annotated[str | None, BeforeValidator(_dash_is_none)] = Field(
+        default=None, alias="c-ip", max_length=64
     )
 
     @model_validator(mode="after")
@@ -234,6 +239,8 @@ class BatchOutcome:
     limits: LimitOutcome | None = None
     # Answers of rule, password and preview links recorded by destination (not clicks).
     answers: int = 0
+    # Click events sent to the event store.
+    events: int = 0
 
     def skip(self, reason: SkipReason) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1

@@ -1,14 +1,17 @@
 """The click collector's services: counting over the clicks table, with the links table to learn
-whose link each clicked code is and, on a cached stage, to count click limits."""
+whose link each clicked code is and, on a cached stage, to count click limits; the click events'
+delivery stream, where the stack has one."""
 
 from collections.abc import Mapping
 from functools import lru_cache
 
 from shortener.clicks.counting import ClickCollector, ClickLimits
+from shortener.clicks.event_stream import ClickEventStream
 from shortener.clicks.limits import count_limited_clicks
 from shortener.clicks.model import LimitOutcome
 from shortener.clicks.store import ClicksStore
 from shortener.clicks.store_limits import ClickLimitStore
+from shortener.clicks.visitor_keys import VisitorKeys
 from shortener.links.model import Link
 from shortener.links.stage_cache import StageCache
 from shortener.links.store import LinksStore
@@ -20,10 +23,13 @@ def click_collector() -> ClickCollector:
     """The collector container's click counting, over the clicks table."""
     settings = collector_settings()
     links = LinksStore(settings.LINKS_TABLE) if settings.LINKS_TABLE else None
+    stream = ClickEventStream(settings.CLICK_EVENTS_STREAM) if settings.CLICK_EVENTS_STREAM else None
     return ClickCollector(
         ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS),
         links.get_many if links else None,
         _click_limits(),
+        events=stream.put if stream else None,
+        visitor_key=VisitorKeys(settings.CLICKS_TABLE).key,
     )
 
 

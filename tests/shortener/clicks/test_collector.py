@@ -12,6 +12,9 @@ import pytest
 from local_stack.cloudwatch.logs import AccessRecord, FilterPattern, LogGroup, Subscription
 from shortener.clicks.model import destination_line
 from shortener.clicks.store import ClicksStore
+from shortener.links.model import Link
+from shortener.links.store import LinksStore
+from shortener.settings import collector_settings
 from tests.shortener.clicks.test_counting import CHROME_WINDOWS, FORMAT_FIELDS
 from tests.support.loops import LambdaContext
 
@@ -145,3 +148,60 @@ def test_the_api_functions_destination_lines_are_counted_once_beside_the_clicks(
     assert not {"clicks", "humans", "first_click", "last_click"} & total.keys()
     totals = ClicksStore(tables["CLICKS_TABLE"]).totals(["abc"])["abc"]
     assert (totals.clicks, totals.first_click, totals.destinations) == (0, None, {"ios": 1, "geo:DE": 1})
+
+
+def test_each_click_is_sent_as_an_event_with_its_owner_job_and_a_hashed_visitor(
+    collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job's link of alice, and the click events' delivery stream to a bucket
+    LinksStore(tables["LINKS_TABLE"]).insert(
+        Link(
+            code="abc",
+            url="https://example.com/",
+            created_at=datetime(2025, 11, 1, tzinfo=UTC),
+            owner="alice",
+            job_id="job-1",
+        )
+    )
+    boto3.client("s3").create_bucket(Bucket="click-events-bucket")
+    boto3.client("firehose").create_delivery_stream(
+        DeliveryStreamName="click-events",
+        ExtendedS3DestinationConfiguration={
+            "BucketARN": "arn:aws:s3:::click-events-bucket",
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "Prefix": "events/",
+        },
+    )
+    monkeypatch.setenv("CLICK_EVENTS_STREAM", "click-events")
+    collector.click_collector.cache_clear()
+    collector_settings.cache_clear()
+    # When one visitor follows it twice, a bot once, and another address once
+    records = [follow("abc"), follow("abc"), follow("abc", "Twitterbot/1.0"), follow("abc", ip="9.9.9.9")]
+    [event] = deliveries(records)
+    summary = collector.lambda_handler(event, LambdaContext("collector"))
+    # Then four events reach the stream, one per request, with what was counted
+    assert summary["events"] == 4
+    sent = stored_events()
+    assert len(sent) == 4 and len({e["request_id"] for e in sent}) == 4
+    assert {(e["code"], e["owner"], e["job_id"], e["status"]) for e in sent} == {
+        ("abc", "alice", "job-1", 301)
+    }
+    assert sorted(e["bot"] for e in sent) == [False, False, False, True]
+    assert {e["time"] for e in sent} == {T0}
+    # and the same address and agent are one visitor; another agent or address another
+    visitors = [e["visitor"] for e in sent]
+    assert len(set(visitors)) == 3 and visitors.count(visitors[0]) == 2
+    # and no address is in any event
+    assert "8.8.8.8" not in json.dumps(sent) and "9.9.9.9" not in json.dumps(sent)
+    # When the batch is delivered again, its events are sent again under the same request ids
+    collector.lambda_handler(event, LambdaContext("collector"))
+    again = stored_events()
+    assert len(again) == 8 and {e["request_id"] for e in again} == {e["request_id"] for e in sent}
+
+
+def stored_events() -> list[dict[str, Any]]:
+    s3 = boto3.client("s3")
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket="click-events-bucket").get("Contents", [])]
+    bodies = [s3.get_object(Bucket="click-events-bucket", Key=key)["Body"].read() for key in keys]
+    lines = b"".join(bodies).splitlines()
+    return [json.loads(line) for line in lines]

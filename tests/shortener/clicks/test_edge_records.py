@@ -11,7 +11,15 @@ from urllib.parse import quote
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from shortener.clicks.counting import ClickCollector, click_of, edge_batch_key, parse_line, referrer_host
+from shortener.clicks.counting import (
+    ClickCollector,
+    click_of,
+    edge_batch_key,
+    events_of,
+    parse_line,
+    referrer_host,
+)
+from shortener.clicks.events import visitor_id
 from shortener.clicks.model import UNKNOWN, Click, EdgeLogRecord, HourCounts, OwnerDay
 from tests.shortener.clicks.test_counting import CHROME_WINDOWS, SAFARI_IPHONE, T0, line
 
@@ -55,10 +63,15 @@ def test_an_edge_redirect_is_a_click_with_cloudfronts_country_and_the_referrers_
     assert found.from_edge
 
 
-def test_the_viewers_address_is_never_read() -> None:
+def test_the_viewers_address_is_read_only_for_the_visitor_hash_and_kept_nowhere() -> None:
     parsed = parse_line(record())
-    assert parsed is not None
-    assert "203.0.113.7" not in repr(parsed)
+    assert isinstance(parsed, EdgeLogRecord) and parsed.ip == "203.0.113.7"
+    click = click_of(parsed)
+    assert isinstance(click, Click) and "203.0.113.7" not in repr(click)
+    [event] = events_of([(click, parsed)], {}, lambda day: bytes(32))
+    assert "203.0.113.7" not in event.model_dump_json()
+    assert event.visitor == visitor_id(bytes(32), "203.0.113.7", parsed.user_agent)
+    assert event.request_id == parsed.request_id
 
 
 def test_date_and_time_stand_in_for_a_missing_timestamp() -> None:

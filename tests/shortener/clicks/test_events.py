@@ -1,5 +1,6 @@
 """The click event and the daily visitor id (unit)."""
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -51,6 +52,7 @@ def test_event_of_a_click_keeps_its_classification_and_no_address() -> None:
     # When it becomes an event
     event = click_event(
         click,
+        request_id="req-1",
         owner="alice",
         status=301,
         visitor=visitor_id(MONDAY_KEY, ADDRESS, SAFARI),
@@ -83,4 +85,22 @@ def test_event_refuses_a_visitor_that_is_not_an_id() -> None:
         os="Other",
     )
     with pytest.raises(ValidationError):
-        click_event(click, owner="alice", status=301, visitor=ADDRESS)
+        click_event(click, request_id="req-1", owner="alice", status=301, visitor=ADDRESS)
+
+
+def test_the_record_is_one_json_line_with_the_time_in_epoch_milliseconds() -> None:
+    click = Click(
+        code="abc1234",
+        at=datetime(2026, 11, 28, 17, 5, 1, 250000, tzinfo=UTC),
+        bot=False,
+        country="DE",
+        device="desktop",
+        browser="Firefox",
+        os="Linux",
+    )
+    event = click_event(click, request_id="req-1", owner="alice", status=302, visitor="0" * VISITOR_ID_LENGTH)
+    record = event.record()
+    assert record.endswith(b"\n") and record.count(b"\n") == 1
+    document = json.loads(record)
+    assert document["time"] == 1_795_885_501_250
+    assert (document["request_id"], document["row"], document["referrer"]) == ("req-1", None, None)
