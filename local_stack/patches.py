@@ -24,6 +24,7 @@ from local_stack.dynamodb import compact as dynamodb_compact
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
 from local_stack.embedded import server
+from local_stack.firehose import delivery as firehose_delivery
 from local_stack.s3 import bucket_policies, delete_refusals
 from local_stack.s3 import multipart as s3_multipart
 
@@ -78,6 +79,14 @@ PATCHES: tuple[Patch, ...] = (
         "an isdir per entry) and trying every service's URL patterns: about a third of the embedded "
         "AWS's CPU in a small bulk job. A host's service is looked up once now, the same answer.",
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/embedded/test_server.py",
+    ),
+    Patch(
+        firehose_delivery.install,
+        "FirehoseBackend.put_record_batch, .put_s3_records",
+        "moto ignores a prefix's expressions (!{timestamp:...}), never converts records to Parquet, "
+        "and takes any number of records: the click events would land where no query looks, as "
+        "JSON, and a call AWS refuses would pass. Prefixes, conversion and limits are AWS's now.",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/firehose/test_delivery.py",
     ),
     Patch(
         registry.install_cloudformation,
@@ -192,6 +201,8 @@ def install_moto_fixes() -> None:
     lambda_quota.install()
     # A multipart upload completed with one copy of the object in memory.
     s3_multipart.install()
+    # Firehose's prefixes, record format conversion (Parquet) and PutRecordBatch limits.
+    firehose_delivery.install()
 
 
 def install_all() -> None:

@@ -7,6 +7,7 @@ checklist). The stack (stack.py) iterates this list; nothing else names the serv
 from collections.abc import Callable
 
 from local_stack.apigateway import resource_types as apigateway_types
+from local_stack.athena import resource_types as athena_types
 from local_stack.apigateway.service import ApiGatewayService
 from local_stack.awslambda import resource_types as lambda_types
 from local_stack.awslambda.service import LambdaService
@@ -15,6 +16,8 @@ from local_stack.cloudwatch import resource_types as cloudwatch_types
 from local_stack.cloudwatch.service import CloudWatchService
 from local_stack.dynamodb.service import DynamoDbService
 from local_stack.events.service import EventsService
+from local_stack.firehose import resource_types as firehose_types
+from local_stack.glue import resource_types as glue_types
 from local_stack.iam.service import IamService
 from local_stack.resource_provider import ResourceProvider
 from local_stack.s3 import resource_types as s3_types
@@ -65,6 +68,10 @@ RESOURCE_PROVIDERS: tuple[ResourceProvider, ...] = (
     cloudfront_types.DeliverySourceProvider(),
     cloudfront_types.DeliveryDestinationProvider(),
     cloudfront_types.DeliveryProvider(),
+    glue_types.DatabaseProvider(),
+    glue_types.TableProvider(),
+    firehose_types.DeliveryStreamProvider(),
+    athena_types.WorkGroupProvider(),
 )
 PROVIDERS_BY_TYPE: dict[str, ResourceProvider] = {provider.TYPE: provider for provider in RESOURCE_PROVIDERS}
 

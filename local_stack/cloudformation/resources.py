@@ -55,6 +55,10 @@ HTTP_API = "AWS::ApiGatewayV2::Api"
 HTTP_INTEGRATION = "AWS::ApiGatewayV2::Integration"
 HTTP_ROUTE = "AWS::ApiGatewayV2::Route"
 HTTP_STAGE = "AWS::ApiGatewayV2::Stage"
+GLUE_DATABASE = "AWS::Glue::Database"
+GLUE_TABLE = "AWS::Glue::Table"
+DELIVERY_STREAM = "AWS::KinesisFirehose::DeliveryStream"
+ATHENA_WORKGROUP = "AWS::Athena::WorkGroup"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -73,6 +77,10 @@ EMULATED_TYPES = (
     API_KEY,
     WEB_ACL,
     BUCKET,
+    GLUE_DATABASE,
+    GLUE_TABLE,
+    DELIVERY_STREAM,
+    ATHENA_WORKGROUP,
 )
 # Properties named after what they create, per type: CloudFormation's explicit physical names.
 _NAME_PROPERTIES = {
@@ -90,6 +98,7 @@ _NAME_PROPERTIES = {
     API_KEY: "Name",
     WEB_ACL: "Name",
     BUCKET: "BucketName",
+    ATHENA_WORKGROUP: "Name",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -318,6 +327,8 @@ def _bucket_identity(name: str, _: str, endpoint: str) -> tuple[str, dict[str, A
 
 _Identity = Callable[[str, str, str], tuple[str, dict[str, Any]]]
 _IDENTITIES: dict[str, _Identity] = {
+    DELIVERY_STREAM: lambda name, arn, _: (name, {"Arn": f"arn:aws:firehose:{arn}:deliverystream/{name}"}),
+    ATHENA_WORKGROUP: lambda name, arn, _: (name, {}),
     TABLE: _table_identity,
     QUEUE: _queue_identity,
     TOPIC: _topic_identity,
@@ -388,6 +399,9 @@ def create_resources(
         _create_with(resources, providers[resource_type])
     # The edge's distribution, in moto's CloudFront: a change's CreateInvalidation names it.
     _create_with(resources, providers[DISTRIBUTION])
+    # The click events' schema, the stream that converts to it, and the workgroup that asks it.
+    for resource_type in (GLUE_DATABASE, GLUE_TABLE, DELIVERY_STREAM, ATHENA_WORKGROUP):
+        _create_with(resources, providers[resource_type])
 
 
 def _create_with(resources: Resources, provider: ResourceProvider) -> None:

@@ -17,6 +17,8 @@ CloudWatch / Amazon EventBridge / AWS Lambda") and the services' guides:
 - CloudWatch (signing name "monitoring", action prefix "cloudwatch"): alarm operations on the alarm
   ARN; the rest (PutMetricData, ...) on "*".
 - EventBridge: PutEvents on each entry's event bus; rule operations on the rule ARN.
+- Firehose: each operation on the delivery stream's ARN (deliverystream/<name>); PutRecordBatch
+  is firehose:PutRecordBatch ("Actions, resources, and condition keys for Amazon Data Firehose").
 - Lambda: Invoke is lambda:InvokeFunction on the function ARN (checked by the Lambda endpoint).
 - CloudFront (REST): ListDistributions on "*"; CreateInvalidation, ListInvalidations and
   GetInvalidation on the distribution's ARN (arn:aws:cloudfront::<account>:distribution/<id>).
@@ -375,8 +377,17 @@ def _events(operation: str, params: _Params, scope: _Scope, _: str) -> list[Acce
     return [Access(action, "*")]
 
 
+def _firehose(operation: str, params: _Params, scope: _Scope, _: str) -> list[Access]:
+    name = params.text("DeliveryStreamName")
+    if not name:
+        return [Access(f"firehose:{operation}", "*")]
+    stream = f"arn:aws:firehose:{scope.region}:{scope.account}:deliverystream/{name}"
+    return [Access(f"firehose:{operation}", stream)]
+
+
 _MAPPERS: dict[str, Callable[[str, _Params, _Scope, str], list[Access]]] = {
     "dynamodb": _dynamodb,
+    "firehose": _firehose,
     "sqs": _sqs,
     "sns": _sns,
     "monitoring": _cloudwatch,
