@@ -6,10 +6,13 @@ and no answered click lost to a kill -9."""
 import csv
 import io
 import json
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from tests.e2e.conftest import RunningStack, StartStack
@@ -69,6 +72,46 @@ def test_ten_follows_count_ten_clicks_seven_humans_three_bots(stack: RunningStac
     # A missing link's 404s are no clicks; an unknown code has no report either
     assert stack.request("GET", "e2e-no-such-code", api_key=None).status == 404
     assert stack.request("GET", "links/e2e-no-such-code/clicks").status == 404
+
+
+def stored_events(stack: RunningStack, code: str) -> list[dict[str, Any]]:
+    """The link's click events in the event store's Parquet files (the embedded S3), read by DuckDB."""
+    s3, bucket = stack.boto3_client("s3"), stack.resources["ClickEventsBucket"]
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket, Prefix="events/").get("Contents", [])]
+    with tempfile.TemporaryDirectory() as folder:
+        files = []
+        for number, key in enumerate(keys):
+            files.append(Path(folder, f"{number}.parquet"))
+            files[-1].write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        if not files:
+            return []
+        found = duckdb.connect().execute(
+            "SELECT * FROM read_parquet(?, hive_partitioning = false) WHERE code = ?",
+            [[str(f) for f in files], code],
+        )
+        names = [column[0] for column in found.description]
+        return [dict(zip(names, row, strict=True)) for row in found.fetchall()]
+
+
+def test_each_redirect_is_kept_as_an_event_with_a_daily_visitor_and_no_address(stack: RunningStack) -> None:
+    # Given a link followed 3 times by each of 3 user agents from one address
+    created = stack.post_json("/", {"url": "https://example.com/e2e/events", "code": "e2e-events"})
+    assert created.status == 201, created.text
+    agents = [BROWSER, IPHONE, "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"]
+    for agent in agents * 3:
+        assert stack.request("GET", "e2e-events", headers={"User-Agent": agent}, api_key=None).status == 301
+    # Then within 60 s the event store holds 9 events, one per request, of 3 visitors
+    deadline = time.monotonic() + 60
+    while len(events := stored_events(stack, "e2e-events")) < 9 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert len(events) == 9 and len({event["request_id"] for event in events}) == 9, events
+    assert len({event["visitor"] for event in events}) == 3
+    assert {(event["owner"], event["status"], event["bot"]) for event in events} == {
+        ("local-admin", 301, False)
+    }
+    assert {event["browser"] for event in events} >= {"Chrome", "Firefox"}
+    # and no event holds the client's address
+    assert "127.0.0.1" not in repr(events)
 
 
 @pytest.mark.e2e_timeout(240)
