@@ -23,6 +23,7 @@ from local_stack.cloudwatch import history, subscriptions
 from local_stack.dynamodb import compact as dynamodb_compact
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
+from local_stack.athena import queries as athena_queries
 from local_stack.embedded import server
 from local_stack.firehose import delivery as firehose_delivery
 from local_stack.s3 import bucket_policies, delete_refusals
@@ -87,6 +88,14 @@ PATCHES: tuple[Patch, ...] = (
         "and takes any number of records: the click events would land where no query looks, as "
         "JSON, and a call AWS refuses would pass. Prefixes, conversion and limits are AWS's now.",
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/firehose/test_delivery.py",
+    ),
+    Patch(
+        athena_queries.install,
+        "AthenaBackend.start_query_execution; AthenaResponse.get_query_execution, .get_query_results",
+        "moto records a query and answers it with no rows: the click reports would read nothing. "
+        "Queries now run in DuckDB over the Glue tables' Parquet objects, with Athena's states, "
+        "result paging, CSV output, bytes scanned and the workgroup's cutoff.",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/athena/test_queries.py",
     ),
     Patch(
         registry.install_cloudformation,
@@ -203,6 +212,8 @@ def install_moto_fixes() -> None:
     s3_multipart.install()
     # Firehose's prefixes, record format conversion (Parquet) and PutRecordBatch limits.
     firehose_delivery.install()
+    # Athena's queries answered by DuckDB over the Glue tables' objects.
+    athena_queries.install()
 
 
 def install_all() -> None:

@@ -66,6 +66,13 @@ _PENDING = "_durable_pending_events"
 Redeliver = Callable[[str, dict[str, Any], Callable[[], None]], object]
 
 
+def body_path(key: FakeKey) -> Path | None:
+    """The file that holds an object's body, where the durable state keeps one (the local Athena
+    reads Parquet objects there rather than copying them)."""
+    body = getattr(key, _BODY, None)
+    return _recording.bodies / body if _recording is not None and body else None
+
+
 class S3State:
     """The objects of every bucket of one account, with their bodies in ``data_dir``."""
 
