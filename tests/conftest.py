@@ -87,6 +87,7 @@ def _clear_container_caches() -> None:
         api_services._jobs_worker,
         api_services._work_loops,
         api_services._click_counters,
+        api_services._click_events,
     ):
         # A test may have put a plain function in a builder's place (monkeypatch undoes it later).
         getattr(service, "cache_clear", lambda: None)()

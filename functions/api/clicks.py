@@ -29,7 +29,7 @@ REPORT_RETRY_SECONDS = 5
 @router.get(
     "/links/<code>/clicks",
     **operation(
-        "A link's clicks over a range: totals, a series and top lists",
+        "A link's clicks over a range: totals, visitors, a series, top lists and breakdowns",
         {200: Answer("The link's clicks", LinkClicks)},
         errors=(400, 404, 410),
         query=LinkClicksQuery,
@@ -37,13 +37,7 @@ REPORT_RETRY_SECONDS = 5
 )
 def link_clicks(code: str) -> Response[str]:
     event = router.current_event
-    report = click_reports().link(
-        caller(event),
-        code,
-        start=event.get_query_string_value("from", None),
-        end=event.get_query_string_value("to", None),
-        interval=event.get_query_string_value("interval", None),
-    )
+    report = click_reports().link(caller(event), code, event.query_string_parameters or {})
     return Response(200, content_types.APPLICATION_JSON, report.model_dump_json(by_alias=True))
 
 

@@ -83,7 +83,7 @@ def substitute(query: str, parameters: list[str]) -> Any:
     from sqlglot import exp
 
     tree = sqlglot.parse_one(query, read="trino")
-    placeholders = list(tree.find_all(exp.Placeholder))
+    placeholders = list(tree.find_all(exp.Placeholder, bfs=False))  # depth first: in the text's order
     if len(placeholders) != len(parameters):
         raise ValueError(
             f"The query has {len(placeholders)} parameters and {len(parameters)} values were given."
@@ -194,6 +194,15 @@ def _get_query_results(self: Any) -> str:
     if first + most < len(run.rows) + 1:
         answer["NextToken"] = str(first + most)
     return json.dumps(answer)
+
+
+def work_group_of(account: str, region: str, execution_id: str) -> str | None:
+    """The workgroup a query ran in (what IAM authorises its later calls on)."""
+    from moto.athena.models import athena_backends
+
+    execution = athena_backends[account][region].executions.get(execution_id)
+    group = getattr(execution, "workgroup", None)
+    return str(group.name) if group is not None else None
 
 
 def _run(run: _Run, query: _Query) -> None:

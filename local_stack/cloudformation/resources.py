@@ -99,6 +99,8 @@ _NAME_PROPERTIES = {
     WEB_ACL: "Name",
     BUCKET: "BucketName",
     ATHENA_WORKGROUP: "Name",
+    GLUE_DATABASE: "DatabaseInput.Name",
+    GLUE_TABLE: "TableInput.Name",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -358,8 +360,15 @@ def _key_id(name: str) -> str:
 
 def _explicit_name(resolver: Resolver, kind: str, resource: dict[str, Any]) -> str | None:
     prop = _NAME_PROPERTIES.get(kind)
-    value = resource.get("Properties", {}).get(prop) if prop else None
-    return str(resolver.resolve(value)) if value is not None else None
+    value: Any = resource.get("Properties", {})
+    # A nested name (DatabaseInput.Name) is a path of properties.
+    for part in prop.split(".") if prop else [""]:
+        value = value.get(part) if isinstance(value, dict) and part else None
+    if value is None:
+        return None
+    name = str(resolver.resolve(value))
+    # Glue keeps its names in lower case.
+    return name.lower() if kind in (GLUE_DATABASE, GLUE_TABLE) else name
 
 
 def _env_text(value: Any) -> str:

@@ -19,6 +19,8 @@ CloudWatch / Amazon EventBridge / AWS Lambda") and the services' guides:
 - EventBridge: PutEvents on each entry's event bus; rule operations on the rule ARN.
 - Firehose: each operation on the delivery stream's ARN (deliverystream/<name>); PutRecordBatch
   is firehose:PutRecordBatch ("Actions, resources, and condition keys for Amazon Data Firehose").
+- Athena: each operation on its workgroup's ARN (workgroup/<name>: the request's WorkGroup, or the
+  one its QueryExecutionId ran in; "primary" when StartQueryExecution names none).
 - Lambda: Invoke is lambda:InvokeFunction on the function ARN (checked by the Lambda endpoint).
 - CloudFront (REST): ListDistributions on "*"; CreateInvalidation, ListInvalidations and
   GetInvalidation on the distribution's ARN (arn:aws:cloudfront::<account>:distribution/<id>).
@@ -385,7 +387,21 @@ def _firehose(operation: str, params: _Params, scope: _Scope, _: str) -> list[Ac
     return [Access(f"firehose:{operation}", stream)]
 
 
+def _athena(operation: str, params: _Params, scope: _Scope, _: str) -> list[Access]:
+    from local_stack.athena.queries import work_group_of
+
+    name = params.text("WorkGroup") or params.text("Name")
+    execution_id = params.text("QueryExecutionId")
+    if execution_id and not name:
+        name = work_group_of(scope.account, scope.region, execution_id)
+    if operation == "StartQueryExecution" and not name:
+        name = "primary"
+    resource = f"arn:aws:athena:{scope.region}:{scope.account}:workgroup/{name}" if name else "*"
+    return [Access(f"athena:{operation}", resource)]
+
+
 _MAPPERS: dict[str, Callable[[str, _Params, _Scope, str], list[Access]]] = {
+    "athena": _athena,
     "dynamodb": _dynamodb,
     "firehose": _firehose,
     "sqs": _sqs,

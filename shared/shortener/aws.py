@@ -97,9 +97,15 @@ def firehose() -> Any:
     return usage.install(boto3.client("firehose", config=_CONFIG))
 
 
+@lru_cache(maxsize=1)
+def athena() -> Any:
+    """Athena (the click events' queries); untyped: the project installs no Athena stubs."""
+    return usage.install(boto3.client("athena", config=_CONFIG))
+
+
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront, firehose):
+    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront, firehose, athena):
         factory.cache_clear()
 
 

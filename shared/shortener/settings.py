@@ -158,6 +158,10 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     INLINE_RESULTS_ROWS: int = Field(default=20_000, ge=0)
     # The click counters the collector writes (read by the clicks routes); empty: no clicks.
     CLICKS_TABLE: str = ""
+    # The click events (Athena: its workgroup, and the Glue database and table); empty: none kept.
+    CLICK_EVENTS_WORKGROUP: str = ""
+    CLICK_EVENTS_DATABASE: str = ""
+    CLICK_EVENTS_TABLE: str = ""
 
 
 class PollerSettings(TablesMixin, LinksMixin):

@@ -353,8 +353,8 @@ def parse_range(
     """A report's range from its query parameters (ISO 8601; a date or a time, UTC when no offset is
     given); defaults: the last 30 days, by day. InvalidRequestError for anything else."""
     chosen = interval or "day"
-    if chosen not in ("hour", "day"):
-        raise InvalidRequestError("interval must be hour or day.")
+    if chosen not in MAX_RANGE_DAYS:
+        raise InvalidRequestError("interval must be hour, day, week or month.")
     to = _instant(end, "to") if end else now
     begin = _instant(start, "from") if start else to - timedelta(days=30)
     if begin > to:

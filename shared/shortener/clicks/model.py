@@ -246,9 +246,9 @@ class BatchOutcome:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-Interval = Literal["hour", "day"]
+Interval = Literal["hour", "day", "week", "month"]
 # The longest range a report covers, per interval (a series of at most about 750 points).
-MAX_RANGE_DAYS: dict[str, int] = {"hour": 31, "day": 731}
+MAX_RANGE_DAYS: dict[str, int] = {"hour": 31, "day": 731, "week": 731, "month": 731}
 # How many values each top list names.
 TOP_VALUES = 10
 
@@ -290,6 +290,15 @@ class ValueCount(BaseModel):
     clicks: int
 
 
+class Group(BaseModel):
+    """One value of a breakdown (``group_by``): its clicks, humans and visitors."""
+
+    value: str | None = Field(description="The value; null for clicks that have none (no referrer, say).")
+    clicks: int
+    humans: int
+    visitors: int
+
+
 class AllTime(BaseModel):
     clicks: int
     humans: int
@@ -307,10 +316,21 @@ class LinkClicks(BaseModel):
     total: int
     humans: int
     bots: int
+    visitors: int | None = Field(
+        default=None,
+        description=(
+            "Unique visitors in the range, each counted once a day (a day's keyed hash of address and "
+            "user agent); null where the stack keeps no click events."
+        ),
+    )
     from_: datetime = Field(alias="from")
     to: datetime
     interval: Interval
+    tz: str = Field(default="UTC", description="The IANA time zone of the series' buckets.")
     series: list[SeriesPoint]
+    groups: list[Group] | None = Field(
+        default=None, description="With group_by: the clicks by that value, most clicks first."
+    )
     countries: list[ValueCount]
     referrers: list[ValueCount]
     devices: list[ValueCount]
@@ -388,4 +408,10 @@ class TopLinks(BaseModel):
     to: datetime
     total: int
     humans: int
+    visitors: int | None = Field(
+        default=None, description="Unique visitors, each counted once a day; null where no events are kept."
+    )
     links: list[TopLink]
+    groups: list[Group] | None = Field(
+        default=None, description="With group_by: the clicks by that value, most clicks first."
+    )

@@ -3,21 +3,41 @@ clicks of a list of links, and the caller's most followed links. Owner-scoped: a
 link is a 404, as everywhere. (A job's clicks per row are the job service's:
 ``shortener.jobs.service``.)"""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from typing import Protocol
 
 from shortener import clock
 from shortener.access.model import Caller
 from shortener.clicks.counting import hour_of, link_report, parse_range, top_links, top_range
+from shortener.clicks.event_queries import (
+    GROUP_COLUMNS,
+    EventSelection,
+    Query,
+    breakdown_query,
+    series_query,
+    totals_query,
+)
+from shortener.clicks.event_reports import (
+    MAX_GROUPS,
+    EventAsk,
+    event_ask,
+    groups_of,
+    selection_of,
+    series_answer,
+)
 from shortener.clicks.model import (
     MAX_SERIES_CODES,
+    TOP_VALUES,
+    Interval,
     LinkClicks,
     LinkSeries,
     LinksSeries,
     LinkTotals,
     StoredHour,
     TopLinks,
+    ValueCount,
 )
 from shortener.exceptions import InvalidRequestError
 from shortener.links.model import Link
@@ -39,31 +59,121 @@ class ClickCounters(Protocol):
     def owner_links(self, owner: str, days: Sequence[date]) -> dict[str, tuple[int, int]]: ...
 
 
+class ClickEvents(Protocol):
+    """The click events, asked through Athena (``shortener.clicks.event_store.ClickEventStore``)."""
+
+    table: str
+
+    def rows(self, query: Query) -> list[dict[str, str | None]]: ...
+
+
+# What a link report's breakdowns may be by, and the top lists an events report fills.
+LINK_GROUPS = ("country", "device", "browser", "os", "referrer", "destination")
+OWNER_GROUPS = (*LINK_GROUPS, "code")
+_TOP_LISTS = {
+    "country": "countries",
+    "referrer": "referrers",
+    "device": "devices",
+    "browser": "browsers",
+    "os": "os",
+}
+
+
 class ClickReports:
-    """Click reports read from the counters. ``counters`` is asked for on use: it raises
-    ServiceUnavailableError where the stack counts no clicks."""
+    """Click reports read from the counters, and from the click events where a report asks what
+    only they answer (visitors, a time zone, filters, breakdowns). ``counters`` is asked for on use:
+    it raises ServiceUnavailableError where the stack counts no clicks; ``events`` gives None where
+    the stack keeps no click events."""
 
     def __init__(
         self,
         links: CallerLinks,
         counters: Callable[[], ClickCounters],
         now: Callable[[], datetime] = clock.now,
+        events: Callable[[], ClickEvents | None] = lambda: None,
     ) -> None:
         self._links = links
         self._counters = counters
         self._now = now
+        self._events = events
 
-    def link(
-        self, caller: Caller, code: str, *, start: str | None, end: str | None, interval: str | None
-    ) -> LinkClicks:
-        """The caller's link's clicks from ``start`` to ``end`` (ISO 8601 query values; the last 30
-        days by default) by ``interval`` (hour or day): totals, a series and top lists."""
-        begin, to, every = parse_range(start, end, interval, self._now())
+    def link(self, caller: Caller, code: str, query: Mapping[str, str | None]) -> LinkClicks:
+        """The caller's link's clicks from ``from`` to ``to`` (ISO 8601; the last 30 days by
+        default) by ``interval``: totals, visitors, a series, top lists, and with ``group_by`` a
+        breakdown; filtered by ``country``, ``device``, ``browser``, ``os``, ``referrer``, ``bots``."""
+        begin, to, every = parse_range(query.get("from"), query.get("to"), query.get("interval"), self._now())
+        ask = event_ask(query, group_values=LINK_GROUPS)
         link = self._links.get(caller, code)
         counters = self._counters()
+        events = self._events()
+        if events is None and ask.needs_events(every):
+            raise InvalidRequestError(
+                "This stack keeps no click events: ask without tz, filters, bots, group_by, week or month."
+            )
         hours = counters.hours(link.code, hour_of(begin), to)
-        totals = counters.totals([link.code]).get(link.code)
-        return link_report(link.code, hours, totals or _NO_TOTALS, begin=begin, end=to, interval=every)
+        totals = counters.totals([link.code]).get(link.code) or _NO_TOTALS
+        if events is None:
+            return link_report(link.code, hours, totals, begin=begin, end=to, interval=every)
+        selection = selection_of(ask, owner=link.owner or "", begin=begin, end=to, codes=[link.code])
+        if not ask.needs_events(every):
+            # The counters answer fast; only the visitors are the events'.
+            report = link_report(link.code, hours, totals, begin=begin, end=to, interval=every)
+            [row] = events.rows(totals_query(selection, events.table)) or [{}]
+            return report.model_copy(update={"visitors": int(row.get("visitors") or 0)})
+        return self._events_report(
+            events, code=link.code, hours=hours, totals=totals, selection=selection, ask=ask, every=every
+        )
+
+    def _events_report(
+        self,
+        events: ClickEvents,
+        *,
+        code: str,
+        hours: Sequence[StoredHour],
+        totals: LinkTotals,
+        selection: EventSelection,
+        ask: EventAsk,
+        every: Interval,
+    ) -> LinkClicks:
+        """A link's report from its events: the series and the breakdowns, asked at once."""
+        dimensions = [
+            *_TOP_LISTS,
+            *([ask.group_by] if ask.group_by and ask.group_by not in _TOP_LISTS else []),
+        ]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            series_rows = pool.submit(events.rows, series_query(selection, events.table))
+            breakdown_rows = pool.submit(events.rows, breakdown_query(selection, events.table, dimensions))
+            answer = series_answer(
+                series_rows.result(), begin=selection.begin, end=selection.end, interval=every, tz=ask.tz
+            )
+            by_dimension: dict[str, list[dict[str, str | None]]] = {}
+            for row in breakdown_rows.result():
+                by_dimension.setdefault(str(row.get("dimension")), []).append(row)
+        # Which rule answered is counted beside the clicks (docs/clicks.md, "Destinations").
+        counted = link_report(code, hours, totals, begin=selection.begin, end=selection.end, interval="hour")
+        tops = {
+            field_name: [
+                ValueCount(value=str(row["value"]), clicks=int(row.get("clicks") or 0))
+                for row in by_dimension.get(dimension, [])
+                if row.get("value") is not None
+            ][:TOP_VALUES]
+            for dimension, field_name in _TOP_LISTS.items()
+        }
+        return counted.model_copy(
+            update={
+                "total": answer.total,
+                "humans": answer.humans,
+                "bots": answer.total - answer.humans,
+                "visitors": answer.visitors,
+                "interval": every,
+                "tz": ask.tz.key,
+                "series": answer.series,
+                "groups": groups_of(by_dimension.get(GROUP_COLUMNS[ask.group_by], []))[:MAX_GROUPS]
+                if ask.group_by
+                else None,
+                **tops,
+            }
+        )
 
     def series(
         self, caller: Caller, codes: Sequence[str], *, start: str | None, end: str | None

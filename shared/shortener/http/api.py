@@ -94,14 +94,37 @@ class JobResultsQuery(BaseModel):
     from_chunk: int = Field(default=0, ge=0, description="Where the next page starts (from the Link header).")
 
 
-class LinkClicksQuery(BaseModel):
+class EventFiltersQuery(BaseModel):
+    """What the click events answer: a time zone, filters, bots, a breakdown."""
+
+    tz: str = Field(default="UTC", description="IANA time zone of the series' buckets (Europe/Berlin).")
+    country: str | None = Field(
+        default=None, description="Only clicks from this country (ISO code, or unknown)."
+    )
+    device: str | None = Field(
+        default=None, description="Only clicks from this device class (desktop, mobile, ...)."
+    )
+    browser: str | None = Field(
+        default=None, description="Only clicks from this browser (Chrome, Safari, ...)."
+    )
+    os: str | None = Field(default=None, description="Only clicks from this OS (iOS, Windows, ...).")
+    referrer: str | None = Field(default=None, description="Only clicks referred by this host.")
+    bots: Literal["include", "exclude", "only"] = Field(
+        default="include", description="Bots and preview fetchers."
+    )
+
+
+class LinkClicksQuery(EventFiltersQuery):
     """The query of ``GET /links/{code}/clicks``."""
 
     from_: datetime | None = Field(
         default=None, alias="from", description="ISO 8601 start of the range (default: 30 days ago)."
     )
     to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
-    interval: Literal["hour", "day"] = Field(default="day", description="The series' step.")
+    interval: Literal["hour", "day", "week", "month"] = Field(default="day", description="The series' step.")
+    group_by: Literal["country", "device", "browser", "os", "referrer", "destination"] | None = Field(
+        default=None, description="A breakdown: the answer's groups, by this value."
+    )
 
 
 class LinksSeriesQuery(BaseModel):

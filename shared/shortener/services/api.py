@@ -5,6 +5,7 @@ from functools import lru_cache
 
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
+from shortener.clicks.event_store import ClickEventStore
 from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
 from shortener.exceptions import ServiceUnavailableError
@@ -140,7 +141,20 @@ def job_submissions() -> JobSubmissions:
 @lru_cache(maxsize=1)
 def click_reports() -> ClickReports:
     """A link's clicks over a range, and the caller's most followed links."""
-    return ClickReports(api_link_manager(), _click_counters)
+    return ClickReports(api_link_manager(), _click_counters, events=_click_events)
+
+
+@lru_cache(maxsize=1)
+def _click_events() -> ClickEventStore | None:
+    """The click events, where the stack keeps them."""
+    settings = api_settings()
+    if not (
+        settings.CLICK_EVENTS_WORKGROUP and settings.CLICK_EVENTS_DATABASE and settings.CLICK_EVENTS_TABLE
+    ):
+        return None
+    return ClickEventStore(
+        settings.CLICK_EVENTS_WORKGROUP, settings.CLICK_EVENTS_DATABASE, settings.CLICK_EVENTS_TABLE
+    )
 
 
 @lru_cache(maxsize=1)

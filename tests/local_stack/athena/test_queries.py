@@ -150,3 +150,13 @@ def test_a_query_over_the_workgroups_cutoff_is_cancelled_and_a_wrong_one_fails(e
     assert "bytes scanned limit" in cancelled["Status"]["StateChangeReason"]
     failed = run("SELECT no_such_column FROM click_events")
     assert failed["Status"]["State"] == "FAILED" and "no_such_column" in failed["Status"]["StateChangeReason"]
+
+
+def test_parameters_take_the_placeholders_in_the_order_they_are_written(events: None) -> None:
+    execution = run(
+        "SELECT count(*) AS clicks FROM click_events WHERE day BETWEEN ? AND ? "
+        "AND time >= CAST(? AS timestamp) AND code IN (?, ?) AND visitor = ?",
+        ["'2026-11-28'", "'2026-11-29'", "'2026-11-28 00:00:00.000'", "'a1'", "'b1'", "'v1'"],
+    )
+    assert execution["Status"]["State"] == "SUCCEEDED", execution["Status"]
+    assert rows(execution["QueryExecutionId"]) == [["clicks"], ["2"]]  # a1 and b1 of visitor v1: n = 1

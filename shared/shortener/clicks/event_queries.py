@@ -1,0 +1,153 @@
+"""Questions to the click events (docs/clicks.md, "Asking the events"), as Athena SQL (Trino's
+dialect) with execution parameters: who may be counted (an owner, links, a job), a range, filters,
+and what to count. Every value reaches the query as a parameter, quoted here as a literal, never
+spliced into the statement; column names come from a fixed list.
+
+Counted as the counters are: a click is a request (``count(DISTINCT request_id)``: an event stored
+twice counts once), a human one that is not a bot, and a visitor a day's visitor id
+(``count(DISTINCT visitor)``: ids change every day, so a range counts a visitor once a day)."""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+BotsFilter = Literal["include", "exclude", "only"]
+# Breakdowns: the query parameter's value -> the events' column.
+GROUP_COLUMNS = {
+    "country": "country",
+    "device": "device",
+    "browser": "browser",
+    "os": "os",
+    "referrer": "referrer",
+    "destination": "destination",
+    "code": "code",
+}
+FILTER_COLUMNS = ("country", "device", "browser", "os", "referrer")
+# Series are counted per quarter hour, then put in the asked zone's hours, days, weeks or months:
+# every zone's offset is a whole number of quarter hours.
+SLOT_SECONDS = 900
+# The latest a click is stored after it happened (its batch's arrival day is its partition): a
+# query reads the partitions of its range and of the day after.
+LATE_DAYS = 1
+
+_CLICKS = "count(DISTINCT request_id)"
+_HUMANS = "count(DISTINCT CASE WHEN NOT bot THEN request_id END)"
+_VISITORS = "count(DISTINCT visitor)"
+
+
+@dataclass(frozen=True)
+class EventSelection:
+    """The events a question counts: one owner's (always), within [begin, end]."""
+
+    owner: str
+    begin: datetime
+    end: datetime
+    codes: tuple[str, ...] = ()
+    job_id: str | None = None
+    filters: dict[str, str] = field(default_factory=dict)
+    bots: BotsFilter = "include"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A statement and its execution parameters (SQL literals, in order)."""
+
+    sql: str
+    parameters: list[str]
+
+
+def literal(value: str) -> str:
+    """A string as an SQL literal (Athena takes execution parameters as literal text)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _timestamp(moment: datetime) -> str:
+    return literal(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+
+
+def where(selection: EventSelection) -> Query:
+    """The WHERE clause of a selection: its partitions (days), range, owner, links and filters."""
+    first_day = selection.begin.astimezone(UTC).date()
+    last_day = selection.end.astimezone(UTC).date() + timedelta(days=LATE_DAYS)
+    parts = [
+        "day BETWEEN ? AND ?",
+        "time >= CAST(? AS timestamp)",
+        "time <= CAST(? AS timestamp)",
+        "owner = ?",
+    ]
+    parameters = [
+        literal(first_day.isoformat()),
+        literal(last_day.isoformat()),
+        _timestamp(selection.begin),
+        _timestamp(selection.end),
+        literal(selection.owner),
+    ]
+    if selection.codes:
+        parts.append("code IN (" + ", ".join("?" for _ in selection.codes) + ")")
+        parameters += [literal(code) for code in selection.codes]
+    if selection.job_id is not None:
+        parts.append("job_id = ?")
+        parameters.append(literal(selection.job_id))
+    for name in FILTER_COLUMNS:
+        if name in selection.filters:
+            parts.append(f"{name} = ?")
+            parameters.append(literal(selection.filters[name]))
+    if selection.bots == "exclude":
+        parts.append("NOT bot")
+    elif selection.bots == "only":
+        parts.append("bot")
+    return Query(" AND ".join(parts), parameters)
+
+
+def totals_query(selection: EventSelection, table: str) -> Query:
+    """The selection's clicks, humans and visitors."""
+    condition = where(selection)
+    # Values are parameters; the table's name is checked (shortener.clicks.event_store).
+    sql = (
+        f"SELECT {_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "  # noqa: S608
+        f"FROM {table} WHERE {condition.sql}"
+    )
+    return Query(sql, condition.parameters)
+
+
+def series_query(selection: EventSelection, table: str) -> Query:
+    """Clicks and humans per quarter hour (``slot``: epoch seconds / 900), and a last row with no
+    slot for the whole range, with its visitors."""
+    condition = where(selection)
+    slot = f"CAST(floor(to_unixtime(time) / {SLOT_SECONDS}) AS bigint)"
+    # Values are parameters; the table's name is checked (shortener.clicks.event_store).
+    sql = (
+        f"SELECT {slot} AS slot, {_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "  # noqa: S608
+        f"FROM {table} WHERE {condition.sql} GROUP BY GROUPING SETS (({slot}), ())"
+    )
+    return Query(sql, condition.parameters)
+
+
+def groups_query(selection: EventSelection, table: str, by: str, limit: int) -> Query:
+    """The selection's clicks, humans and visitors by one column's values, most clicks first."""
+    column = GROUP_COLUMNS[by]
+    condition = where(selection)
+    # Values are parameters; the column comes from GROUP_COLUMNS, the table's name is checked.
+    sql = (
+        f"SELECT {column} AS value, {_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "  # noqa: S608
+        f"FROM {table} WHERE {condition.sql} GROUP BY {column} "
+        f"ORDER BY clicks DESC, value LIMIT {int(limit)}"
+    )
+    return Query(sql, condition.parameters)
+
+
+def breakdown_query(selection: EventSelection, table: str, dimensions: list[str]) -> Query:
+    """The selection's clicks, humans and visitors by each of several columns' values, in one scan
+    (GROUPING SETS): rows of ``dimension``, ``value`` and the counts."""
+    columns = [GROUP_COLUMNS[name] for name in dimensions]
+    which = " ".join(f"WHEN grouping({column}) = 0 THEN '{column}'" for column in columns)
+    sets = ", ".join(f"({column})" for column in columns)
+    value = columns[0] if len(columns) == 1 else f"coalesce({', '.join(columns)})"
+    condition = where(selection)
+    # Values are parameters; the columns come from GROUP_COLUMNS, the table's name is checked.
+    sql = (
+        f"SELECT CASE {which} END AS dimension, {value} AS value, "  # noqa: S608
+        f"{_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "
+        f"FROM {table} WHERE {condition.sql} GROUP BY GROUPING SETS ({sets}) ORDER BY clicks DESC, value"
+    )
+    return Query(sql, condition.parameters)

@@ -1,0 +1,101 @@
+"""Asking the click events (data access): an Athena query in the stack's workgroup and database,
+waited for, and its rows read (GetQueryResults pages, the header row dropped). A query that
+fails or is cancelled (the workgroup's bytes scanned limit) is EventQueryError with Athena's
+reason; one still running after ``timeout`` seconds is stopped and ServiceUnavailableError, so an
+API answer never waits past its gateway's 29 s."""
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from shortener import aws
+from shortener.clicks.event_queries import Query
+from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
+
+_NAME = re.compile(r"[A-Za-z0-9_]+")
+# Pauses between status reads: Athena answers small queries in about a second.
+_FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 0.5
+
+
+class EventQueryError(InvalidRequestError):
+    """Athena refused or stopped the query (its reason is the message)."""
+
+
+class ClickEventStore:
+    """The click events' table, asked through Athena."""
+
+    def __init__(
+        self,
+        work_group: str,
+        database: str,
+        table: str,
+        client: Any = None,
+        *,
+        timeout: float = 25.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not (_NAME.fullmatch(database) and _NAME.fullmatch(table)):
+            raise ValueError(f"The click events' database and table are names: {database!r}, {table!r}")
+        self.work_group = work_group
+        self.database = database
+        self.table = f'"{database}"."{table}"'
+        self._client = client
+        self._timeout = timeout
+        self._sleep = sleep
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = aws.athena()
+        return self._client
+
+    def rows(self, query: Query) -> list[dict[str, str | None]]:
+        """The answer's rows, each a column -> text (None for null)."""
+        started = {
+            "QueryString": query.sql,
+            "WorkGroup": self.work_group,
+            "QueryExecutionContext": {"Database": self.database},
+        }
+        if query.parameters:
+            started["ExecutionParameters"] = query.parameters
+        execution_id = self.client.start_query_execution(**started)["QueryExecutionId"]
+        self._wait(execution_id)
+        rows: list[dict[str, str | None]] = []
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = self.client.get_query_results(
+                QueryExecutionId=execution_id, **({"NextToken": token} if token else {})
+            )
+            for row in page["ResultSet"]["Rows"]:
+                values = [cell.get("VarCharValue") for cell in row["Data"]]
+                if not names:
+                    names = [str(value) for value in values]
+                    continue
+                rows.append(dict(zip(names, values, strict=True)))
+            token = page.get("NextToken")
+            if not token:
+                return rows
+
+    def _wait(self, execution_id: str) -> None:
+        deadline = time.monotonic() + self._timeout
+        pause = _FIRST_PAUSE
+        while True:
+            status = self.client.get_query_execution(QueryExecutionId=execution_id)["QueryExecution"][
+                "Status"
+            ]
+            state = status["State"]
+            if state == "SUCCEEDED":
+                return
+            if state in ("FAILED", "CANCELLED"):
+                raise EventQueryError(
+                    f"The click events could not be asked: {status.get('StateChangeReason', state)}"
+                )
+            if time.monotonic() > deadline:
+                self.client.stop_query_execution(QueryExecutionId=execution_id)
+                raise ServiceUnavailableError(
+                    "The click events took too long to answer; ask for a shorter range."
+                )
+            self._sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE)
