@@ -9,17 +9,21 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from request import base_url, caller
 
-from shortener.clicks.model import LinkClicks, LinksSeries, TopLinks
+from shortener.clicks.exports import ExportFile
+from shortener.clicks.model import LinkClicks, LinksSeries, TopLinks, TopValues
 from shortener.http.api import (
+    ClickExportLink,
+    ClickExportQuery,
     ClickReportFileLink,
     ErrorBody,
     LinkClicksQuery,
     LinksSeriesQuery,
     TopLinksQuery,
+    TopValuesQuery,
 )
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import CsvAnswer, FileLink
-from shortener.services.api import click_reports, job_queries
+from shortener.services.api import click_exports, click_reports, job_queries
 
 router = APIGatewayRouter()
 # How soon a client asking for a click report file still being built should ask again.
@@ -66,7 +70,7 @@ def links_series() -> Response[str]:
 @router.get(
     "/clicks",
     **operation(
-        "The caller's most followed links over a range",
+        "The caller's most followed links over a range, with visitors, filters and breakdowns",
         {200: Answer("The top links", TopLinks)},
         errors=(400,),
         query=TopLinksQuery,
@@ -76,12 +80,25 @@ def caller_top_links() -> Response[str]:
     """The caller's most followed links over a range of whole UTC days (an admin's own links too:
     links are filed under their owner)."""
     event = router.current_event
+    codes = (event.multi_value_query_string_parameters or {}).get("code") or []
     answer = click_reports().top(
-        caller(event),
-        start=event.get_query_string_value("from", None),
-        end=event.get_query_string_value("to", None),
-        base_url=base_url(event),
+        caller(event), event.query_string_parameters or {}, codes=codes, base_url=base_url(event)
     )
+    return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
+
+
+@router.get(
+    "/clicks/top",
+    **operation(
+        "The top codes, countries or referrers over all of the caller's links",
+        {200: Answer("The top values, most clicks first", TopValues)},
+        errors=(400,),
+        query=TopValuesQuery,
+    ),
+)
+def caller_top_values() -> Response[str]:
+    event = router.current_event
+    answer = click_reports().top_values(caller(event), event.query_string_parameters or {})
     return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
 
 
@@ -120,4 +137,35 @@ def job_clicks(job_id: str) -> Response[str]:
     body = json.dumps({"error": answer.error, "message": answer.message})
     return Response(
         202, content_types.APPLICATION_JSON, body, headers={"Retry-After": str(REPORT_RETRY_SECONDS)}
+    )
+
+
+@router.get(
+    "/clicks/export",
+    **operation(
+        "Every click of the caller's links in a range, one line each, as a file",
+        {
+            202: Answer(
+                "The export is being built: ask again (the same URL)",
+                ErrorBody,
+                headers={"Retry-After": "Seconds."},
+            ),
+            303: Answer("The export's file (CSV)", ClickExportLink, headers={"Location": "The file."}),
+        },
+        errors=(400,),
+        query=ClickExportQuery,
+    ),
+)
+def caller_click_export() -> Response[str]:
+    """Started by the first request; the same request answers 202 while Athena builds the file,
+    then 303 to it (a presigned URL that needs no key)."""
+    event = router.current_event
+    codes = (event.multi_value_query_string_parameters or {}).get("code") or []
+    answer = click_exports().export(caller(event), event.query_string_parameters or {}, codes)
+    if isinstance(answer, ExportFile):
+        body = json.dumps({"export_url": answer.url, "expires_at": answer.expires_at.isoformat()})
+        return Response(303, content_types.APPLICATION_JSON, body, headers={"Location": answer.url})
+    body = json.dumps({"error": "export_not_ready", "message": answer.message})
+    return Response(
+        202, content_types.APPLICATION_JSON, body, headers={"Retry-After": str(answer.retry_after)}
     )

@@ -151,3 +151,33 @@ def breakdown_query(selection: EventSelection, table: str, dimensions: list[str]
         f"FROM {table} WHERE {condition.sql} GROUP BY GROUPING SETS ({sets}) ORDER BY clicks DESC, value"
     )
     return Query(sql, condition.parameters)
+
+
+# An export's columns, in order (the CSV's header).
+EXPORT_COLUMNS = (
+    "time",
+    "code",
+    "job_id",
+    "row",
+    "destination",
+    "status",
+    "country",
+    "device",
+    "browser",
+    "os",
+    "referrer",
+    "bot",
+    "visitor",
+)
+
+
+def export_query(selection: EventSelection, table: str) -> Query:
+    """One line per click (an event stored twice once), oldest first, with EXPORT_COLUMNS."""
+    condition = where(selection)
+    columns = ", ".join(f'"{column}"' for column in EXPORT_COLUMNS)
+    # Values are parameters; the columns are fixed, the table's name is checked.
+    sql = (
+        f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY request_id ORDER BY time) "  # noqa: S608
+        f"AS copy FROM {table} WHERE {condition.sql}) WHERE copy = 1 ORDER BY time, request_id"
+    )
+    return Query(sql, condition.parameters)

@@ -7,6 +7,7 @@ API answer never waits past its gateway's 29 s."""
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from shortener import aws
@@ -16,6 +17,13 @@ from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 # Pauses between status reads: Athena answers small queries in about a second.
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 0.5
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    state: str  # QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED
+    reason: str
+    output: str  # s3://bucket/key of the answer's CSV
 
 
 class EventQueryError(InvalidRequestError):
@@ -50,16 +58,31 @@ class ClickEventStore:
             self._client = aws.athena()
         return self._client
 
-    def rows(self, query: Query) -> list[dict[str, str | None]]:
-        """The answer's rows, each a column -> text (None for null)."""
-        started = {
+    def start(self, query: Query) -> str:
+        """Start the query; its execution id."""
+        started: dict[str, Any] = {
             "QueryString": query.sql,
             "WorkGroup": self.work_group,
             "QueryExecutionContext": {"Database": self.database},
         }
         if query.parameters:
             started["ExecutionParameters"] = query.parameters
-        execution_id = self.client.start_query_execution(**started)["QueryExecutionId"]
+        return str(self.client.start_query_execution(**started)["QueryExecutionId"])
+
+    def outcome(self, execution_id: str) -> QueryOutcome:
+        """Where a started query is: its state, Athena's reason when it did not succeed, and where
+        its answer (the CSV) is once it did."""
+        execution = self.client.get_query_execution(QueryExecutionId=execution_id)["QueryExecution"]
+        status = execution["Status"]
+        return QueryOutcome(
+            state=str(status["State"]),
+            reason=str(status.get("StateChangeReason") or ""),
+            output=str((execution.get("ResultConfiguration") or {}).get("OutputLocation") or ""),
+        )
+
+    def rows(self, query: Query) -> list[dict[str, str | None]]:
+        """The answer's rows, each a column -> text (None for null)."""
+        execution_id = self.start(query)
         self._wait(execution_id)
         rows: list[dict[str, str | None]] = []
         names: list[str] = []

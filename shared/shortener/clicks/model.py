@@ -415,3 +415,19 @@ class TopLinks(BaseModel):
     groups: list[Group] | None = Field(
         default=None, description="With group_by: the clicks by that value, most clicks first."
     )
+
+
+# GET /clicks/top: what it ranks, and the most values it lists.
+TOP_BY = ("code", "country", "referrer")
+MAX_TOP_VALUES = 1000
+
+
+class TopValues(BaseModel):
+    """GET /clicks/top: the top codes, countries or referrers over all of the caller's links."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: datetime = Field(alias="from")
+    to: datetime
+    by: Literal["code", "country", "referrer"]
+    top: list[Group]

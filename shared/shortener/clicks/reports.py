@@ -16,6 +16,7 @@ from shortener.clicks.event_queries import (
     EventSelection,
     Query,
     breakdown_query,
+    groups_query,
     series_query,
     totals_query,
 )
@@ -29,6 +30,9 @@ from shortener.clicks.event_reports import (
 )
 from shortener.clicks.model import (
     MAX_SERIES_CODES,
+    MAX_TOP_VALUES,
+    TOP_BY,
+    TOP_LINKS,
     TOP_VALUES,
     Interval,
     LinkClicks,
@@ -36,13 +40,17 @@ from shortener.clicks.model import (
     LinksSeries,
     LinkTotals,
     StoredHour,
+    TopLink,
     TopLinks,
+    TopValues,
     ValueCount,
 )
 from shortener.exceptions import InvalidRequestError
 from shortener.links.model import Link
 
 _NO_TOTALS = LinkTotals()
+# A code no link has ("#" never appears in one): what a selection of no links selects.
+_NO_CODE = "#none"
 
 
 class CallerLinks(Protocol):
@@ -91,11 +99,14 @@ class ClickReports:
         counters: Callable[[], ClickCounters],
         now: Callable[[], datetime] = clock.now,
         events: Callable[[], ClickEvents | None] = lambda: None,
+        tagged: Callable[[str, str], list[str]] = lambda owner, tag: [],
     ) -> None:
         self._links = links
         self._counters = counters
         self._now = now
         self._events = events
+        # owner, tag -> the codes of the owner's links with the tag (at most MAX_TAGGED_CODES).
+        self._tagged = tagged
 
     def link(self, caller: Caller, code: str, query: Mapping[str, str | None]) -> LinkClicks:
         """The caller's link's clicks from ``from`` to ``to`` (ISO 8601; the last 30 days by
@@ -195,9 +206,71 @@ class ClickReports:
             )
         return LinksSeries(**{"from": begin}, to=to, interval=every, links=links)
 
-    def top(self, caller: Caller, *, start: str | None, end: str | None, base_url: str) -> TopLinks:
+    def top(
+        self, caller: Caller, query: Mapping[str, str | None], *, codes: Sequence[str], base_url: str
+    ) -> TopLinks:
         """The caller's most followed links over a range of whole UTC days (an admin's own links
-        too: links are filed under their owner)."""
-        begin, to, days = top_range(start, end, self._now())
-        counts = self._counters().owner_links(caller.owner_id, days)
-        return top_links(counts, begin, to, base_url)
+        too: links are filed under their owner), with their clicks, humans and visitors; from the
+        events, filtered as a link's report is and by ``job_id`` and ``codes``, with a breakdown."""
+        begin, to, days = top_range(query.get("from"), query.get("to"), self._now())
+        ask = event_ask(query, group_values=OWNER_GROUPS)
+        events = self._events()
+        tag = query.get("tag")
+        if tag:
+            tagged = self._tagged(caller.owner_id, tag)
+            # A tag no link has, or none of the codes asked: nothing to count.
+            codes = [code for code in codes if code in tagged] if codes else tagged
+            codes = codes or [_NO_CODE]
+        if events is None:
+            if ask.needs_events("day") or codes or query.get("job_id"):
+                raise InvalidRequestError(
+                    "This stack keeps no click events: ask without filters or group_by."
+                )
+            return top_links(self._counters().owner_links(caller.owner_id, days), begin, to, base_url)
+        selection = selection_of(
+            ask, owner=caller.owner_id, begin=begin, end=to, codes=codes, job_id=query.get("job_id")
+        )
+        asked = [
+            totals_query(selection, events.table),
+            groups_query(selection, events.table, "code", TOP_LINKS),
+        ]
+        if ask.group_by:
+            asked.append(groups_query(selection, events.table, ask.group_by, MAX_GROUPS))
+        with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+            answers = list(pool.map(events.rows, asked))
+        [totals] = answers[0] or [{}]
+        links = [
+            TopLink(
+                code=str(group.value),
+                short_url=base_url + str(group.value),
+                clicks=group.clicks,
+                humans=group.humans,
+            )
+            for group in groups_of(answers[1])
+        ]
+        return TopLinks(
+            **{"from": begin},
+            to=to,
+            total=int(totals.get("clicks") or 0),
+            humans=int(totals.get("humans") or 0),
+            visitors=int(totals.get("visitors") or 0),
+            links=links,
+            groups=groups_of(answers[2]) if ask.group_by else None,
+        )
+
+    def top_values(self, caller: Caller, query: Mapping[str, str | None]) -> TopValues:
+        """``GET /clicks/top``: the top ``limit`` codes, countries or referrers over all of the
+        caller's links in a range (the events'; the last 30 days by default)."""
+        begin, to, _ = parse_range(query.get("from"), query.get("to"), "day", self._now())
+        by = query.get("by") or "code"
+        if by not in TOP_BY:
+            raise InvalidRequestError(f"by must be one of {', '.join(TOP_BY)}.")
+        text = query.get("limit") or "100"
+        if not text.isdigit() or not 1 <= int(text) <= MAX_TOP_VALUES:
+            raise InvalidRequestError(f"limit must be a whole number from 1 to {MAX_TOP_VALUES}.")
+        events = self._events()
+        if events is None:
+            raise InvalidRequestError("This stack keeps no click events to rank.")
+        selection = selection_of(event_ask({}, group_values=()), owner=caller.owner_id, begin=begin, end=to)
+        rows = events.rows(groups_query(selection, events.table, by, int(text)))
+        return TopValues(**{"from": begin}, to=to, by=by, top=groups_of(rows))  # type: ignore[arg-type]

@@ -27,6 +27,13 @@ class ClickReportFileLink(BaseModel):
     expires_at: datetime
 
 
+class ClickExportLink(BaseModel):
+    """``GET /clicks/export`` once built: where the file is (no key needed), for how long."""
+
+    export_url: str
+    expires_at: datetime
+
+
 class ListLinksQuery(BaseModel):
     """The query of ``GET /links``."""
 
@@ -137,10 +144,42 @@ class LinksSeriesQuery(BaseModel):
     to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
 
 
-class TopLinksQuery(BaseModel):
+class TopLinksQuery(EventFiltersQuery):
     """The query of ``GET /clicks``."""
 
     from_: datetime | None = Field(
         default=None, alias="from", description="ISO 8601 first day of the range (whole UTC days)."
     )
     to: datetime | None = Field(default=None, description="ISO 8601 last day of the range.")
+    tag: str | None = Field(default=None, description="Only the caller's links with this tag.")
+    job_id: str | None = Field(default=None, description="Only the links of this bulk job.")
+    code: list[str] | None = Field(default=None, description="Only these links (repeat the parameter).")
+    group_by: Literal["country", "device", "browser", "os", "referrer", "destination", "code"] | None = Field(
+        default=None, description="A breakdown: the answer's groups, by this value."
+    )
+
+
+class ClickExportQuery(EventFiltersQuery):
+    """The query of ``GET /clicks/export``."""
+
+    from_: datetime | None = Field(
+        default=None, alias="from", description="ISO 8601 start of the range (default: 30 days ago)."
+    )
+    to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
+    format: Literal["csv", "jsonl", "parquet"] = Field(
+        default="csv", description="The file's format (csv today)."
+    )
+    tag: str | None = Field(default=None, description="Only the caller's links with this tag.")
+    job_id: str | None = Field(default=None, description="Only the links of this bulk job.")
+    code: list[str] | None = Field(default=None, description="Only these links (repeat the parameter).")
+
+
+class TopValuesQuery(BaseModel):
+    """The query of ``GET /clicks/top``."""
+
+    by: Literal["code", "country", "referrer"] = Field(default="code", description="What to rank.")
+    from_: datetime | None = Field(
+        default=None, alias="from", description="ISO 8601 start of the range (default: 30 days ago)."
+    )
+    to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
+    limit: int = Field(default=100, ge=1, le=1000, description="How many values.")

@@ -6,8 +6,10 @@ from functools import lru_cache
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
 from shortener.clicks.event_store import ClickEventStore
+from shortener.clicks.exports import ClickExports
 from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
+from shortener.clicks.store_exports import ExportRecords
 from shortener.exceptions import ServiceUnavailableError
 from shortener.jobs.batches import Batches
 from shortener.jobs.bucket import BulkFiles
@@ -25,6 +27,7 @@ from shortener.links.shortening import LinkService
 from shortener.links.stage_cache import StageCache
 from shortener.links.store import LinksStore
 from shortener.links.store_hosts import LinkHostScan
+from shortener.links.store_listing import LinkIndex
 from shortener.links.store_tries import MemoryPasswordTries, PasswordTriesStore
 from shortener.links.unlocking import PasswordGate
 from shortener.loops.queue import BulkQueue
@@ -141,7 +144,36 @@ def job_submissions() -> JobSubmissions:
 @lru_cache(maxsize=1)
 def click_reports() -> ClickReports:
     """A link's clicks over a range, and the caller's most followed links."""
-    return ClickReports(api_link_manager(), _click_counters, events=_click_events)
+    return ClickReports(api_link_manager(), _click_counters, events=_click_events, tagged=_tagged_codes)
+
+
+@lru_cache(maxsize=1)
+def click_exports() -> ClickExports:
+    """Exports of the caller's click events (Athena's CSV in the click events bucket)."""
+    return ClickExports(
+        _click_events,
+        lambda: ExportRecords(_click_counters().table_name),
+        BulkFiles().download_url,
+        tagged=_tagged_codes,
+    )
+
+
+# The most codes a click report by tag counts (the links a tag names, newest first).
+MAX_TAGGED_CODES = 1000
+
+
+def _tagged_codes(owner: str, tag: str) -> list[str]:
+    """The codes of the owner's newest links with the tag, at most MAX_TAGGED_CODES."""
+    index = LinkIndex(api_settings().LINKS_TABLE)
+    codes: list[str] = []
+    before: str | None = None
+    while len(codes) < MAX_TAGGED_CODES:
+        page = index.list_links(owner, before=before, limit=min(250, MAX_TAGGED_CODES - len(codes)), tag=tag)
+        codes += [link.code for link in page.links]
+        if page.next_position is None:
+            break
+        before = page.next_position
+    return codes
 
 
 @lru_cache(maxsize=1)
