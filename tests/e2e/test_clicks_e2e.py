@@ -8,19 +8,24 @@ import io
 import json
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
+from shortener.clicks.event_queries import EXPORT_COLUMNS
 from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.test_access_e2e import create_key
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0.0.0 Safari/537.36"
 )
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148 Safari/604.1"
 )
@@ -97,8 +102,7 @@ def test_each_redirect_is_kept_as_an_event_with_a_daily_visitor_and_no_address(s
     # Given a link followed 3 times by each of 3 user agents from one address
     created = stack.post_json("/", {"url": "https://example.com/e2e/events", "code": "e2e-events"})
     assert created.status == 201, created.text
-    agents = [BROWSER, IPHONE, "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"]
-    for agent in agents * 3:
+    for agent in [BROWSER, IPHONE, FIREFOX] * 3:
         assert stack.request("GET", "e2e-events", headers={"User-Agent": agent}, api_key=None).status == 301
     # Then within 60 s the event store holds 9 events, one per request, of 3 visitors
     deadline = time.monotonic() + 60
@@ -112,6 +116,83 @@ def test_each_redirect_is_kept_as_an_event_with_a_daily_visitor_and_no_address(s
     assert {event["browser"] for event in events} >= {"Chrome", "Firefox"}
     # and no event holds the client's address
     assert "127.0.0.1" not in repr(events)
+
+
+def report(stack: RunningStack, path: str, api_key: str | None = None) -> dict[str, Any]:
+    answer = stack.request("GET", path, **({"api_key": api_key} if api_key else {}))
+    assert answer.status == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+def export_lines(stack: RunningStack, query: str, api_key: str | None = None) -> list[dict[str, str]]:
+    """GET /clicks/export asked until it answers 303, then its file fetched with no key."""
+    keyed = {"api_key": api_key} if api_key else {}
+    deadline = time.monotonic() + 60
+    while (answer := stack.request("GET", f"clicks/export?{query}", **keyed)).status == 202:
+        assert int(answer.headers["Retry-After"]) > 0
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(1)
+    assert answer.status == 303, answer.text
+    with urllib.request.urlopen(answer.headers["Location"], timeout=30) as file:
+        text = file.read().decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert text.splitlines()[0].replace('"', "") == ",".join(EXPORT_COLUMNS)
+    return rows
+
+
+@pytest.mark.e2e_timeout(300)
+def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way_they_are_asked(
+    stack: RunningStack,
+) -> None:
+    # Given a link visited by 3 different user agents 3 times each
+    created = stack.post_json("/", {"url": "https://example.com/e2e/visitors", "code": "e2e-visitors"})
+    assert created.status == 201, created.text
+    agents = [BROWSER, IPHONE, FIREFOX]
+    for agent in agents * 3:
+        assert stack.request("GET", "e2e-visitors", headers={"User-Agent": agent}, api_key=None).status == 301
+    # Then within 60 s its report reads 9 clicks of 3 visitors
+    deadline = time.monotonic() + 60
+    while (found := report(stack, "links/e2e-visitors/clicks"))["visitors"] != 3 or found["total"] != 9:
+        assert time.monotonic() < deadline, found
+        time.sleep(1)
+    # and a range wholly in the future reads nothing
+    future = report(stack, "links/e2e-visitors/clicks?from=2099-01-01&to=2099-01-31")
+    assert (future["total"], future["visitors"]) == (0, 0)
+    # and group_by=browser splits the 9 clicks by browser, one visitor each, in Berlin's weeks too
+    grouped = report(stack, "links/e2e-visitors/clicks?group_by=browser&tz=Europe/Berlin&interval=week")
+    assert (grouped["total"], grouped["visitors"], grouped["tz"]) == (9, 3, "Europe/Berlin")
+    assert sorted((g["clicks"], g["visitors"]) for g in grouped["groups"]) == [(3, 1), (3, 1), (3, 1)]
+    assert {g["value"] for g in grouped["groups"]} >= {"Chrome", "Firefox"}
+    assert sum(point["clicks"] for point in grouped["series"]) == 9
+    # and the owner's top links and top browsers count them too
+    top = report(stack, "clicks?code=e2e-visitors&group_by=browser")
+    assert (top["total"], top["visitors"], top["links"][0]["code"]) == (9, 3, "e2e-visitors")
+    ranked = report(stack, "clicks/top?by=code&limit=50")
+    assert {"value": "e2e-visitors", "clicks": 9, "humans": 9, "visitors": 3} in ranked["top"]
+    # and an export of the link's clicks has 9 lines with the export's columns
+    lines = export_lines(stack, "code=e2e-visitors")
+    assert len(lines) == 9 and {line["code"] for line in lines} == {"e2e-visitors"}
+    assert len({line["visitor"] for line in lines}) == 3
+    # and another owner's export does not hold them
+    _, other_key = create_key(stack, "e2e-other-owner")
+    assert export_lines(stack, "from=2026-01-01", api_key=other_key) == []
+    assert report(stack, "clicks/top?by=code", api_key=other_key)["top"] == []
+    # When the same events are delivered to the event store again
+    stored = stored_events(stack, "e2e-visitors")
+    assert len(stored) == 9
+    records = [
+        {**event, "time": int(event["time"].replace(tzinfo=UTC).timestamp() * 1000)} for event in stored
+    ]
+    stack.boto3_client("firehose").put_record_batch(
+        DeliveryStreamName=stack.resources["ClickEventsStream"],
+        Records=[{"Data": json.dumps(record).encode() + b"\n"} for record in records],
+    )
+    assert len(stored_events(stack, "e2e-visitors")) == 18
+    # Then they are stored twice and counted once
+    again = report(stack, "links/e2e-visitors/clicks?group_by=browser&bots=include")
+    assert (again["total"], again["visitors"]) == (9, 3)
+    assert len(export_lines(stack, "code=e2e-visitors&format=csv")) == 9
 
 
 @pytest.mark.e2e_timeout(240)
