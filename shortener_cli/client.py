@@ -204,13 +204,23 @@ class ShortenerClient:
         return written
 
     def link_clicks(self, code: str, **query: str) -> dict[str, Any]:
-        """GET /links/{code}/clicks (query: from, to, interval)."""
+        """GET /links/{code}/clicks (query: from, to, interval, tz, filters, group_by)."""
         wanted = {key: value for key, value in query.items() if value}
         path = f"links/{quote(code, safe='')}/clicks" + (f"?{urlencode(wanted)}" if wanted else "")
         return self._call("GET", path).json()  # type: ignore[no-any-return]
 
+    def save_click_export(self, query: dict[str, str], out: BinaryIO, *, deadline: float) -> int:
+        """Write GET /clicks/export's CSV to ``out``: asked until the API redirects to the built
+        file (202 with Retry-After meanwhile), until ``deadline``. The bytes written."""
+        wanted = {key: value for key, value in query.items() if value}
+        url = urljoin(self.api_url, "clicks/export" + (f"?{urlencode(wanted)}" if wanted else ""))
+        not_ready = ApiError(202, "export_not_ready", "The export was still being built.")
+        return self._save_when_built(
+            url, "text/csv", out, deadline=deadline, retry_after=5.0, not_ready=not_ready
+        )
+
     def top_links(self, **query: str) -> dict[str, Any]:
-        """GET /clicks (query: from, to): the caller's most followed links."""
+        """GET /clicks (query: from, to, filters, tag, group_by): the caller's most followed links."""
         wanted = {key: value for key, value in query.items() if value}
         return self._call("GET", "clicks" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
 

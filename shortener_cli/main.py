@@ -89,17 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     job = commands.add_parser("job", help="show a bulk job's status")
     job.add_argument("job_id")
 
-    clicks = commands.add_parser(
-        "clicks", help="a link's clicks over time, a job's clicks per row (--job), or your top links"
-    )
-    clicks.add_argument("code", nargs="?", help="the link (none: your most followed links)")
-    clicks.add_argument("--from", dest="start", help="ISO 8601 date or time (default: 30 days ago)")
-    clicks.add_argument("--to", dest="end", help="ISO 8601 date or time (default: now)")
-    clicks.add_argument("--interval", choices=("hour", "day"), help="series step (default: day)")
-    clicks.add_argument("--csv", action="store_true", help="print the series as CSV (start,clicks,humans)")
-    clicks.add_argument("--job", help="a bulk job: its click report CSV, one line per input row")
-    clicks.add_argument("--output", type=Path, help="with --job: write the report here instead of stdout")
-    clicks.add_argument("--timeout", type=float, default=900.0, help="with --job: wait this long for a file")
+    _add_clicks_command(commands)
 
     _add_link_commands(commands)
 
@@ -131,6 +121,43 @@ def build_parser() -> argparse.ArgumentParser:
             "--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         )
     return parser
+
+
+def _add_clicks_command(commands: Any) -> None:
+    """``shortener clicks``: reports, breakdowns, exports and a job's report."""
+    clicks = commands.add_parser(
+        "clicks", help="a link's clicks over time, a job's clicks per row (--job), or your top links"
+    )
+    clicks.add_argument("code", nargs="?", help="the link (none: your most followed links)")
+    clicks.add_argument("--from", dest="start", help="ISO 8601 date or time (default: 30 days ago)")
+    clicks.add_argument("--to", dest="end", help="ISO 8601 date or time (default: now)")
+    clicks.add_argument(
+        "--interval", choices=("hour", "day", "week", "month"), help="series step (default: day)"
+    )
+    clicks.add_argument(
+        "--tz", help="IANA time zone of the series' buckets, such as Europe/Berlin (default: UTC)"
+    )
+    clicks.add_argument(
+        "--group-by",
+        choices=("country", "device", "browser", "os", "referrer", "destination", "code"),
+        help="a breakdown by this value (code: without CODE only)",
+    )
+    for name in ("country", "device", "browser", "os", "referrer"):
+        clicks.add_argument(f"--{name}", help=f"only clicks with this {name}")
+    clicks.add_argument("--bots", choices=("include", "exclude", "only"), help="bots and preview fetchers")
+    clicks.add_argument("--tag", help="without CODE: only your links with this tag")
+    clicks.add_argument(
+        "--export",
+        type=Path,
+        metavar="FILE",
+        help="write every click (of CODE, or of all your links) as CSV here",
+    )
+    clicks.add_argument("--csv", action="store_true", help="print the series as CSV (start,clicks,humans)")
+    clicks.add_argument("--job", help="a bulk job: its click report CSV, one line per input row")
+    clicks.add_argument("--output", type=Path, help="with --job: write the report here instead of stdout")
+    clicks.add_argument(
+        "--timeout", type=float, default=900.0, help="with --job or --export: wait this long for the file"
+    )
 
 
 def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -586,13 +613,25 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
     if args.json and args.csv:
         print("shortener: --json or --csv, not both", file=sys.stderr)
         return EXIT_USAGE
+    asked = {
+        "from": args.start or "",
+        "to": args.end or "",
+        "tz": args.tz or "",
+        "group_by": args.group_by or "",
+        "bots": args.bots or "",
+        **{name: getattr(args, name) or "" for name in ("country", "device", "browser", "os", "referrer")},
+    }
+    if args.export:
+        query = {**asked, "group_by": "", "tz": "", "tag": args.tag or "", "code": args.code or ""}
+        with args.export.open("wb") as out:
+            written = client.save_click_export(query, out, deadline=time.monotonic() + args.timeout)
+        print(f"wrote {args.export} ({written:,} bytes)", file=sys.stderr)
+        return EXIT_OK
     if not args.code:
-        top = client.top_links(**{"from": args.start or "", "to": args.end or ""})
+        top = client.top_links(**asked, tag=args.tag or "")
         print(output.as_json(top) if args.json else format_top_links(top))
         return EXIT_OK
-    report = client.link_clicks(
-        args.code, **{"from": args.start or "", "to": args.end or "", "interval": args.interval or ""}
-    )
+    report = client.link_clicks(args.code, **asked, interval=args.interval or "")
     if args.json:
         print(output.as_json(report))
     elif args.csv:
@@ -608,6 +647,8 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
 def format_top_links(top: dict[str, Any]) -> str:
     """The caller's clicks in a range, then a table of links, most followed first."""
     total = f"{output.count(top['total'], 'click')} ({output.count(top['humans'], 'human')})"
+    if top.get("visitors") is not None:
+        total += f", {output.count(top['visitors'], 'visitor')}"
     lines = [f"{total} from {top['from']} to {top['to']}"]
     if top["links"]:
         lines.append(
@@ -616,15 +657,38 @@ def format_top_links(top: dict[str, Any]) -> str:
                 ((f"{link['clicks']:,}", f"{link['humans']:,}", link["short_url"]) for link in top["links"]),
             )
         )
+    lines += _group_lines(top.get("groups"))
     return "\n".join(lines)
+
+
+def _group_lines(groups: list[dict[str, Any]] | None) -> list[str]:
+    """A breakdown (--group-by) as a table, most clicks first."""
+    if not groups:
+        return []
+    rows = (
+        (
+            str(group["value"] if group["value"] is not None else "-"),
+            f"{group['clicks']:,}",
+            f"{group['humans']:,}",
+            f"{group['visitors']:,}",
+        )
+        for group in groups
+    )
+    return [output.table(("VALUE", "CLICKS", "HUMANS", "VISITORS"), rows)]
 
 
 def _print_link_clicks(report: dict[str, Any]) -> None:
     counts = ", ".join((output.count(report["humans"], "human"), output.count(report["bots"], "bot")))
-    print(
-        f"{report['code']}: {output.count(report['total'], 'click')} ({counts}) "
-        f"from {report['from']} to {report['to']}, by {report['interval']}"
+    visitors = (
+        f", {output.count(report['visitors'], 'visitor')}" if report.get("visitors") is not None else ""
     )
+    zone = f" in {report['tz']}" if report.get("tz", "UTC") != "UTC" else ""
+    print(
+        f"{report['code']}: {output.count(report['total'], 'click')} ({counts}){visitors} "
+        f"from {report['from']} to {report['to']}, by {report['interval']}{zone}"
+    )
+    for line in _group_lines(report.get("groups")):
+        print(line)
     series = [point for point in report["series"] if point["clicks"]]
     if series:
         rows = ((point["start"], f"{point['clicks']:,}", f"{point['humans']:,}") for point in series)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from shortener.clicks.event_queries import EXPORT_COLUMNS
 from shortener_cli.main import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
 
 REPORT = {
@@ -31,6 +32,7 @@ REPORT = {
     "os": [{"value": "iOS", "clicks": 7}],
     "destinations": [{"value": "ios", "clicks": 7}, {"value": "default", "clicks": 3}],
 }
+EXPORT = ",".join(f'"{name}"' for name in EXPORT_COLUMNS).encode() + b"\n"
 CSV = b"row,url,code,short_url,clicks,humans,first_click,last_click,destinations\r\n1,https://a/,abc,http://sho.rt/abc,3,3,,,\r\n"
 
 
@@ -44,13 +46,25 @@ class ClicksApi(BaseHTTPRequestHandler):
             self._answer(200, json.dumps(REPORT).encode())
         elif self.path.startswith("/links/"):
             self._answer(404, b'{"error": "not_found", "message": "No such link."}')
+        elif self.path.startswith("/clicks/export"):
+            ClicksApi.report_asks += 1
+            if ClicksApi.report_asks == 1:
+                self._answer(
+                    202, b'{"error": "export_not_ready", "message": "Building."}', {"Retry-After": "0"}
+                )
+            else:
+                self._answer(303, b'{"export_url": "/files/export.csv"}', {"Location": "/files/export.csv"})
+        elif self.path == "/files/export.csv":
+            self._answer(200, EXPORT, {"Content-Type": "text/csv"})
         elif self.path.startswith("/clicks"):
             top = {
                 "from": "a",
                 "to": "b",
                 "total": 4,
                 "humans": 3,
+                "visitors": 2,
                 "links": [{"code": "abc", "short_url": "http://sho.rt/abc", "clicks": 4, "humans": 3}],
+                "groups": [{"value": "DE", "clicks": 4, "humans": 3, "visitors": 2}],
             }
             self._answer(200, json.dumps(top).encode())
         elif self.path == "/jobs/j1/clicks":
@@ -132,3 +146,36 @@ def test_reports_print_as_json(api_url: str, capsys: pytest.CaptureFixture[str])
     assert main(["--api-url", api_url, "--json", "clicks"]) == EXIT_OK
     assert json.loads(capsys.readouterr().out)["links"][0]["short_url"] == "http://sho.rt/abc"
     assert main(["--api-url", api_url, "--json", "clicks", "abc", "--csv"]) == EXIT_USAGE
+
+
+def test_a_breakdown_and_filters_are_asked_and_printed(
+    api_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "--api-url",
+        api_url,
+        "clicks",
+        "--group-by",
+        "country",
+        "--device",
+        "mobile",
+        "--tz",
+        "Europe/Paris",
+    ]
+    assert main(args) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("4 clicks (3 humans), 2 visitors from a to b")
+    assert out.splitlines()[-2:] == ["VALUE  CLICKS  HUMANS  VISITORS", "DE     4       3       2"]
+    assert ClicksApi.paths == ["/clicks?tz=Europe%2FParis&group_by=country&device=mobile"]
+
+
+def test_an_export_is_saved_once_built(
+    api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "clicks.csv"
+    assert (
+        main(["--api-url", api_url, "clicks", "abc", "--export", str(output), "--from", "2026-11-01"])
+        == EXIT_OK
+    )
+    assert output.read_bytes() == EXPORT and ClicksApi.report_asks == 2
+    assert ClicksApi.paths[0] == "/clicks/export?from=2026-11-01&code=abc"
