@@ -20,11 +20,14 @@ and the query, transpiled to DuckDB's dialect, runs on a worker thread while the
 - a query that fails (an unknown column, a syntax error) ends ``FAILED`` with DuckDB's message as
   the state change reason."""
 
+import atexit
 import csv
+import functools
 import io
 import json
 import logging
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -179,7 +182,7 @@ def _get_query_results(self: Any) -> str:
         raise QueryStillRunning(run.state)
     first = int(self._get_param("NextToken") or 0)
     most = min(int(self._get_param("MaxResults") or RESULTS_PAGE), RESULTS_PAGE)
-    rows = [[name for name, _ in run.columns], *run.rows][first : first + most]
+    rows: list[list[str | None]] = [[name for name, _ in run.columns], *run.rows][first : first + most]
     info = [
         {"CatalogName": "hive", "Name": name, "Label": name, "Type": kind, "Precision": 0, "Scale": 0}
         for name, kind in run.columns
@@ -207,8 +210,7 @@ def work_group_of(account: str, region: str, execution_id: str) -> str | None:
 
 def _run(run: _Run, query: _Query) -> None:
     try:
-        with tempfile.TemporaryDirectory(prefix="athena-") as folder:
-            _answer(run, query, Path(folder))
+        _answer(run, query)
     except Exception as exc:
         # Every failure is the query's FAILED state, with its reason, as on Athena.
         log.info("Athena query failed: %s", exc)
@@ -216,7 +218,7 @@ def _run(run: _Run, query: _Query) -> None:
     run.ended = time.time()
 
 
-def _answer(run: _Run, query: _Query, folder: Path) -> None:
+def _answer(run: _Run, query: _Query) -> None:
     import duckdb
     from sqlglot import exp
 
@@ -229,7 +231,7 @@ def _answer(run: _Run, query: _Query, folder: Path) -> None:
                 # Unqualified: in the execution's database, as Athena reads it.
                 table.set("db", exp.to_identifier(query.database))
         for database, name in {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name}:
-            files = table_files(query.account, query.region, database, name, folder)
+            files = table_files(query.account, query.region, database, name)
             if files is None:
                 continue
             _create_view(connection, database, name, files)
@@ -256,7 +258,7 @@ def _answer(run: _Run, query: _Query, folder: Path) -> None:
     run.state = "SUCCEEDED"
 
 
-def table_files(account: str, region: str, database: str, name: str, folder: Path) -> TableFiles | None:
+def table_files(account: str, region: str, database: str, name: str) -> TableFiles | None:
     """The Glue table's objects in the embedded S3, each as a file on disk (None: no such table)."""
     from moto.glue.models import glue_backends
     from moto.s3.models import s3_backends
@@ -283,20 +285,37 @@ def table_files(account: str, region: str, database: str, name: str, folder: Pat
             if stored is None:
                 continue
             values = dict(_PARTITION.findall(key_name[len(prefix) :]))
-            files.append((_file_of(stored, folder, len(files)), values, int(stored.size)))
+            files.append((_file_of(stored), values, int(stored.size)))
     return TableFiles(columns, keys, files)
 
 
-def _file_of(stored: Any, folder: Path, number: int) -> Path:
-    """The object's body as a file: its durable body file where the stack keeps one, else a copy."""
+def _file_of(stored: Any) -> Path:
+    """The object's body as a file: its durable body file where the stack keeps one, else a copy
+    (kept for later queries while the object is unchanged: a stack run with --no-persist)."""
     from local_stack.s3.state import body_path
 
     path = body_path(stored)
     if path is not None and path.is_file():
         return path
-    copy = folder / f"{number}.parquet"
-    copy.write_bytes(stored.value)
+    with _copies_lock:
+        copy = _copies.get((id(stored), stored.etag))
+        if copy is None or not copy.is_file():
+            copy = Path(_copies_folder()) / f"{len(_copies)}.parquet"
+            copy.write_bytes(stored.value)
+            _copies[(id(stored), stored.etag)] = copy
     return copy
+
+
+# Copies of objects that have no body file, by object and ETag, in a folder removed at exit.
+_copies: dict[tuple[int, str], Path] = {}
+_copies_lock = threading.Lock()
+
+
+@functools.cache
+def _copies_folder() -> str:
+    folder = tempfile.mkdtemp(prefix="athena-objects-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _create_view(connection: Any, database: str, name: str, files: TableFiles) -> None:
@@ -312,9 +331,10 @@ def _create_view(connection: Any, database: str, name: str, files: TableFiles) -
     names = [column for column, _ in files.columns]
     selected = ", ".join(f'"{column}"' for column in names)
     parts = []
-    for values, paths in by_partition.items():
+    for partition, paths in by_partition.items():
         constants = "".join(
-            f', {_literal(value)} AS "{key}"' for key, value in zip(files.partition_keys, values, strict=True)
+            f', {_literal(value)} AS "{key}"'
+            for key, value in zip(files.partition_keys, partition, strict=True)
         )
         listed = "[" + ", ".join(_literal(path) for path in paths) + "]"
         # Names checked (table_files), values quoted (_literal).
