@@ -182,7 +182,8 @@ def _get_query_results(self: Any) -> str:
         raise QueryStillRunning(run.state)
     first = int(self._get_param("NextToken") or 0)
     most = min(int(self._get_param("MaxResults") or RESULTS_PAGE), RESULTS_PAGE)
-    rows: list[list[str | None]] = [[name for name, _ in run.columns], *run.rows][first : first + most]
+    header: list[str | None] = [name for name, _ in run.columns]
+    rows = [header, *run.rows][first : first + most]
     info = [
         {"CatalogName": "hive", "Name": name, "Label": name, "Type": kind, "Precision": 0, "Scale": 0}
         for name, kind in run.columns
