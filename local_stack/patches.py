@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from local_stack import registry
+from local_stack.athena import queries as athena_queries
 from local_stack.awslambda import quota as lambda_quota
 from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history, subscriptions
 from local_stack.dynamodb import compact as dynamodb_compact
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
-from local_stack.athena import queries as athena_queries
 from local_stack.embedded import server
 from local_stack.firehose import delivery as firehose_delivery
 from local_stack.s3 import bucket_policies, delete_refusals

@@ -7,8 +7,8 @@ checklist). The stack (stack.py) iterates this list; nothing else names the serv
 from collections.abc import Callable
 
 from local_stack.apigateway import resource_types as apigateway_types
-from local_stack.athena import resource_types as athena_types
 from local_stack.apigateway.service import ApiGatewayService
+from local_stack.athena import resource_types as athena_types
 from local_stack.awslambda import resource_types as lambda_types
 from local_stack.awslambda.service import LambdaService
 from local_stack.cloudfront import resource_types as cloudfront_types

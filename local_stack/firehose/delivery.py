@@ -9,8 +9,9 @@ as they came, under ``<prefix>YYYY/MM/DD/HH/``):
   records become one Parquet file (Snappy) with the Glue table's columns, in their order: keys are
   matched to columns in lower case, keys with no column are dropped, a missing key is null, and a
   ``timestamp`` column is read as epoch milliseconds where the deserializer's TimestampFormats say
-  ``millis`` ("Converting input record format", Firehose developer guide). A record that is not a
-  JSON object goes, as Firehose's error record, under the error prefix with the error output type
+  ``millis`` ("Converting input record format", Firehose developer guide). A record may hold several
+  JSON objects one after another; a record that is anything else (not JSON, an array) goes, as
+  Firehose's error record, under the error prefix with the error output type
   ``format-conversion-failed``; the others are still delivered.
 - **Limits.** PutRecordBatch takes at most 500 records and 4 MiB ("Amazon Data Firehose Quota");
   more is refused with ``InvalidArgumentException``, as botocore sends it unchecked.
@@ -85,15 +86,13 @@ def parquet_of(
     if not all(_COLUMN.fullmatch(name) for name in names):
         raise ValueError(f"The table's column names must be letters, digits and underscores: {names}")
     for record in records:
-        try:
-            document = json.loads(record)
-        except ValueError:
-            document = None
-        if not isinstance(document, dict):
+        documents = _documents(record)
+        if documents is None:
             failed.append(record)
             continue
-        lowered = {str(key).lower(): value for key, value in document.items()}
-        rows.append({name: lowered.get(name) for name in names})
+        for document in documents:
+            lowered = {str(key).lower(): value for key, value in document.items()}
+            rows.append({name: lowered.get(name) for name in names})
     types = {
         name: _TYPES.get(str(column["Type"]).lower(), "VARCHAR")
         for name, column in zip(names, columns, strict=True)
@@ -120,6 +119,29 @@ def parquet_of(
         finally:
             connection.close()
         return target.read_bytes(), failed
+
+
+def _documents(record: bytes) -> list[dict[str, Any]] | None:
+    """The JSON objects of a record (one, or several one after another, whitespace between), or
+    None when it is anything else (an array is not valid input either)."""
+    decoder = json.JSONDecoder()
+    try:
+        text = record.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    documents, position = [], 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return documents or None
+        try:
+            document, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return None
+        if not isinstance(document, dict):
+            return None
+        documents.append(document)
 
 
 def install() -> None:

@@ -83,7 +83,7 @@ class ClickEventStore:
     def rows(self, query: Query) -> list[dict[str, str | None]]:
         """The answer's rows, each a column -> text (None for null)."""
         execution_id = self.start(query)
-        self._wait(execution_id)
+        self.wait(execution_id)
         rows: list[dict[str, str | None]] = []
         names: list[str] = []
         token: str | None = None
@@ -101,7 +101,8 @@ class ClickEventStore:
             if not token:
                 return rows
 
-    def _wait(self, execution_id: str) -> None:
+    def wait(self, execution_id: str) -> None:
+        """Until the query succeeded; EventQueryError if it failed or was cancelled."""
         deadline = time.monotonic() + self._timeout
         pause = _FIRST_PAUSE
         while True:

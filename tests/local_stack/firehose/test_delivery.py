@@ -128,3 +128,11 @@ def test_more_than_500_records_in_one_call_are_refused(stream: str) -> None:
         )
     assert refused.value.response["Error"]["Code"] == "InvalidArgumentException"
     assert objects() == {}
+
+
+def test_a_record_of_several_json_objects_is_several_rows(stream: str) -> None:
+    packed = b'{"time": 1795885501250, "code": "a", "bot": false}\n{"time": 1795885501251, "code": "b"}'
+    packed += b'{"code": "c"}'
+    boto3.client("firehose").put_record_batch(DeliveryStreamName=stream, Records=[{"Data": packed}])
+    [body] = objects().values()
+    assert [row[1] for row in rows_of(body)] == ["a", "b", "c"]

@@ -45,7 +45,32 @@ class Firehose:
         return {"FailedPutCount": sum("ErrorCode" in a for a in answers), "RequestResponses": answers}
 
 
-def test_events_go_in_calls_of_at_most_500_records_each_once() -> None:
+@pytest.fixture
+def one_event_a_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records of one event each (an event is about 300 bytes; a record holds 1,000 KiB)."""
+    monkeypatch.setattr("shortener.clicks.event_stream.RECORD_BYTES", 1)
+
+
+def test_events_are_packed_into_records_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shortener.clicks.event_stream.RECORD_BYTES", 3_000)
+    firehose = Firehose()
+    ClickEventStream("click-events", firehose, sleep=lambda _: None).put([event(n) for n in range(100)])
+    [records] = firehose.calls
+    assert len(records) > 1 and all(len(record) <= 3_000 for record in records)
+    assert b"".join(records) == b"".join(event(n).record() for n in range(100))
+
+
+def test_a_thousand_events_are_one_record_of_one_call() -> None:
+    firehose = Firehose()
+    assert (
+        ClickEventStream("click-events", firehose, sleep=lambda _: None).put([event(n) for n in range(1000)])
+        == 1
+    )
+    assert [len(call) for call in firehose.calls] == [1]
+
+
+@pytest.mark.usefixtures("one_event_a_record")
+def test_records_go_in_calls_of_at_most_500_records_each_once() -> None:
     firehose = Firehose()
     calls = ClickEventStream("click-events", firehose, sleep=lambda _: None).put(
         [event(n) for n in range(1_201)]
@@ -55,6 +80,7 @@ def test_events_go_in_calls_of_at_most_500_records_each_once() -> None:
     assert sent == [event(n).record() for n in range(1_201)]
 
 
+@pytest.mark.usefixtures("one_event_a_record")
 def test_a_call_stays_within_its_byte_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     # (an event is about 300 bytes, so 500 of them never reach 4 MiB: the limit is made small here)
     monkeypatch.setattr("shortener.clicks.event_stream.MAX_BYTES", 1_000)
@@ -64,6 +90,7 @@ def test_a_call_stays_within_its_byte_limit(monkeypatch: pytest.MonkeyPatch) -> 
     assert [data for call in firehose.calls for data in call] == [event(n).record() for n in range(20)]
 
 
+@pytest.mark.usefixtures("one_event_a_record")
 def test_only_the_refused_records_are_sent_again() -> None:
     # Given a stream that refuses every other record of the first call
     firehose = Firehose(refuse=lambda data, attempt: attempt == 1 and int(data.split(b'"req-')[1][0:1]) % 2)
@@ -76,6 +103,7 @@ def test_only_the_refused_records_are_sent_again() -> None:
     assert len(pauses) == 1
 
 
+@pytest.mark.usefixtures("one_event_a_record")
 def test_records_refused_on_every_try_fail_the_delivery_naming_the_error() -> None:
     firehose = Firehose(refuse=lambda data, attempt: data.startswith(b'{"time"') and b"req-3" in data)
     with pytest.raises(

@@ -1,0 +1,218 @@
+"""Click events: three questions asked of 10,000,000 generated events in the local store, with the
+time each takes (DuckDB, locally) and the bytes each scans (what Athena would bill), then the cost
+per million clicks, all in, at 10,000 links (the counters' writes measured as the clicks benchmark
+measures them).
+
+    python -m benchmarks click_events [--events 10000000] [--links 10000] [--days 30]
+
+The events are written as Firehose would have written them: Parquet (Snappy) with the Glue table's
+columns, one object per day under events/day=<day>/, put into the local stack's embedded S3. The
+questions go through the local Athena (boto3, as the API function asks them): a link's breakdowns
+over 30 days (every top list in one GROUPING SETS scan), an owner's top 100 links over 30 days, an
+export of one day of an owner's clicks. Each is asked twice: the first time includes the local
+Athena's copy of the objects (a --no-persist stack keeps bodies in memory), the second is the query.
+"""
+
+import argparse
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bulk import LocalStack
+from benchmarks.clicks import (
+    COLLECTOR_MEMORY_GB,
+    DYNAMODB_PER_MILLION_WRITE_UNITS,
+    LAMBDA_ARM_PER_GB_SECOND,
+    LAMBDA_PER_MILLION_REQUESTS,
+    LOGS_INGESTION_PER_GB,
+    LOGS_STORAGE_PER_GB_MONTH,
+    measure_collector,
+    measure_writes,
+)
+
+OWNERS = 10
+# Prices (us-east-1): Firehose Direct PUT ingestion per GB, each record rounded up to 5 KB, and its
+# format conversion per GB ingested; S3 Standard per GB-month; Athena per TB scanned, at least
+# 10 MB a query ("Amazon Data Firehose pricing", "Amazon S3 pricing", "Amazon Athena pricing").
+FIREHOSE_PER_GB = 0.029
+FIREHOSE_CONVERSION_PER_GB = 0.018
+S3_PER_GB_MONTH = 0.023
+ATHENA_PER_TB = 5.0
+ATHENA_MINIMUM_BYTES = 10 * 1024**2
+RETENTION_MONTHS = 400 / 30.4
+# One day of events: deterministic pseudo-random values from each event's number (hash); a third as
+# many visitors as clicks; a link's owner is its number modulo OWNERS.
+DAY_OF_EVENTS = """COPY (SELECT
+    CAST(TIMESTAMP '{start}'
+        + to_microseconds(CAST((i - {first}) * 86400000000 // {per_day} AS BIGINT)) AS TIMESTAMP) AS time,
+    'r' || i AS request_id,
+    'c' || (hash(i) % {links}) AS code,
+    'owner-' || ((hash(i) % {links}) % {owners}) AS owner,
+    CAST(NULL AS VARCHAR) AS job_id,
+    CAST(NULL AS INTEGER) AS "row",
+    'default' AS destination,
+    301 AS status,
+    ['US', 'DE', 'FR', 'GB', 'IN', 'BR', 'unknown'][1 + CAST(hash(i * 3) % 7 AS BIGINT)] AS country,
+    ['mobile', 'desktop', 'tablet', 'bot'][1 + CAST(hash(i * 5) % 4 AS BIGINT)] AS device,
+    ['Chrome', 'Mobile Safari', 'Firefox', 'Edge', 'Samsung Internet']
+        [1 + CAST(hash(i * 7) % 5 AS BIGINT)] AS browser,
+    ['iOS', 'Android', 'Windows', 'Mac OS X', 'Linux'][1 + CAST(hash(i * 11) % 5 AS BIGINT)] AS os,
+    CASE WHEN hash(i * 13) % 3 = 0 THEN NULL
+        ELSE ['t.co', 'l.facebook.com', 'news.example.com'][1 + CAST(hash(i * 17) % 3 AS BIGINT)]
+        END AS referrer,
+    hash(i * 19) % 10 = 0 AS bot,
+    substr(md5(CAST(i % ({per_day} // 3) + {first} AS VARCHAR)), 1, 16) AS visitor
+  FROM range({first}, {first} + {per_day}) AS t(i))
+  TO '{path}' (FORMAT parquet, COMPRESSION snappy)"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=10_000_000, help="events generated")
+    parser.add_argument("--links", type=int, default=10_000, help="links they fall on")
+    parser.add_argument("--days", type=int, default=30, help="days they span (ending today)")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-click-events-") as folder:
+        stack = LocalStack(Path(folder), 1.0, {}, log_level="WARNING")
+        try:
+            stored = store_events(stack, Path(folder), options)
+            figures = ask(stack, options)
+        finally:
+            stack.stop()
+    figures.update(cost_per_million(stored))
+    width = max(len(name) for name in figures)
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value:,.4f}" if isinstance(value, float) else f"{name:<{width}}  {value:,}")
+    print(f"cost per million clicks: ${figures['cost per million clicks in all, 10,000 links, $']:.2f}")
+
+
+def store_events(stack: LocalStack, folder: Path, options: argparse.Namespace) -> dict[str, float]:
+    """Generate the events, a Parquet file per day, and put each under its day in the bucket."""
+    import duckdb
+
+    s3, bucket = stack.client("s3"), str(stack.info["resources"]["ClickEventsBucket"])
+    today = datetime.now(UTC).date()
+    per_day = options.events // options.days
+    total_bytes, started = 0, time.monotonic()
+    connection = duckdb.connect()
+    for offset in range(options.days):
+        day = today - timedelta(days=options.days - 1 - offset)
+        path = folder / f"{day}.parquet"
+        first = offset * per_day
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC).strftime("%Y-%m-%d %H:%M:%S")
+        connection.execute(
+            DAY_OF_EVENTS.format(
+                start=start, first=first, per_day=per_day, links=options.links, owners=OWNERS, path=path
+            )
+        )
+        total_bytes += path.stat().st_size
+        s3.put_object(Bucket=bucket, Key=f"events/day={day}/bench-{day}.parquet", Body=path.read_bytes())
+        path.unlink()
+    events = per_day * options.days
+    print(
+        f"stored {events:,} events in {options.days} daily objects, {total_bytes / 1e6:,.1f} MB, "
+        f"in {time.monotonic() - started:.0f} s"
+    )
+    return {"events": float(events), "parquet bytes": float(total_bytes)}
+
+
+def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
+    """Each question twice, with its time and the bytes it scans."""
+    from shortener.clicks.event_queries import EventSelection, breakdown_query, export_query, groups_query
+    from shortener.clicks.event_store import ClickEventStore
+
+    resources = stack.info["resources"]
+    store = ClickEventStore(
+        str(resources["ClickEventsWorkGroup"]),
+        str(resources["ClickEventsDatabase"]),
+        str(resources["ClickEventsTable"]),
+        client=stack.client("athena"),
+        timeout=600,
+    )
+    now = datetime.now(UTC)
+    month = EventSelection(owner="owner-3", begin=now - timedelta(days=options.days), end=now)
+    link = EventSelection(owner="owner-3", begin=month.begin, end=now, codes=("c13",))
+    yesterday = datetime(now.year, now.month, now.day, tzinfo=UTC) - timedelta(days=1)
+    day = EventSelection(owner="owner-3", begin=yesterday, end=yesterday + timedelta(days=1))
+    questions = {
+        "a link's breakdowns, 30 days": breakdown_query(
+            link, store.table, ["country", "device", "browser", "os", "referrer", "destination"]
+        ),
+        "an owner's top 100 links, 30 days": groups_query(month, store.table, "code", 100),
+        "an export of one day of an owner's clicks": export_query(day, store.table),
+    }
+    figures: dict[str, Any] = {}
+    for name, query in questions.items():
+        for attempt in ("first", "again"):
+            started = time.perf_counter()
+            execution_id = store.start(query)
+            store.wait(execution_id)
+            took = time.perf_counter() - started
+            execution = store.client.get_query_execution(QueryExecutionId=execution_id)["QueryExecution"]
+            scanned = int(execution["Statistics"]["DataScannedInBytes"])
+            figures[f"{name}: seconds ({attempt})"] = took
+        rows = len(store.rows(query))
+        figures[f"{name}: rows answered"] = rows
+        figures[f"{name}: MB scanned"] = scanned / 1e6
+        figures[f"{name}: Athena $ per query"] = max(scanned, ATHENA_MINIMUM_BYTES) / 1e12 * ATHENA_PER_TB
+    return figures
+
+
+def sample_event() -> Any:
+    """A click event as a browser's click on a bulk job's link makes it."""
+    from shortener.clicks.events import ClickEvent
+
+    return ClickEvent(
+        time=datetime.now(UTC),
+        request_id="a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+        code="xY3kP9q",
+        owner="campaigns-team",
+        job_id="4f1c2d3e4b5a69788796a5b4c3d2e1f0",
+        destination="default",
+        status=301,
+        country="DE",
+        device="mobile",
+        browser="Mobile Safari",
+        os="iOS",
+        referrer="l.instagram.com",
+        bot=False,
+        visitor="9f86d081884c7d65",
+    )
+
+
+def cost_per_million(stored: dict[str, float]) -> dict[str, float]:
+    """Dollars per million clicks: the access log, the collector, the counters it still writes,
+    Firehose (ingestion and conversion), and S3 storage of the Parquet for the retention."""
+    line_bytes = 330
+    gigabytes = 1_000_000 * line_bytes / 1e9
+    logs = gigabytes * LOGS_INGESTION_PER_GB + gigabytes / 6 * LOGS_STORAGE_PER_GB_MONTH
+    collector = measure_collector(1000)
+    seconds = 1_000_000 / collector["collector clicks per second per invocation (classify + add up)"]
+    lambda_cost = (
+        seconds * COLLECTOR_MEMORY_GB * LAMBDA_ARM_PER_GB_SECOND + LAMBDA_PER_MILLION_REQUESTS / 1000
+    )
+    writes = measure_writes(1000)["DynamoDB write units per 1,000 clicks, 10,000 links"]
+    dynamodb = writes * 1000 / 1e6 * DYNAMODB_PER_MILLION_WRITE_UNITS
+    # The collector packs a batch's events into records of up to 1,000 KiB: the 5 KB rounding of
+    # each record is then a rounding error.
+    event_bytes = len(sample_event().record())
+    firehose_gb = 1_000_000 * event_bytes / 1024**3
+    firehose = firehose_gb * (FIREHOSE_PER_GB + FIREHOSE_CONVERSION_PER_GB)
+    parquet_per_million = stored["parquet bytes"] / stored["events"] * 1_000_000
+    s3 = parquet_per_million / 1e9 * S3_PER_GB_MONTH * RETENTION_MONTHS
+    return {
+        "Parquet bytes per click": stored["parquet bytes"] / stored["events"],
+        "cost per million clicks: access log (ingestion + a month kept), $": logs,
+        "cost per million clicks: collector Lambda, $": lambda_cost,
+        "cost per million clicks: DynamoDB counters, 10,000 links, $": dynamodb,
+        "click event bytes sent to Firehose": float(event_bytes),
+        "cost per million clicks: Firehose (events packed into records), $": firehose,
+        "cost per million clicks: S3, Parquet kept 400 days, $": s3,
+        "cost per million clicks in all, 10,000 links, $": logs + lambda_cost + dynamodb + firehose + s3,
+    }
+
+
+if __name__ == "__main__":
+    main()
