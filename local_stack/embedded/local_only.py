@@ -21,7 +21,8 @@ bucket's CORS rules answer the browser. Such a request (and its preflight) passe
 headers, but only when (``PresignedExemption``): its signature is valid and made with the key of
 one of the stack's function principals (a query that merely names ``X-Amz-Signature`` is not
 enough), it is a GET, PUT or HEAD (a preflight asking for one of them), and it is for an object
-under ``uploads/`` or ``results/`` of one of the stack's buckets; never a moto admin path.
+under ``uploads/``, ``results/`` (a job's) or ``query-results/`` (a click export's, written by
+Athena) of one of the stack's buckets; never a moto admin path.
 """
 
 import json
@@ -37,7 +38,7 @@ _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
 _PRESIGNED_METHODS = frozenset({"GET", "PUT", "HEAD"})
-_PRESIGNED_PREFIXES = ("uploads/", "results/")
+_PRESIGNED_PREFIXES = ("uploads/", "results/", "query-results/")
 
 
 @dataclass

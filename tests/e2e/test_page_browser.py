@@ -53,6 +53,7 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 LANDING_PAGE = b"<!doctype html><title>Landed</title><h1>The long link's page</h1>"
@@ -593,6 +594,17 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
         lambda _: "in the last 90 days" in browser.find_element(By.ID, "clicks-summary").text
     )
     snap("clicks-keyboard")
+    # And a breakdown by browser lists the clicks with their visitors, and the clicks are exported
+    Select(browser.find_element(By.ID, "clicks-group")).select_by_value("browser")
+    settled(browser).until(lambda _: browser.find_element(By.ID, "clicks-groups").is_displayed())
+    cells = [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in browser.find_elements(By.CSS_SELECTOR, "#clicks-groups tbody tr")
+    ]
+    assert sum(int(cell[1]) for cell in cells) == 2 and all(int(cell[3]) >= 1 for cell in cells), cells
+    browser.find_element(By.ID, "clicks-export").click()
+    settled(browser).until(lambda _: "Saved" in browser.find_element(By.ID, "clicks-export-status").text)
+    snap("clicks-breakdown")
     # And back in the links table, its row shows the 2 clicks with a sparkline of the 30 days
     browser.back()
     row = link_item(browser, short_url)
