@@ -129,7 +129,7 @@ class LinkClicksQuery(EventFiltersQuery):
     )
     to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
     interval: Literal["hour", "day", "week", "month"] = Field(default="day", description="The series' step.")
-    group_by: Literal["country", "device", "browser", "os", "referrer", "destination"] | None = Field(
+    group_by: Literal["country", "device", "browser", "os", "referrer", "destination", "code"] | None = Field(
         default=None, description="A breakdown: the answer's groups, by this value."
     )
 
