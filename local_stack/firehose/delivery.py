@@ -129,7 +129,8 @@ def _documents(record: bytes) -> list[dict[str, Any]] | None:
         text = record.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    documents, position = [], 0
+    documents: list[dict[str, Any]] = []
+    position = 0
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
