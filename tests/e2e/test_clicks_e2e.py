@@ -118,7 +118,7 @@ def test_each_redirect_is_kept_as_an_event_with_a_daily_visitor_and_no_address(s
     assert "127.0.0.1" not in repr(events)
 
 
-def report(stack: RunningStack, path: str, api_key: str | None = None) -> dict[str, Any]:
+def report_of(stack: RunningStack, path: str, api_key: str | None = None) -> dict[str, Any]:
     answer = stack.request("GET", path, **({"api_key": api_key} if api_key else {}))
     assert answer.status == 200, answer.text
     found: dict[str, Any] = answer.json()
@@ -153,22 +153,22 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
         assert stack.request("GET", "e2e-visitors", headers={"User-Agent": agent}, api_key=None).status == 301
     # Then within 60 s its report reads 9 clicks of 3 visitors
     deadline = time.monotonic() + 60
-    while (found := report(stack, "links/e2e-visitors/clicks"))["visitors"] != 3 or found["total"] != 9:
+    while (found := report_of(stack, "links/e2e-visitors/clicks"))["visitors"] != 3 or found["total"] != 9:
         assert time.monotonic() < deadline, found
         time.sleep(1)
     # and a range wholly in the future reads nothing
-    future = report(stack, "links/e2e-visitors/clicks?from=2099-01-01&to=2099-01-31")
+    future = report_of(stack, "links/e2e-visitors/clicks?from=2099-01-01&to=2099-01-31")
     assert (future["total"], future["visitors"]) == (0, 0)
     # and group_by=browser splits the 9 clicks by browser, one visitor each, in Berlin's weeks too
-    grouped = report(stack, "links/e2e-visitors/clicks?group_by=browser&tz=Europe/Berlin&interval=week")
+    grouped = report_of(stack, "links/e2e-visitors/clicks?group_by=browser&tz=Europe/Berlin&interval=week")
     assert (grouped["total"], grouped["visitors"], grouped["tz"]) == (9, 3, "Europe/Berlin")
     assert sorted((g["clicks"], g["visitors"]) for g in grouped["groups"]) == [(3, 1), (3, 1), (3, 1)]
     assert {g["value"] for g in grouped["groups"]} >= {"Chrome", "Firefox"}
     assert sum(point["clicks"] for point in grouped["series"]) == 9
     # and the owner's top links and top browsers count them too
-    top = report(stack, "clicks?code=e2e-visitors&group_by=browser")
+    top = report_of(stack, "clicks?code=e2e-visitors&group_by=browser")
     assert (top["total"], top["visitors"], top["links"][0]["code"]) == (9, 3, "e2e-visitors")
-    ranked = report(stack, "clicks/top?by=code&limit=50")
+    ranked = report_of(stack, "clicks/top?by=code&limit=50")
     assert {"value": "e2e-visitors", "clicks": 9, "humans": 9, "visitors": 3} in ranked["top"]
     # and an export of the link's clicks has 9 lines with the export's columns
     lines = export_lines(stack, "code=e2e-visitors")
@@ -177,7 +177,7 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     # and another owner's export does not hold them
     _, other_key = create_key(stack, "e2e-other-owner")
     assert export_lines(stack, "from=2026-01-01", api_key=other_key) == []
-    assert report(stack, "clicks/top?by=code", api_key=other_key)["top"] == []
+    assert report_of(stack, "clicks/top?by=code", api_key=other_key)["top"] == []
     # When the same events are delivered to the event store again
     stored = stored_events(stack, "e2e-visitors")
     assert len(stored) == 9
@@ -190,7 +190,7 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     )
     assert len(stored_events(stack, "e2e-visitors")) == 18
     # Then they are stored twice and counted once
-    again = report(stack, "links/e2e-visitors/clicks?group_by=browser&bots=include")
+    again = report_of(stack, "links/e2e-visitors/clicks?group_by=browser&bots=include")
     assert (again["total"], again["visitors"]) == (9, 3)
     assert len(export_lines(stack, "code=e2e-visitors&format=csv")) == 9
 
@@ -275,6 +275,9 @@ def test_a_jobs_click_report_has_a_line_per_row_in_input_order(stack: RunningSta
     assert report[1]["first_click"] and report[1]["last_click"]
     assert (report[2]["code"], report[2]["clicks"], report[2]["short_url"]) == ("", "0", "")
     assert all(line["clicks"] == "0" for index, line in enumerate(report) if index != 1)
+    # And the clicks' events, and the owner's clicks by job, name the job and the row
+    assert {(event["job_id"], event["row"]) for event in stored_events(stack, second)} == {(job_id, 2)}
+    assert report_of(stack, f"clicks?job_id={job_id}")["total"] == 3
 
 
 def wait_for_job(stack: RunningStack, job_id: str, seconds: float) -> dict[str, Any]:

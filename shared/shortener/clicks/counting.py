@@ -326,6 +326,7 @@ def events_of(
                 request_id=line.request_id,
                 owner=(link.owner or "") if link is not None else "",
                 job_id=link.job_id if link is not None else None,
+                row=link.row if link is not None else None,
                 status=line.status,
                 visitor=visitor_id(visitor_key(click.at.date()), line.ip, line.user_agent),
             )

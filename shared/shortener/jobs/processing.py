@@ -246,6 +246,7 @@ class ChunkProcessor:
                     created_at=chunk_ids.created_at,
                     owner=message.owner,
                     job_id=message.job_id,
+                    row=message.row_number(row.index),
                 ),
                 row.attributes,
                 message.job_id,
@@ -297,6 +298,7 @@ class ChunkProcessor:
                 screen=False,
                 counted=True,
                 scope=message.job_id,
+                row=message.row_number(index),
             )
         except StorageThrottledError:
             # Not the row's outcome: the message fails and comes back after its visibility timeout.

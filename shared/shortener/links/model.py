@@ -280,6 +280,8 @@ class Link(StoredRules):
     status: LinkStatus = "active"
     updated_at: datetime | None = None
     job_id: str | None = None
+    # Its row in the job's file (a bulk link): what its click events and the export name.
+    row: int | None = None
     expires_at: datetime | None = None
     max_clicks: int | None = None
     # Redirects answered while the link had a click limit (counted only then).

@@ -261,12 +261,14 @@ class LinkService:
         screen: bool = True,
         counted: bool = False,
         scope: str | None = None,
+        row: int | None = None,
     ) -> ShortenResult:
         """Create (or find) ``owner``'s link for ``request``; ``created`` is False when an existing
         link is returned. ``screen`` checks the blocklist (bulk screens a whole chunk at once);
         unless ``counted`` (its call or job counted it already), the link counts as one row of
         ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit).
-        ``scope`` (a bulk job) shares a password's hash between its rows."""
+        ``scope`` (a bulk job) shares a password's hash between its rows; with ``row`` (the row of
+        the job's file) the link records both."""
         url = normalise_url(request.url, policy)
         request = with_normalised_rules(request, policy)
         if screen and self._guard is not None:
@@ -279,6 +281,8 @@ class LinkService:
             url=url,
             created_at=clock.now(),
             owner=owner,
+            job_id=scope if row is not None else None,
+            row=row,
             **link_fields(request, scope=scope),
         )
         if request.code:

@@ -154,8 +154,7 @@ def link_to_item(link: Link) -> dict[str, Any]:
         item["status"] = {"S": link.status}
     if link.updated_at is not None:
         item["updated_at"] = {"S": link.updated_at.isoformat()}
-    if link.job_id:
-        item["job_id"] = {"S": link.job_id}
+    item.update(_job_attributes(link))
     if link.expires_at is not None:
         item["expires_at"] = {"S": link.expires_at.isoformat()}
         if link.status == "active":
@@ -169,6 +168,16 @@ def link_to_item(link: Link) -> dict[str, Any]:
     _rules_to_item(link, item)
     item.update(_protection_attributes(link))
     return item
+
+
+def _job_attributes(link: Link) -> dict[str, Any]:
+    """The bulk job and row a link came from, where it did."""
+    attributes: dict[str, Any] = {}
+    if link.job_id:
+        attributes["job_id"] = {"S": link.job_id}
+    if link.row is not None:
+        attributes["row"] = {"N": str(link.row)}
+    return attributes
 
 
 def _rules_to_item(link: Link, item: dict[str, Any]) -> None:
@@ -235,6 +244,7 @@ def link_from_item(item: dict[str, Any]) -> Link:
         status=item.get("status", {}).get("S", "active"),
         updated_at=datetime.fromisoformat(updated_at) if updated_at else None,
         job_id=item.get("job_id", {}).get("S"),
+        row=int(item["row"]["N"]) if "row" in item else None,
         expires_at=datetime.fromisoformat(expires_at) if expires_at else None,
         max_clicks=int(max_clicks) if max_clicks else None,
         clicks=int(item.get("clicks", {}).get("N", "0")) if max_clicks else 0,

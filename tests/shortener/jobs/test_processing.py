@@ -293,6 +293,13 @@ def test_custom_codes_are_claimed_and_a_taken_code_is_a_row_error(
     assert [line["code"] for line in lines[1:4]] == ["fresh", "", "fresh"]
     assert lines[5]["code"]
     assert status(api, job_id)["failed"] == 3
+    # And each link made records its job and its row of the file (a custom code's, a generated one's)
+    links = LinksStore(bulk_env["LINKS_TABLE"])
+    made = {code: links.get(code) for code in ("fresh", lines[5]["code"])}
+    assert {code: (link.job_id, link.row) for code, link in made.items() if link} == {
+        "fresh": (job_id, 2),
+        lines[5]["code"]: (job_id, 6),
+    }
 
 
 def test_a_message_delivered_twice_gets_the_same_codes_and_is_counted_once(
