@@ -66,6 +66,18 @@ def event_ask(query: Mapping[str, str | None], *, group_values: Sequence[str]) -
     return EventAsk(tz=tz, filters=filters, bots=bots, group_by=group_by)  # type: ignore[arg-type]
 
 
+# The most codes a report or an export names (repeated code=).
+MAX_CODES = 100
+
+
+def asked_codes(codes: Sequence[str]) -> list[str]:
+    """The codes a query names (``code=`` repeated), each once; InvalidRequestError past MAX_CODES."""
+    unique = list(dict.fromkeys(code for code in codes if code))
+    if len(unique) > MAX_CODES:
+        raise InvalidRequestError(f"code: give at most {MAX_CODES} codes; a tag or a job_id selects more.")
+    return unique
+
+
 def selection_of(
     ask: EventAsk,
     *,

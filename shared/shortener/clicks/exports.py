@@ -15,7 +15,7 @@ from shortener import clock
 from shortener.access.model import Caller
 from shortener.clicks.counting import parse_range
 from shortener.clicks.event_queries import Query, export_query
-from shortener.clicks.event_reports import event_ask, selection_of
+from shortener.clicks.event_reports import asked_codes, event_ask, selection_of
 from shortener.clicks.event_store import EventQueryError, QueryOutcome
 from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 
@@ -85,6 +85,7 @@ class ClickExports:
             raise InvalidRequestError(f"format={file_format} is not offered yet; ask for format=csv.")
         begin, to, _ = parse_range(query.get("from"), query.get("to"), "day", self._now())
         ask = event_ask(query, group_values=())
+        codes = asked_codes(codes)
         events = self._events()
         if events is None:
             raise ServiceUnavailableError("This stack keeps no click events to export.")

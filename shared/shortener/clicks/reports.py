@@ -23,6 +23,7 @@ from shortener.clicks.event_queries import (
 from shortener.clicks.event_reports import (
     MAX_GROUPS,
     EventAsk,
+    asked_codes,
     event_ask,
     groups_of,
     selection_of,
@@ -215,6 +216,7 @@ class ClickReports:
         events, filtered as a link's report is and by ``job_id`` and ``codes``, with a breakdown."""
         begin, to, days = top_range(query.get("from"), query.get("to"), self._now())
         ask = event_ask(query, group_values=OWNER_GROUPS)
+        codes = asked_codes(codes)
         events = self._events()
         tag = query.get("tag")
         if tag:

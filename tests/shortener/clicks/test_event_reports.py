@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from shortener.clicks.event_queries import EventSelection, breakdown_query, literal, series_query, where
-from shortener.clicks.event_reports import bucket_of, bucket_starts, event_ask, series_answer
+from shortener.clicks.event_reports import asked_codes, bucket_of, bucket_starts, event_ask, series_answer
 from shortener.clicks.reports import LINK_GROUPS
 from shortener.exceptions import InvalidRequestError
 
@@ -114,3 +114,9 @@ def test_quarter_hours_add_up_in_a_half_hour_zone() -> None:
     # Then each falls on its own Kolkata day, and the totals are the range's
     assert [(p.start.day, p.clicks, p.humans) for p in answer.series] == [(1, 2, 1), (2, 3, 3)]
     assert (answer.total, answer.humans, answer.visitors) == (5, 4, 2)
+
+
+def test_at_most_100_codes_are_named_each_once() -> None:
+    assert asked_codes(["a", "b", "a", ""]) == ["a", "b"]
+    with pytest.raises(InvalidRequestError, match="code: give at most 100 codes"):
+        asked_codes([f"c{n}" for n in range(101)])
