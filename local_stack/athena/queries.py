@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +42,10 @@ log = logging.getLogger(__name__)
 RESULTS_PAGE = 1000
 _installed = threading.Lock()
 _runner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="athena-query")
-# Execution id -> what the local run made of it.
-_runs: dict[str, "_Run"] = {}
+# Execution id -> what the local run made of it, the newest RUNS_KEPT (an answer is read within
+# seconds of its query; its CSV stays at the output location).
+RUNS_KEPT = 1000
+_runs: "OrderedDict[str, _Run]" = OrderedDict()
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _PARTITION = re.compile(r"([^/=]+)=([^/]*)/")
 _DUCKDB_TYPES = {
@@ -138,6 +141,8 @@ def _start_query_execution(  # noqa: PLR0917 - moto's own signature
     output = "" if settings.get("EnforceWorkGroupConfiguration") else (config or {}).get("OutputLocation", "")
     output = output or (settings.get("ResultConfiguration") or {}).get("OutputLocation", "")
     run = _runs[execution_id] = _Run(output=f"{output.rstrip('/')}/{execution_id}.csv" if output else "")
+    while len(_runs) > RUNS_KEPT:
+        _runs.popitem(last=False)
     database = context.get("Database", "default") if isinstance(context, dict) else "default"
     query_of = _Query(
         self.account_id,
