@@ -202,10 +202,14 @@ DOCS_EXPECTED = {
     "clicks.md": [
         r'"total":1,"humans":1,"bots":0,',
         r'"browsers":\[\{"value":"Firefox","clicks":1\}\]',
-        r"^\S+: 1 click \(1 human, 0 bots\) from ",
+        r"^\S+: 1 click \(1 human, 0 bots\), 1 visitor from ",
         r"^browsers: Firefox 1$",
         r"^start,clicks,humans$",
-        r"^\d+ clicks? \(\d+ humans?\) from ",
+        r"^\d+ clicks? \(\d+ humans?\), \d+ visitors? from ",
+        r"^\S+: .* by week in Europe/Berlin$",
+        r"^Firefox +1 +1 +1$",
+        r'^"time","code","job_id","row","destination","status","country","device","browser","os","referrer","bot",'
+        r'"visitor"$',
     ],
     "campaign-links.md": [
         r"^301\n301\n410$",
