@@ -210,13 +210,13 @@ class ShortenerClient:
         return self._call("GET", path).json()  # type: ignore[no-any-return]
 
     def save_click_export(self, query: dict[str, str], out: BinaryIO, *, deadline: float) -> int:
-        """Write GET /clicks/export's CSV to ``out``: asked until the API redirects to the built
+        """Write GET /clicks/export's file to ``out``: asked until the API redirects to the built
         file (202 with Retry-After meanwhile), until ``deadline``. The bytes written."""
         wanted = {key: value for key, value in query.items() if value}
         url = urljoin(self.api_url, "clicks/export" + (f"?{urlencode(wanted)}" if wanted else ""))
         not_ready = ApiError(202, "export_not_ready", "The export was still being built.")
         return self._save_when_built(
-            url, "text/csv", out, deadline=deadline, retry_after=5.0, not_ready=not_ready
+            url, "application/json", out, deadline=deadline, retry_after=5.0, not_ready=not_ready
         )
 
     def top_links(self, **query: str) -> dict[str, Any]:

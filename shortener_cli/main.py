@@ -150,7 +150,8 @@ def _add_clicks_command(commands: Any) -> None:
         "--export",
         type=Path,
         metavar="FILE",
-        help="write every click (of CODE, or of all your links) as CSV here",
+        help="write every click (of CODE, or of all your links) here: CSV, or JSON lines or Parquet"
+        " when FILE ends in .jsonl or .parquet",
     )
     clicks.add_argument("--csv", action="store_true", help="print the series as CSV (start,clicks,humans)")
     clicks.add_argument("--job", help="a bulk job: its click report CSV, one line per input row")
@@ -622,7 +623,15 @@ def _clicks(client: ShortenerClient, args: argparse.Namespace) -> int:
         **{name: getattr(args, name) or "" for name in ("country", "device", "browser", "os", "referrer")},
     }
     if args.export:
-        query = {**asked, "group_by": "", "tz": "", "tag": args.tag or "", "code": args.code or ""}
+        file_format = {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.export.suffix.lower(), "csv")
+        query = {
+            **asked,
+            "group_by": "",
+            "tz": "",
+            "tag": args.tag or "",
+            "code": args.code or "",
+            "format": file_format,
+        }
         with args.export.open("wb") as out:
             written = client.save_click_export(query, out, deadline=time.monotonic() + args.timeout)
         print(f"wrote {args.export} ({written:,} bytes)", file=sys.stderr)

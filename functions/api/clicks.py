@@ -150,15 +150,15 @@ def job_clicks(job_id: str) -> Response[str]:
                 ErrorBody,
                 headers={"Retry-After": "Seconds."},
             ),
-            303: Answer("The export's file (CSV)", ClickExportLink, headers={"Location": "The file."}),
+            303: Answer("The export's file", ClickExportLink, headers={"Location": "The file."}),
         },
         errors=(400,),
         query=ClickExportQuery,
     ),
 )
 def caller_click_export() -> Response[str]:
-    """Started by the first request; the same request answers 202 while Athena builds the file,
-    then 303 to it (a presigned URL that needs no key)."""
+    """Started by the first request; the same request answers 202 while Athena answers the query
+    and the jobs worker writes its file, then 303 to it (a presigned URL that needs no key)."""
     event = router.current_event
     codes = (event.multi_value_query_string_parameters or {}).get("code") or []
     answer = click_exports().export(caller(event), event.query_string_parameters or {}, codes)

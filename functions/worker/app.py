@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.jobs.tasks_model import (
     BatchTask,
+    ClickExportTask,
     ClickReportTask,
     LabelsRequest,
     ResultsTask,
@@ -23,6 +24,7 @@ from shortener.jobs.tasks_model import (
 from shortener.observability import logger, metrics, tracer
 from shortener.services.worker import (
     batch_runner,
+    click_export_writer,
     click_report_writer,
     labels_writer,
     results_writer,
@@ -59,6 +61,8 @@ def run(task: WorkerTask, context: LambdaContext, seconds_left: SecondsLeft, ans
             answer["batch"] = batch(task, context, seconds_left)
         case LabelsRequest():
             answer["labels"] = labels(task, context, seconds_left)
+        case ClickExportTask():
+            answer["click_export"] = click_export(task)
 
 
 def split(request: SplitRequest, context: LambdaContext, seconds_left: SecondsLeft) -> dict[str, Any]:
@@ -99,3 +103,17 @@ def labels(request: LabelsRequest, context: LambdaContext, seconds_left: Seconds
         },
     )
     return {"job_id": request.job_id, "outcome": report.outcome, "key": report.key, "labels": report.labels}
+
+
+def click_export(task: ClickExportTask) -> dict[str, Any]:
+    rows = click_export_writer().write(
+        owner=task.owner,
+        export=task.export,
+        execution_id=task.execution_id,
+        answer=task.answer,
+        bucket=task.bucket,
+        key=task.key,
+        file_format=task.format,
+    )
+    logger.info("Click export", extra={"export": task.export, "format": task.format, "rows": rows})
+    return {"export": task.export, "key": task.key, "rows": rows}

@@ -178,4 +178,10 @@ def test_an_export_is_saved_once_built(
         == EXIT_OK
     )
     assert output.read_bytes() == EXPORT and ClicksApi.report_asks == 2
-    assert ClicksApi.paths[0] == "/clicks/export?from=2026-11-01&code=abc"
+    assert ClicksApi.paths[0] == "/clicks/export?from=2026-11-01&code=abc&format=csv"
+
+
+def test_an_exports_format_is_its_files_suffix(api_url: str, tmp_path: Path) -> None:
+    output = tmp_path / "clicks.Parquet"
+    assert main(["--api-url", api_url, "clicks", "--export", str(output)]) == EXIT_OK
+    assert ClicksApi.paths[0] == "/clicks/export?format=parquet"

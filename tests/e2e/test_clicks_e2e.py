@@ -125,7 +125,7 @@ def report_of(stack: RunningStack, path: str, api_key: str | None = None) -> dic
     return found
 
 
-def export_lines(stack: RunningStack, query: str, api_key: str | None = None) -> list[dict[str, str]]:
+def export_file(stack: RunningStack, query: str, api_key: str | None = None) -> bytes:
     """GET /clicks/export asked until it answers 303, then its file fetched with no key."""
     keyed = {"api_key": api_key} if api_key else {}
     deadline = time.monotonic() + 60
@@ -135,10 +135,14 @@ def export_lines(stack: RunningStack, query: str, api_key: str | None = None) ->
         time.sleep(1)
     assert answer.status == 303, answer.text
     with urllib.request.urlopen(answer.headers["Location"], timeout=30) as file:
-        text = file.read().decode()
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert text.splitlines()[0].replace('"', "") == ",".join(EXPORT_COLUMNS)
-    return rows
+        return bytes(file.read())
+
+
+def export_lines(stack: RunningStack, query: str, api_key: str | None = None) -> list[dict[str, str]]:
+    """The CSV export's lines, its header the contract's to the letter."""
+    text = export_file(stack, query, api_key).decode()
+    assert text.splitlines()[0] == ",".join(EXPORT_COLUMNS)
+    return list(csv.DictReader(io.StringIO(text)))
 
 
 @pytest.mark.e2e_timeout(300)
@@ -174,6 +178,16 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     lines = export_lines(stack, "code=e2e-visitors")
     assert len(lines) == 9 and {line["code"] for line in lines} == {"e2e-visitors"}
     assert len({line["visitor"] for line in lines}) == 3
+    # and as JSON lines and as Parquet, the same 9 with the same columns
+    objects = [json.loads(line) for line in export_file(stack, "code=e2e-visitors&format=jsonl").splitlines()]
+    assert len(objects) == 9 and all(list(item) == list(EXPORT_COLUMNS) for item in objects)
+    assert {item["bot"] for item in objects} == {False}
+    parquet = export_file(stack, "code=e2e-visitors&format=parquet")
+    with tempfile.NamedTemporaryFile(suffix=".parquet") as saved:
+        saved.write(parquet)
+        saved.flush()
+        read = duckdb.sql(f"SELECT * FROM '{saved.name}'")
+        assert read.columns == list(EXPORT_COLUMNS) and len(read.fetchall()) == 9
     # and another owner's export does not hold them
     _, other_key = create_key(stack, "e2e-other-owner")
     assert export_lines(stack, "from=2026-01-01", api_key=other_key) == []

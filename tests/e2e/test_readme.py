@@ -208,8 +208,8 @@ DOCS_EXPECTED = {
         r"^\d+ clicks? \(\d+ humans?\), \d+ visitors? from ",
         r"^\S+: .* by week in Europe/Berlin$",
         r"^Firefox +1 +1 +1$",
-        r'^"time","code","job_id","row","destination","status","country","device","browser","os","referrer","bot",'
-        r'"visitor"$',
+        r"^time,code,job_id,row,destination,status,country,device,browser,os,referrer,bot,visitor$",
+        r'^\{"time":"\d{4}-\d\d-\d\dT[\d:.]+Z","code":"[^"]+","job_id":null,"row":null,',
     ],
     "campaign-links.md": [
         r"^301\n301\n410$",

@@ -29,3 +29,13 @@ def test_the_layer_ships_boto3_with_its_botocore() -> None:
     layer = pins((ROOT / "shared" / "requirements.txt").read_text().splitlines())
     # Then boto3 is pinned beside botocore, at the same release
     assert layer["boto3"].split("==")[1] == layer["botocore"].split("==")[1]
+
+
+def test_the_workers_own_pins_are_the_local_stacks() -> None:
+    # Given the jobs worker's requirements (beside the layer) and the local stack's dependencies,
+    # which the worker runs on locally
+    worker = pins((ROOT / "functions" / "worker" / "requirements.txt").read_text().splitlines())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    local = pins(project["optional-dependencies"]["local"])
+    # Then the worker's pins are the local stack's, exact
+    assert worker and all(local.get(name) == pin and "==" in pin for name, pin in worker.items())

@@ -1,8 +1,9 @@
 """``GET /clicks/export``: one line per click of the caller's links in a range, filtered as a
 report is, built by Athena and fetched from S3 (docs/clicks.md, "Exports"). The first request
 starts the query and answers 202 with Retry-After; the same request asked again answers 202 while
-it runs, then a presigned link to the file (303), for an hour; a query that failed says why. The
-file is Athena's CSV of the query (every value quoted), so it has no size limit."""
+it runs and while the jobs worker writes the file from its answer in the asked format
+(shortener.clicks.export_files), then a presigned link to the file (303), for an hour; a query
+that failed says why."""
 
 import hashlib
 import json
@@ -17,13 +18,17 @@ from shortener.clicks.counting import parse_range
 from shortener.clicks.event_queries import Query, export_query
 from shortener.clicks.event_reports import asked_codes, event_ask, selection_of
 from shortener.clicks.event_store import EventQueryError, QueryOutcome
+from shortener.clicks.export_files import ExportFormat
+from shortener.clicks.store_exports import ExportRecord
 from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 
 # How soon a client should ask again while the export is built.
 RETRY_SECONDS = 5
 # An export asked again within this long is the same file (then a new one is built).
 EXPORT_SECONDS = 3600
-FORMATS = ("csv", "jsonl", "parquet")
+FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
+# The worker writes a file within its 15 minutes: a file not written by then is asked for again.
+FILE_STALE_SECONDS = 960
 
 
 class ExportEvents(Protocol):
@@ -38,8 +43,25 @@ class ExportEvents(Protocol):
 class ExportRecords(Protocol):
     """``shortener.clicks.store_exports.ExportRecords``."""
 
-    def get(self, owner: str, key: str) -> tuple[str, int] | None: ...
+    def get(self, owner: str, key: str) -> ExportRecord | None: ...
     def put(self, owner: str, key: str, execution_id: str, *, expires_at: int) -> None: ...
+    def ask_file(self, owner: str, key: str, execution_id: str, *, now: int, stale_after: int) -> bool: ...
+
+
+class ExportFileWriter(Protocol):
+    """Asks the jobs worker to write an export's file (shortener.jobs.invoke.JobsWorker)."""
+
+    def __call__(
+        self,
+        *,
+        owner: str,
+        export: str,
+        execution_id: str,
+        answer: str,
+        bucket: str,
+        key: str,
+        file_format: ExportFormat,
+    ) -> None: ...
 
 
 # bucket, key, file name, seconds -> a presigned GET and when it expires (BulkFiles.download_url).
@@ -64,6 +86,7 @@ class ClickExports:
         events: Callable[[], ExportEvents | None],
         records: Callable[[], ExportRecords],
         presign: Presigner,
+        write_file: ExportFileWriter,
         *,
         tagged: Callable[[str, str], list[str]] = lambda owner, tag: [],
         now: Callable[[], datetime] = clock.now,
@@ -71,6 +94,7 @@ class ClickExports:
         self._events = events
         self._records = records
         self._presign = presign
+        self._write_file = write_file
         self._tagged = tagged
         self._now = now
 
@@ -78,11 +102,9 @@ class ClickExports:
         self, caller: Caller, query: Mapping[str, str | None], codes: Sequence[str]
     ) -> ExportBuilding | ExportFile:
         """The export the query asks for: being built, or its file."""
-        file_format = query.get("format") or "csv"
-        if file_format not in FORMATS:
+        file_format = next((known for known in FORMATS if known == (query.get("format") or "csv")), None)
+        if file_format is None:
             raise InvalidRequestError(f"format must be one of {', '.join(FORMATS)}.")
-        if file_format != "csv":
-            raise InvalidRequestError(f"format={file_format} is not offered yet; ask for format=csv.")
         begin, to, _ = parse_range(query.get("from"), query.get("to"), "day", self._now())
         ask = event_ask(query, group_values=())
         codes = asked_codes(codes)
@@ -92,16 +114,20 @@ class ClickExports:
         key = _export_key(caller.owner_id, query, codes)
         records = self._records()
         found = records.get(caller.owner_id, key)
-        if found is not None and found[1] > clock.epoch_seconds():
-            outcome = events.outcome(found[0])
-            if outcome.state == "SUCCEEDED":
-                bucket, _, object_key = outcome.output.removeprefix("s3://").partition("/")
-                url, expires_at = self._presign(bucket, object_key, _file_name(begin, to), EXPORT_SECONDS)
+        if found is not None and found.expires_at > clock.epoch_seconds():
+            if found.file is not None:
+                bucket, _, object_key = found.file.removeprefix("s3://").partition("/")
+                name = _file_name(begin, to, file_format)
+                url, expires_at = self._presign(bucket, object_key, name, EXPORT_SECONDS)
                 return ExportFile(url, expires_at)
+            outcome = events.outcome(found.execution_id)
+            if outcome.state == "SUCCEEDED":
+                self._ask_file(records, caller.owner_id, key, found.execution_id, outcome.output, file_format)
+                return ExportBuilding("The export's file is being written; ask again in a few seconds.")
             if outcome.state in ("QUEUED", "RUNNING"):
                 return ExportBuilding("The export is being built; ask again in a few seconds.")
             # Failed or cancelled: asked again, it is built again.
-            records.put(caller.owner_id, key, found[0], expires_at=0)
+            records.put(caller.owner_id, key, found.execution_id, expires_at=0)
             raise EventQueryError(f"The export could not be built: {outcome.reason or outcome.state}")
         if query.get("tag"):
             tagged = self._tagged(caller.owner_id, str(query.get("tag")))
@@ -114,6 +140,32 @@ class ClickExports:
         records.put(caller.owner_id, key, execution_id, expires_at=clock.epoch_seconds() + EXPORT_SECONDS)
         return ExportBuilding("The export is being built; ask again in a few seconds.")
 
+    def _ask_file(  # noqa: PLR0917
+        self,
+        records: ExportRecords,
+        owner: str,
+        key: str,
+        execution_id: str,
+        answer: str,
+        file_format: ExportFormat,
+    ) -> None:
+        """Ask the worker for the file of this build, unless it was asked for lately. The file is
+        kept beside the answer (query-results/, which expires in a day)."""
+        asked = records.ask_file(
+            owner, key, execution_id, now=clock.epoch_seconds(), stale_after=FILE_STALE_SECONDS
+        )
+        if asked:
+            bucket = answer.removeprefix("s3://").partition("/")[0]
+            self._write_file(
+                owner=owner,
+                export=key,
+                execution_id=execution_id,
+                answer=answer,
+                bucket=bucket,
+                key=f"query-results/exports/{execution_id}.{file_format}",
+                file_format=file_format,
+            )
+
 
 def _export_key(owner: str, query: Mapping[str, str | None], codes: Sequence[str]) -> str:
     """The same for the same owner and query as asked (parameters in any order)."""
@@ -122,5 +174,5 @@ def _export_key(owner: str, query: Mapping[str, str | None], codes: Sequence[str
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _file_name(begin: datetime, end: datetime) -> str:
-    return f"clicks-{begin:%Y%m%d}-{end:%Y%m%d}.csv"
+def _file_name(begin: datetime, end: datetime, file_format: ExportFormat) -> str:
+    return f"clicks-{begin:%Y%m%d}-{end:%Y%m%d}.{file_format}"

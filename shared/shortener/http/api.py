@@ -167,7 +167,12 @@ class ClickExportQuery(EventFiltersQuery):
     )
     to: datetime | None = Field(default=None, description="ISO 8601 end of the range (default: now).")
     format: Literal["csv", "jsonl", "parquet"] = Field(
-        default="csv", description="The file's format (csv today)."
+        default="csv",
+        description=(
+            "The file's format: csv (header time,code,job_id,row,destination,status,country,device,"
+            "browser,os,referrer,bot,visitor), jsonl (one JSON object a click, the same names), "
+            "or parquet (the same columns; time a UTC timestamp)."
+        ),
     )
     tag: str | None = Field(default=None, description="Only the caller's links with this tag.")
     job_id: str | None = Field(default=None, description="Only the links of this bulk job.")

@@ -1,15 +1,17 @@
 """Asking the jobs worker for work with an asynchronous invoke: one typed task per invocation
 (shortener.jobs.tasks_model.WorkerTask): continue a split in a fresh invocation, write a complete
-job's results file, build a click report or a labels archive, run a batch. Lambda keeps an accepted
-event and retries a failed invocation twice; the work itself is idempotent, so a duplicate only
-costs a little."""
+job's results file, build a click report or a labels archive, run a batch, write a click export's
+file. Lambda keeps an accepted event and retries a failed invocation twice; the work itself is
+idempotent, so a duplicate only costs a little."""
 
 import json
 from typing import TYPE_CHECKING
 
 from shortener import aws
+from shortener.clicks.export_files import ExportFormat
 from shortener.jobs.tasks_model import (
     BatchTask,
+    ClickExportTask,
     ClickReportTask,
     LabelsRequest,
     ResultsTask,
@@ -44,6 +46,29 @@ class JobsWorker:
 
     def request_labels(self, request: LabelsRequest) -> None:
         self._send(request)
+
+    def write_click_export(
+        self,
+        *,
+        owner: str,
+        export: str,
+        execution_id: str,
+        answer: str,
+        bucket: str,
+        key: str,
+        file_format: ExportFormat,
+    ) -> None:
+        self._send(
+            ClickExportTask(
+                owner=owner,
+                export=export,
+                execution_id=execution_id,
+                answer=answer,
+                bucket=bucket,
+                key=key,
+                format=file_format,
+            )
+        )
 
     def run_batch(self, batch_id: str) -> None:
         self._send(BatchTask(batch_id=batch_id))

@@ -1,9 +1,9 @@
 """What the jobs worker is invoked with: S3 event notifications of uploaded files, or one typed
 task (``WorkerTask``, told apart by its ``task`` field): a split to continue, a results file, a
-click report, a QR labels archive, a batch of link changes. ``worker_tasks`` reads an invocation's
-event into the tasks it carries, including the keyed shape invocations had before tasks were typed
-(``{"write_results": <job id>}`` ...): Lambda keeps an asynchronous event for up to six hours, so
-an event sent before an update may arrive after it."""
+click report, a QR labels archive, a batch of link changes, a click export's file.
+``worker_tasks`` reads an invocation's event into the tasks it carries, including the keyed shape
+invocations had before tasks were typed (``{"write_results": <job id>}`` ...): Lambda keeps an
+asynchronous event for up to six hours, so an event sent before an update may arrive after it."""
 
 import re
 from collections.abc import Mapping
@@ -12,6 +12,7 @@ from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from shortener.clicks.export_files import ExportFormat
 from shortener.jobs.model import JOB_ID_TEXT
 
 UPLOADS_PREFIX = "uploads/"
@@ -59,6 +60,20 @@ class ClickReportTask(BaseModel):
     job_id: str = Field(pattern=JOB_ID_TEXT)
 
 
+class ClickExportTask(BaseModel):
+    """An export of click events whose file is to be written from its query's answer
+    (shortener.clicks.export_files), recorded on the owner's export ``export``."""
+
+    task: Literal["click_export"] = "click_export"
+    owner: str = Field(min_length=1)
+    export: str = Field(pattern=r"[0-9a-f]{32}")
+    execution_id: str = Field(min_length=1, max_length=128)
+    answer: str = Field(pattern=r"s3://[^/]+/query-results/[^/]+\.csv")
+    bucket: str = Field(min_length=3)
+    key: str = Field(pattern=r"query-results/exports/[^/]+")
+    format: ExportFormat
+
+
 class BatchTask(BaseModel):
     """A batch of link changes to run or go on with (shortener.jobs.batches)."""
 
@@ -67,7 +82,8 @@ class BatchTask(BaseModel):
 
 
 WorkerTask = Annotated[
-    SplitRequest | ResultsTask | ClickReportTask | LabelsRequest | BatchTask, Field(discriminator="task")
+    SplitRequest | ResultsTask | ClickReportTask | LabelsRequest | BatchTask | ClickExportTask,
+    Field(discriminator="task"),
 ]
 _WORKER_TASK: TypeAdapter[WorkerTask] = TypeAdapter(WorkerTask)
 

@@ -2,6 +2,7 @@
 container). Each is named for what the routes do with it; none hands a store to a handler."""
 
 from functools import lru_cache
+from typing import Any
 
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
@@ -149,13 +150,22 @@ def click_reports() -> ClickReports:
 
 @lru_cache(maxsize=1)
 def click_exports() -> ClickExports:
-    """Exports of the caller's click events (Athena's CSV in the click events bucket)."""
+    """Exports of the caller's click events (files in the click events bucket, written by the
+    jobs worker from Athena's answers)."""
     return ClickExports(
         _click_events,
         lambda: ExportRecords(_click_counters().table_name),
         BulkFiles().download_url,
+        _write_export_file,
         tagged=_tagged_codes,
     )
+
+
+def _write_export_file(**asked: Any) -> None:
+    worker = _jobs_worker()
+    if worker is None:
+        raise ServiceUnavailableError("This stack has no jobs worker to write exports.")
+    worker.write_click_export(**asked)
 
 
 # The most codes a click report by tag counts (the links a tag names, newest first).

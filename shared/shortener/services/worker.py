@@ -2,8 +2,11 @@
 
 from functools import lru_cache
 
+from shortener import aws
 from shortener.aws_usage import metering
+from shortener.clicks.export_files import ExportFileWriter
 from shortener.clicks.store import ClicksStore
+from shortener.clicks.store_exports import ExportRecords
 from shortener.jobs.batches import BatchRunner
 from shortener.jobs.bucket import BulkFiles, FileChangedError
 from shortener.jobs.click_reports import ClickReportWriter
@@ -102,3 +105,9 @@ def click_report_writer() -> ClickReportWriter:
     """The builder of jobs' click report files (docs/clicks.md)."""
     settings = worker_settings()
     return ClickReportWriter(JobsStore(settings.JOBS_TABLE), ClicksStore(settings.CLICKS_TABLE), BulkFiles())
+
+
+@lru_cache(maxsize=1)
+def click_export_writer() -> ExportFileWriter:
+    """The writer of click exports' files from their queries' answers."""
+    return ExportFileWriter(aws.s3(), ExportRecords(worker_settings().CLICKS_TABLE))
