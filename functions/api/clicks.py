@@ -4,14 +4,17 @@ Owner-scoped like the other link and job routes: another owner's link or job is 
 calls one service method and answers; included into the API's resolver by app.py."""
 
 import json
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import base_url, caller
+from request import api_url, base_url, caller
 
 from shortener.clicks.exports import ExportFile
-from shortener.clicks.model import LinkClicks, LinksSeries, TopLinks, TopValues
+from shortener.clicks.model import ClickErasure, LinkClicks, LinksSeries, TopLinks, TopValues
 from shortener.http.api import (
+    ClickErasureQuery,
+    ClickErasureStatusQuery,
     ClickExportLink,
     ClickExportQuery,
     ClickReportFileLink,
@@ -23,7 +26,7 @@ from shortener.http.api import (
 )
 from shortener.http.openapi import Answer, operation
 from shortener.jobs.service import CsvAnswer, FileLink
-from shortener.services.api import click_exports, click_reports, job_queries
+from shortener.services.api import click_erasures, click_exports, click_reports, job_queries
 
 router = APIGatewayRouter()
 # How soon a client asking for a click report file still being built should ask again.
@@ -169,3 +172,49 @@ def caller_click_export() -> Response[str]:
     return Response(
         202, content_types.APPLICATION_JSON, body, headers={"Retry-After": str(answer.retry_after)}
     )
+
+
+@router.delete(
+    "/clicks",
+    **operation(
+        "Erase the click events of some or all of the owner's links (GDPR)",
+        {
+            202: Answer(
+                "The erasure is recorded and under way",
+                ClickErasure,
+                headers={"Location": "The erasure, to ask how far it got."},
+            )
+        },
+        errors=(400, 403),
+        query=ClickErasureQuery,
+    ),
+)
+def erase_clicks() -> Response[str]:
+    """The events of clicks made up to now, of the links named (or all the owner's), are erased
+    from every event file by the jobs worker; GET the Location to see it finish."""
+    event = router.current_event
+    codes = (event.multi_value_query_string_parameters or {}).get("code") or []
+    owner = event.get_query_string_value("owner", None)
+    erasure = click_erasures().erase(caller(event), owner, codes)
+    location = f"{api_url(event)}clicks/erasures/{erasure.erasure_id}" + (
+        f"?{urlencode({'owner': owner})}" if owner else ""
+    )
+    return Response(
+        202, content_types.APPLICATION_JSON, erasure.model_dump_json(), headers={"Location": location}
+    )
+
+
+@router.get(
+    "/clicks/erasures/<erasure_id>",
+    **operation(
+        "An erasure of click events: running or done, and how far it got",
+        {200: Answer("The erasure", ClickErasure)},
+        errors=(403, 404),
+        query=ClickErasureStatusQuery,
+    ),
+)
+def click_erasure(erasure_id: str) -> Response[str]:
+    event = router.current_event
+    owner = event.get_query_string_value("owner", None)
+    erasure = click_erasures().status(caller(event), owner, erasure_id)
+    return Response(200, content_types.APPLICATION_JSON, erasure.model_dump_json())

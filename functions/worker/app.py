@@ -1,8 +1,9 @@
 """The jobs worker (the template's FilesFunction): runs the background work of jobs, one handler
 per kind of task. An uploaded file's S3 event (or a split handed over by the invocation before) ->
 its rows read into the queue; a complete job -> its results file written once; a job's click
-report file; a done job's QR labels -> their ZIP; a batch of link changes. The rules live in
-shortener.jobs (split, results, click_reports, labels, batches); the tasks in
+report file; a done job's QR labels -> their ZIP; a batch of link changes; a click export's file;
+an erasure of click events. The rules live in shortener.jobs (split, results, click_reports,
+labels, batches) and shortener.clicks (export_files, erasure); the tasks in
 shortener.jobs.tasks_model."""
 
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.jobs.tasks_model import (
     BatchTask,
+    ClickErasureTask,
     ClickExportTask,
     ClickReportTask,
     LabelsRequest,
@@ -26,6 +28,8 @@ from shortener.services.worker import (
     batch_runner,
     click_export_writer,
     click_report_writer,
+    event_eraser,
+    jobs_worker,
     labels_writer,
     results_writer,
     splitter,
@@ -63,6 +67,8 @@ def run(task: WorkerTask, context: LambdaContext, seconds_left: SecondsLeft, ans
             answer["labels"] = labels(task, context, seconds_left)
         case ClickExportTask():
             answer["click_export"] = click_export(task)
+        case ClickErasureTask():
+            answer["click_erasure"] = click_erasure(task, seconds_left)
 
 
 def split(request: SplitRequest, context: LambdaContext, seconds_left: SecondsLeft) -> dict[str, Any]:
@@ -117,3 +123,18 @@ def click_export(task: ClickExportTask) -> dict[str, Any]:
     )
     logger.info("Click export", extra={"export": task.export, "format": task.format, "rows": rows})
     return {"export": task.export, "key": task.key, "rows": rows}
+
+
+def click_erasure(task: ClickErasureTask, seconds_left: SecondsLeft) -> dict[str, Any]:
+    outcome = event_eraser().erase(
+        owner=task.owner,
+        erasure=task.erasure,
+        codes=task.codes,
+        before=task.before,
+        after=task.after,
+        seconds_left=seconds_left,
+    )
+    if outcome.outcome == "continued":
+        jobs_worker().continue_erasure(task.model_copy(update={"after": outcome.after}))
+    logger.info("Click erasure", extra={"erasure": task.erasure, **outcome.__dict__})
+    return {"erasure": task.erasure, "outcome": outcome.outcome, "events_erased": outcome.erased}

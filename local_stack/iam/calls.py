@@ -225,7 +225,11 @@ def s3_call(method: str, path: str, query: str, headers: Mapping[str, str], regi
     action = {"CreateBucket": "s3:CreateBucket", "DeleteBucket": "s3:DeleteBucket"}.get(
         operation, "s3:ListBucket"
     )
-    return _s3(operation, region, Access(action, bucket_arn))
+    # A listing carries its prefix as the condition key s3:prefix ("Amazon S3 condition key
+    # examples", "Limit the listing to a folder"): a policy that grants ListBucket under a prefix
+    # refuses a listing without it.
+    listed = (("s3:prefix", params["prefix"][0]),) if "prefix" in params else ()
+    return _s3(operation, region, Access(action, bucket_arn, listed))
 
 
 def _s3_object(

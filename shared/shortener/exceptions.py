@@ -151,6 +151,11 @@ class NotBlockedError(ShortenerError):
     error = "not_blocked"
 
 
+class ErasureNotFoundError(ShortenerError):
+    status_code = 404
+    error = "erasure_not_found"
+
+
 class ForbiddenError(ShortenerError):
     """The route is for admins."""
 

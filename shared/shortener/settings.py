@@ -207,6 +207,8 @@ class WorkerSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     LABELS_HANDOVER_SECONDS: float = Field(default=120, ge=1)
     # The click counters that jobs' click reports read.
     CLICKS_TABLE: str = ""
+    # The click events bucket, whose objects an erasure rewrites (DELETE /clicks).
+    CLICK_EVENTS_BUCKET: str = ""
 
 
 class LoopsMixin(LoopBoundsMixin):

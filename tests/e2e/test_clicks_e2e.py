@@ -209,6 +209,52 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     assert len(export_lines(stack, "code=e2e-visitors&format=csv")) == 9
 
 
+def erased(stack: RunningStack, query: str, api_key: str | None = None) -> dict[str, Any]:
+    """DELETE /clicks, then its Location asked until the erasure is done."""
+    keyed = {"api_key": api_key} if api_key else {}
+    answer = stack.request("DELETE", f"clicks?{query}", **keyed)
+    assert answer.status == 202, answer.text
+    assert answer.json()["status"] == "running"
+    location = answer.headers["Location"]
+    assert location.startswith(stack.api_url + "clicks/erasures/"), location
+    deadline = time.monotonic() + 60
+    while (found := report_of(stack, location.removeprefix(stack.api_url), **keyed))["status"] != "done":
+        assert time.monotonic() < deadline, found
+        time.sleep(1)
+    return found
+
+
+@pytest.mark.e2e_timeout(240)
+def test_an_owner_erases_a_links_click_events_from_every_event_file(stack: RunningStack) -> None:
+    # Given two links, each followed 3 times, their events stored
+    for code in ("e2e-erased", "e2e-kept"):
+        assert stack.post_json("/", {"url": f"https://example.com/e2e/{code}", "code": code}).status == 201
+        for _ in range(3):
+            assert stack.request("GET", code, headers={"User-Agent": BROWSER}, api_key=None).status == 301
+    deadline = time.monotonic() + 60
+    while len(stored_events(stack, "e2e-erased")) < 3 or len(stored_events(stack, "e2e-kept")) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    # When another owner asks to erase all their clicks, and to erase ours
+    _, other_key = create_key(stack, "e2e-eraser-other")
+    assert erased(stack, "", api_key=other_key)["events_erased"] == 0
+    refused = stack.request("DELETE", "clicks?owner=e2e-admin-owner", api_key=other_key)
+    assert refused.status == 403, refused.text
+    # Then nothing of ours is erased
+    assert len(stored_events(stack, "e2e-erased")) == 3
+    # When the owner erases one link's clicks
+    done = erased(stack, "code=e2e-erased")
+    # Then its events are gone from every file, the other link's stay, and the erasure says so
+    assert (done["codes"], done["events_erased"]) == (["e2e-erased"], 3)
+    assert done["objects_rewritten"] >= 1 and done["finished_at"] is not None
+    assert stored_events(stack, "e2e-erased") == []
+    assert len(stored_events(stack, "e2e-kept")) == 3
+    assert export_lines(stack, "code=e2e-erased") == []
+    assert report_of(stack, "links/e2e-kept/clicks?group_by=browser")["visitors"] == 1
+    # And an erasure nobody asked for is not found
+    assert stack.request("GET", "clicks/erasures/" + "0" * 32).status == 404
+
+
 @pytest.mark.e2e_timeout(240)
 def test_cache_hits_count_and_a_batch_delivered_twice_counts_once(start_stack: StartStack) -> None:
     # Given the prod stage (API Gateway caches GET /{code}) and CloudWatch Logs delivering every

@@ -431,3 +431,18 @@ class TopValues(BaseModel):
     to: datetime
     by: Literal["code", "country", "referrer"]
     top: list[Group]
+
+
+class ClickErasure(BaseModel):
+    """DELETE /clicks and GET /clicks/erasures/{erasure_id}: an erasure of click events and how
+    far it got."""
+
+    erasure_id: str
+    owner: str
+    codes: list[str] = Field(description="The links whose events are erased; empty: all the owner's.")
+    status: Literal["running", "done"]
+    requested_at: datetime = Field(description="Events of clicks made up to this moment are erased.")
+    finished_at: datetime | None
+    objects_checked: int = Field(description="Event files read so far.")
+    objects_rewritten: int = Field(description="Event files rewritten without the erased events.")
+    events_erased: int

@@ -179,6 +179,21 @@ class ClickExportQuery(EventFiltersQuery):
     code: list[str] | None = Field(default=None, description="Only these links (repeat the parameter).")
 
 
+class ClickErasureQuery(BaseModel):
+    """The query of ``DELETE /clicks``."""
+
+    code: list[str] | None = Field(
+        default=None, description="Erase these links' events (repeat the parameter); none: all the owner's."
+    )
+    owner: str | None = Field(default=None, description="Another owner's clicks (admins only).")
+
+
+class ClickErasureStatusQuery(BaseModel):
+    """The query of ``GET /clicks/erasures/{erasure_id}``."""
+
+    owner: str | None = Field(default=None, description="Another owner's erasure (admins only).")
+
+
 class TopValuesQuery(BaseModel):
     """The query of ``GET /clicks/top``."""
 

@@ -5,12 +5,15 @@ file. Lambda keeps an accepted event and retries a failed invocation twice; the 
 idempotent, so a duplicate only costs a little."""
 
 import json
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shortener import aws
 from shortener.clicks.export_files import ExportFormat
 from shortener.jobs.tasks_model import (
     BatchTask,
+    ClickErasureTask,
     ClickExportTask,
     ClickReportTask,
     LabelsRequest,
@@ -70,6 +73,12 @@ class JobsWorker:
             )
         )
 
+    def erase_clicks(self, *, owner: str, erasure: str, codes: Sequence[str], before: datetime) -> None:
+        self._send(ClickErasureTask(owner=owner, erasure=erasure, codes=list(codes), before=before))
+
+    def continue_erasure(self, task: ClickErasureTask) -> None:
+        self._send(task)
+
     def run_batch(self, batch_id: str) -> None:
         self._send(BatchTask(batch_id=batch_id))
 
@@ -77,5 +86,5 @@ class JobsWorker:
         self.client.invoke(
             FunctionName=self.function_name,
             InvocationType="Event",
-            Payload=json.dumps(task.model_dump(exclude_none=True)).encode(),
+            Payload=json.dumps(task.model_dump(mode="json", exclude_none=True)).encode(),
         )

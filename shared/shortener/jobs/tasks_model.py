@@ -1,12 +1,13 @@
 """What the jobs worker is invoked with: S3 event notifications of uploaded files, or one typed
 task (``WorkerTask``, told apart by its ``task`` field): a split to continue, a results file, a
-click report, a QR labels archive, a batch of link changes, a click export's file.
+click report, a QR labels archive, a batch of link changes, a click export's file, an erasure.
 ``worker_tasks`` reads an invocation's event into the tasks it carries, including the keyed shape
 invocations had before tasks were typed (``{"write_results": <job id>}`` ...): Lambda keeps an
 asynchronous event for up to six hours, so an event sent before an update may arrive after it."""
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote_plus
 
@@ -74,6 +75,19 @@ class ClickExportTask(BaseModel):
     format: ExportFormat
 
 
+class ClickErasureTask(BaseModel):
+    """An erasure of an owner's click events (shortener.clicks.erasure): of ``codes`` (none: all
+    their links), of clicks made up to ``before``; ``after``: the last event object done by the
+    invocation before."""
+
+    task: Literal["click_erasure"] = "click_erasure"
+    owner: str = Field(min_length=1)
+    erasure: str = Field(pattern=r"[0-9a-f]{32}")
+    codes: list[str] = Field(default_factory=list, max_length=100)
+    before: datetime
+    after: str | None = None
+
+
 class BatchTask(BaseModel):
     """A batch of link changes to run or go on with (shortener.jobs.batches)."""
 
@@ -82,7 +96,13 @@ class BatchTask(BaseModel):
 
 
 WorkerTask = Annotated[
-    SplitRequest | ResultsTask | ClickReportTask | LabelsRequest | BatchTask | ClickExportTask,
+    SplitRequest
+    | ResultsTask
+    | ClickReportTask
+    | LabelsRequest
+    | BatchTask
+    | ClickExportTask
+    | ClickErasureTask,
     Field(discriminator="task"),
 ]
 _WORKER_TASK: TypeAdapter[WorkerTask] = TypeAdapter(WorkerTask)

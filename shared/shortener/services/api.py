@@ -6,10 +6,12 @@ from typing import Any
 
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
+from shortener.clicks.erasures import ClickErasures
 from shortener.clicks.event_store import ClickEventStore
 from shortener.clicks.exports import ClickExports
 from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
+from shortener.clicks.store_erasures import ErasureRecords
 from shortener.clicks.store_exports import ExportRecords
 from shortener.exceptions import ServiceUnavailableError
 from shortener.jobs.batches import Batches
@@ -159,6 +161,18 @@ def click_exports() -> ClickExports:
         _write_export_file,
         tagged=_tagged_codes,
     )
+
+
+def click_erasures() -> ClickErasures:
+    """Erasures of click events (DELETE /clicks), done by the jobs worker."""
+    return ClickErasures(lambda: ErasureRecords(_click_counters().table_name), _erase_clicks)
+
+
+def _erase_clicks(**asked: Any) -> None:
+    worker = _jobs_worker()
+    if worker is None:
+        raise ServiceUnavailableError("This stack has no jobs worker to erase clicks.")
+    worker.erase_clicks(**asked)
 
 
 def _write_export_file(**asked: Any) -> None:

@@ -4,8 +4,10 @@ from functools import lru_cache
 
 from shortener import aws
 from shortener.aws_usage import metering
+from shortener.clicks.erasure import EventEraser
 from shortener.clicks.export_files import ExportFileWriter
 from shortener.clicks.store import ClicksStore
+from shortener.clicks.store_erasures import ErasureRecords
 from shortener.clicks.store_exports import ExportRecords
 from shortener.jobs.batches import BatchRunner
 from shortener.jobs.bucket import BulkFiles, FileChangedError
@@ -111,3 +113,16 @@ def click_report_writer() -> ClickReportWriter:
 def click_export_writer() -> ExportFileWriter:
     """The writer of click exports' files from their queries' answers."""
     return ExportFileWriter(aws.s3(), ExportRecords(worker_settings().CLICKS_TABLE))
+
+
+@lru_cache(maxsize=1)
+def event_eraser() -> EventEraser:
+    """The eraser of click events (DELETE /clicks) from the click events bucket."""
+    settings = worker_settings()
+    return EventEraser(aws.s3(), settings.CLICK_EVENTS_BUCKET, ErasureRecords(settings.CLICKS_TABLE))
+
+
+@lru_cache(maxsize=1)
+def jobs_worker() -> JobsWorker:
+    """This function itself, for the work it hands to its next invocation."""
+    return JobsWorker(worker_settings().AWS_LAMBDA_FUNCTION_NAME)

@@ -187,6 +187,15 @@ def test_an_s3_copy_also_reads_its_source_and_bucket_calls_are_on_the_bucket() -
     ]
 
 
+def test_an_s3_listing_carries_its_prefix_for_conditions() -> None:
+    # A policy may grant ListBucket only under a prefix (s3:prefix): the listing says which it asks
+    assert list(s3_call("GET", "/bulk", "list-type=2&prefix=events%2F").accesses) == [
+        Access("s3:ListBucket", "arn:aws:s3:::bulk", (("s3:prefix", "events/"),))
+    ]
+    # and one without a prefix carries no key, so such a grant does not hold for it
+    assert [access.context for access in s3_call("GET", "/bulk", "list-type=2").accesses] == [()]
+
+
 def test_an_s3_refusal_is_s3s_error_document() -> None:
     call = s3_call("GET", "/bulk/uploads/a.csv")
     answer = denial_answer(call, "User: x is not authorized to perform: s3:GetObject")

@@ -1,0 +1,91 @@
+"""Erasures of click events in the clicks table (data access): per owner and erasure, the links it
+covers (none: all of them), when it was asked, how far the worker got, and when it finished. Kept
+ERASURE_DAYS (the table's TTL), as the record that it was done. Written with UpdateItem, which the
+API and worker functions may use on the table."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from shortener import aws
+
+ERASURE_PK = "#erasure#"
+ERASURE_DAYS = 400
+
+
+@dataclass(frozen=True)
+class ErasureRecord:
+    erasure_id: str
+    owner: str
+    codes: list[str]
+    requested_at: datetime
+    finished_at: datetime | None
+    objects_checked: int
+    objects_rewritten: int
+    events_erased: int
+
+
+class ErasureRecords(aws.DynamoDBTable):
+    """Each owner's erasures and their progress."""
+
+    def put(self, owner: str, erasure: str, codes: Sequence[str], requested_at: datetime) -> None:
+        expires = requested_at + timedelta(days=ERASURE_DAYS)
+        # UpdateItem, which the API function may use on the table (not PutItem).
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=self._key(owner, erasure),
+            UpdateExpression=(
+                "SET codes = :codes, requested_at = :at, objects_checked = :zero, "
+                "objects_rewritten = :zero, events_erased = :zero, expires_at = :expires"
+            ),
+            ConditionExpression="attribute_not_exists(pk)",
+            ExpressionAttributeValues={
+                ":codes": {"L": [{"S": code} for code in codes]},
+                ":at": {"N": str(int(requested_at.timestamp()))},
+                ":zero": {"N": "0"},
+                ":expires": {"N": str(int(expires.timestamp()))},
+            },
+        )
+
+    def get(self, owner: str, erasure: str) -> ErasureRecord | None:
+        item = self.client.get_item(
+            TableName=self.table_name, Key=self._key(owner, erasure), ConsistentRead=True
+        ).get("Item")
+        if not item or "requested_at" not in item:
+            return None
+        finished = item.get("finished_at", {}).get("N")
+        return ErasureRecord(
+            erasure_id=erasure,
+            owner=owner,
+            codes=[value["S"] for value in item.get("codes", {}).get("L", [])],
+            requested_at=datetime.fromtimestamp(int(item["requested_at"]["N"]), UTC),
+            finished_at=datetime.fromtimestamp(int(finished), UTC) if finished else None,
+            objects_checked=int(item["objects_checked"]["N"]),
+            objects_rewritten=int(item["objects_rewritten"]["N"]),
+            events_erased=int(item["events_erased"]["N"]),
+        )
+
+    def progress(self, owner: str, erasure: str, *, checked: int, rewritten: int, erased: int) -> None:
+        """Add an invocation's work to the erasure's counts."""
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=self._key(owner, erasure),
+            UpdateExpression="ADD objects_checked :c, objects_rewritten :r, events_erased :e",
+            ExpressionAttributeValues={
+                ":c": {"N": str(checked)},
+                ":r": {"N": str(rewritten)},
+                ":e": {"N": str(erased)},
+            },
+        )
+
+    def finish(self, owner: str, erasure: str, finished_at: datetime) -> None:
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=self._key(owner, erasure),
+            UpdateExpression="SET finished_at = if_not_exists(finished_at, :at)",
+            ExpressionAttributeValues={":at": {"N": str(int(finished_at.timestamp()))}},
+        )
+
+    @staticmethod
+    def _key(owner: str, erasure: str) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": ERASURE_PK + owner}, "sk": {"S": erasure}}
