@@ -29,7 +29,6 @@ from shortener.services.worker import (
     click_export_writer,
     click_report_writer,
     event_eraser,
-    jobs_worker,
     labels_writer,
     results_writer,
     splitter,
@@ -134,7 +133,5 @@ def click_erasure(task: ClickErasureTask, seconds_left: SecondsLeft) -> dict[str
         after=task.after,
         seconds_left=seconds_left,
     )
-    if outcome.outcome == "continued":
-        jobs_worker().continue_erasure(task.model_copy(update={"after": outcome.after}))
     logger.info("Click erasure", extra={"erasure": task.erasure, **outcome.__dict__})
     return {"erasure": task.erasure, "outcome": outcome.outcome, "events_erased": outcome.erased}

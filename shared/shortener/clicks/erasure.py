@@ -63,6 +63,14 @@ def _path_literal(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+class GoOn(Protocol):
+    """Starts the next invocation of an erasure from ``after`` (the jobs worker's own)."""
+
+    def __call__(
+        self, *, owner: str, erasure: str, codes: Sequence[str], before: datetime, after: str
+    ) -> None: ...
+
+
 class ErasureRecords(Protocol):
     """``shortener.clicks.store_erasures.ErasureRecords``."""
 
@@ -87,6 +95,7 @@ class EventEraser:
         s3: Any,
         bucket: str,
         records: ErasureRecords,
+        go_on: GoOn,
         *,
         folder: Callable[[], Any] = tempfile.TemporaryDirectory,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -94,6 +103,7 @@ class EventEraser:
         self._s3 = s3
         self._bucket = bucket
         self._records = records
+        self._go_on = go_on
         self._folder = folder
         self._now = now
 
@@ -108,7 +118,7 @@ class EventEraser:
         seconds_left: Callable[[], float],
     ) -> ErasureOutcome:
         """Erase from the objects after ``after`` on, until done or until time runs low (then
-        ``continued`` with the last object done, for the next invocation)."""
+        ``continued``: the next invocation goes on after the last object done)."""
         checked = rewritten = erased = 0
         last = after
         pages = self._s3.get_paginator("list_objects_v2").paginate(
@@ -121,6 +131,8 @@ class EventEraser:
                         self._records.progress(
                             owner, erasure, checked=checked, rewritten=rewritten, erased=erased
                         )
+                        if last is not None:
+                            self._go_on(owner=owner, erasure=erasure, codes=codes, before=before, after=last)
                         return ErasureOutcome("continued", checked, rewritten, erased, last)
                     taken = self._erase_object(Path(folder), found["Key"], owner, codes, before)
                     checked += 1

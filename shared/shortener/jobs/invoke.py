@@ -73,11 +73,12 @@ class JobsWorker:
             )
         )
 
-    def erase_clicks(self, *, owner: str, erasure: str, codes: Sequence[str], before: datetime) -> None:
-        self._send(ClickErasureTask(owner=owner, erasure=erasure, codes=list(codes), before=before))
-
-    def continue_erasure(self, task: ClickErasureTask) -> None:
-        self._send(task)
+    def erase_clicks(
+        self, *, owner: str, erasure: str, codes: Sequence[str], before: datetime, after: str | None = None
+    ) -> None:
+        self._send(
+            ClickErasureTask(owner=owner, erasure=erasure, codes=list(codes), before=before, after=after)
+        )
 
     def run_batch(self, batch_id: str) -> None:
         self._send(BatchTask(batch_id=batch_id))

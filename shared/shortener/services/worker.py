@@ -119,10 +119,9 @@ def click_export_writer() -> ExportFileWriter:
 def event_eraser() -> EventEraser:
     """The eraser of click events (DELETE /clicks) from the click events bucket."""
     settings = worker_settings()
-    return EventEraser(aws.s3(), settings.CLICK_EVENTS_BUCKET, ErasureRecords(settings.CLICKS_TABLE))
-
-
-@lru_cache(maxsize=1)
-def jobs_worker() -> JobsWorker:
-    """This function itself, for the work it hands to its next invocation."""
-    return JobsWorker(worker_settings().AWS_LAMBDA_FUNCTION_NAME)
+    return EventEraser(
+        aws.s3(),
+        settings.CLICK_EVENTS_BUCKET,
+        ErasureRecords(settings.CLICKS_TABLE),
+        JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME).erase_clicks,
+    )

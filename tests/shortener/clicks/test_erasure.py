@@ -94,30 +94,21 @@ def test_an_erasure_rewrites_what_holds_the_clicks_never_undoing_another_and_goe
     carol_done = events_file(tmp_path / "1b.parquet", [("alice", "a", early), ("bob", "a", early)])
     raced = ReplacedWhileErasing(s3, carol_done.read_bytes())
     # When alice's erasure runs, with time for one file only
-    eraser = EventEraser(raced, BUCKET, records, now=lambda: ASKED)
-    left = iter([600.0, 10.0])
-    part = eraser.erase(
-        owner="alice",
-        erasure="a" * 32,
-        codes=["a"],
-        before=ASKED,
-        after=None,
-        seconds_left=lambda: next(left),
+    handed_over: list[dict[str, Any]] = []
+    eraser = EventEraser(
+        raced, BUCKET, records, lambda **next_one: handed_over.append(next_one), now=lambda: ASKED
     )
+    left = iter([600.0, 10.0])
+    asked: dict[str, Any] = {"owner": "alice", "erasure": "a" * 32, "codes": ["a"], "before": ASKED}
+    part = eraser.erase(**asked, after=None, seconds_left=lambda: next(left))
     # Then it stops after the first file, which is read again and holds neither alice's nor carol's
     assert (part.outcome, part.after, part.erased) == ("continued", "events/day=2026-11-27/1.parquet", 1)
     body = s3.get_object(Bucket=BUCKET, Key="events/day=2026-11-27/1.parquet")["Body"].read()
     (tmp_path / "now.parquet").write_bytes(body)
     assert kept(tmp_path / "now.parquet") == [("bob", "a")]
+    assert handed_over == [{**asked, "after": part.after}]
     # When the next invocation goes on from there
-    rest = eraser.erase(
-        owner="alice",
-        erasure="a" * 32,
-        codes=["a"],
-        before=ASKED,
-        after=part.after,
-        seconds_left=lambda: 600.0,
-    )
+    rest = eraser.erase(**asked, after=part.after, seconds_left=lambda: 600.0)
     # Then the file without alice's clicks is read and left as it was, and the erasure is done
     assert (rest.outcome, rest.checked, rest.erased) == ("done", 1, 0)
     assert s3.head_object(Bucket=BUCKET, Key="events/day=2026-11-27/2.parquet")["ETag"] == untouched
