@@ -76,12 +76,14 @@ $(CHECKOV_STAMP): pyproject.toml
 checkov: $(CHECKOV_STAMP)
 	$(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml
 
-# Tests live by what they test; the tier is a marker (tests/conftest.py says which).
+# Tests live by what they test; the tier is a marker (tests/conftest.py says which). Unit and
+# integration tests run on every core (TEST_WORKERS=0 runs them in this process).
+TEST_WORKERS ?= auto
 unit: $(DEV)
-	$(BIN)/pytest -m "not integration" --ignore=tests/e2e tests
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not integration" --ignore=tests/e2e tests
 
 integration: $(DEV)
-	$(BIN)/pytest -m integration --ignore=tests/e2e tests
+	$(BIN)/pytest -n $(TEST_WORKERS) -m integration --ignore=tests/e2e tests
 
 e2e: $(DEV)
 	$(BIN)/pytest tests/e2e
