@@ -319,8 +319,12 @@ def _answered(code: str, destination: str) -> None:
     """Record which rule answered a rule, password or preview link (docs/clicks.md,
     "Destinations"): one line in the function's log, whatever the log level, which the collector
     counts. A plain link writes none (its answers are all ``default``); HEAD only looks."""
-    if app.current_event.http_method != "HEAD":
-        sys.stdout.write(destination_line(code, destination, clock.now()) + "\n")
+    event = app.current_event
+    if event.http_method != "HEAD":
+        # The click's id: behind the edge CloudFront's (X-Amz-Cf-Id, its log's x-edge-request-id),
+        # else API Gateway's (the access log's requestId).
+        request_id = event.headers.get("x-amz-cf-id") or event.request_context.request_id or ""
+        sys.stdout.write(destination_line(code, destination, clock.now(), request_id) + "\n")
 
 
 def _password_page(code: str, problem: str = "") -> str:

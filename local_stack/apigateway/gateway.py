@@ -102,7 +102,7 @@ def proxy_event(
             "accountId": ACCOUNT_ID,
             "resourceId": uuid.uuid5(uuid.NAMESPACE_URL, route.resource).hex[:6],
             "stage": STAGE,
-            "requestId": str(uuid.uuid4()),
+            "requestId": request.request_id,
             "extendedRequestId": str(uuid.uuid4()),
             "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
             "requestTimeEpoch": int(now.timestamp() * 1000),
@@ -335,6 +335,7 @@ def access_record(request: HttpRequest, status: int, length: int, api: ApiGatewa
         api_id=api.api_id,
         stage=STAGE,
         domain_name=headers.get("host", "").split(":", 1)[0],
+        request_id=request.request_id,
     )
 
 

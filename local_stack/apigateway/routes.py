@@ -3,8 +3,9 @@ API key), the route a request takes, and the request as it arrived over HTTP. Th
 checks and its authorizers all read these; none of them is imported here, so there is no cycle."""
 
 import re
+import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from local_stack.apigateway.gateway_responses import GatewayAnswer
@@ -119,6 +120,9 @@ class HttpRequest:
     body: bytes
     source_ip: str
     port: int
+    # $context.requestId: the same in the integration's event and in the access log line, as on
+    # API Gateway (the collector joins a click to its answer by it).
+    request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 # API Gateway waits for its integration up to 29 s (its default integration timeout); a burst that

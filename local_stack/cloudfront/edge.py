@@ -232,9 +232,17 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     # ---- answers -------------------------------------------------------------------------------
 
     def answer(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes, viewer: str
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        viewer: str,
+        *,
+        request_id: str = "",
     ) -> tuple[Answer, str]:
-        """The answer to one viewer request and its result type (Hit, Miss, Error)."""
+        """The answer to one viewer request and its result type (Hit, Miss, Error); a request to
+        the origin carries the request's id as X-Amz-Cf-Id (its log record's x-edge-request-id)."""
         config = self.config
         if method not in config.allowed_methods:
             return Answer(
@@ -250,7 +258,7 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
             if entry is not None:
                 age = entry.age(self.cache.clock())
                 return Answer(entry.status, (*entry.headers, ("Age", str(age))), entry.body), "Hit"
-        answer = self._from_origin(method, path, headers, body, viewer)
+        answer = self._from_origin(method, path, headers, body, viewer, request_id=request_id)
         if answer is None:
             return Answer(
                 502, (("Content-Type", "text/plain"),), b"The request could not be satisfied.\n"
@@ -263,7 +271,7 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         return answer, "Error" if answer.status >= 400 else "Miss"
 
     def _from_origin(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes, viewer: str
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes, viewer: str, *, request_id: str
     ) -> Answer | None:
         config = self.config
         # The query reaches the origin only when the origin request policy forwards it; the cache
@@ -274,6 +282,11 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         sent.update(viewer_headers(headers, viewer, self.country, config.forwarded))
         sent.update(dict(config.origin_headers))
         sent["Via"] = f"1.1 {config.domain_name} (CloudFront)"
+        # CloudFront adds X-Amz-Cf-Id to every origin request: the id its log and its answer's
+        # X-Amz-Cf-Id header give the same request ("Request and response behavior for custom
+        # origins", "Standard logging": x-edge-request-id).
+        if request_id:
+            sent["X-Amz-Cf-Id"] = request_id
         self.origin_requests += 1
         connection = http.client.HTTPConnection(*self.origin, timeout=30)
         try:
@@ -371,8 +384,10 @@ class _EdgeHandler(BoundedRequestHandler):
         started = time.time()
         body = self.read_body(PAYLOAD_LIMIT_BYTES)
         headers = {name: value for name, value in self.headers.items()}
-        answer, result = self.server.answer(self.command, self.path, headers, body, self.client_address[0])
         cf_id = request_id()
+        answer, result = self.server.answer(
+            self.command, self.path, headers, body, self.client_address[0], request_id=cf_id
+        )
         path, _, query = self.path.partition("?")
         # Recorded before the answer is sent: a client that has its answer finds its record in the
         # next flush (time-taken is then the time to the answer, not to its last byte).

@@ -162,6 +162,8 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     CLICK_EVENTS_WORKGROUP: str = ""
     CLICK_EVENTS_DATABASE: str = ""
     CLICK_EVENTS_TABLE: str = ""
+    # Which rule answered each request of a rule link, joined to the events by request id.
+    CLICK_ANSWERS_TABLE: str = ""
 
 
 class PollerSettings(TablesMixin, LinksMixin):
@@ -283,6 +285,8 @@ class CollectorSettings(StageCacheMixin):
     CLICK_RETENTION_DAYS: int = Field(default=400, ge=1)
     # The click events' Firehose delivery stream ("": events are not sent).
     CLICK_EVENTS_STREAM: str = ""
+    # ... and the answers' (which rule answered a request), joined to the events by request id.
+    CLICK_ANSWERS_STREAM: str = ""
 
 
 @lru_cache(maxsize=1)

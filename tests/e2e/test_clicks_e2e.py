@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from shortener.clicks.event_queries import EXPORT_COLUMNS
-from tests.e2e.conftest import RunningStack, StartStack
+from tests.e2e.conftest import RunningStack, StartStack, http_request
 from tests.e2e.test_access_e2e import create_key
 
 BROWSER = (
@@ -207,6 +207,34 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     again = report_of(stack, "links/e2e-visitors/clicks?group_by=browser&bots=include")
     assert (again["total"], again["visitors"]) == (9, 3)
     assert len(export_lines(stack, "code=e2e-visitors&format=csv")) == 9
+
+
+@pytest.mark.e2e_timeout(240)
+def test_a_rule_links_clicks_are_broken_down_by_the_rule_that_answered_them(stack: RunningStack) -> None:
+    # Given a link with an iPhone rule, followed by an iPhone through the API, by one through the
+    # edge, and by a desktop browser (a rule link's answers are 302s: they depend on the visitor)
+    link = {"url": "https://example.com/e2e/answered", "ios_url": "https://apps.example.com/e2e"}
+    assert stack.post_json("/", {**link, "code": "e2e-answered"}).status == 201
+    direct = stack.request("GET", "e2e-answered", headers={"User-Agent": IPHONE}, api_key=None)
+    edge = http_request(stack.edge_url, "GET", "e2e-answered", headers={"User-Agent": IPHONE})
+    desktop = stack.request("GET", "e2e-answered", headers={"User-Agent": BROWSER}, api_key=None)
+    assert [answer.headers["Location"] for answer in (direct, edge, desktop)] == [
+        "https://apps.example.com/e2e",
+        "https://apps.example.com/e2e",
+        "https://example.com/e2e/answered",
+    ]
+    # Then within 60 s the clicks broken down by destination say which rule answered each
+    deadline = time.monotonic() + 60
+    while True:
+        found = report_of(stack, "links/e2e-answered/clicks?group_by=destination")
+        groups = {group["value"]: group["clicks"] for group in found["groups"]}
+        if groups == {"ios": 2, "default": 1}:
+            break
+        assert time.monotonic() < deadline, found
+        time.sleep(1)
+    # and the export says it of each click
+    lines = export_lines(stack, "code=e2e-answered")
+    assert sorted(line["destination"] for line in lines) == ["default", "ios", "ios"]
 
 
 def erased(stack: RunningStack, query: str, api_key: str | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from shortener.access.model import ANONYMOUS_OWNER
 from shortener.clicks.agents import classify_agent
-from shortener.clicks.events import ClickEvent, click_event, visitor_id
+from shortener.clicks.events import AnswerEvent, ClickEvent, click_event, visitor_id
 from shortener.clicks.model import (
     DESTINATION_RECORD,
     DIMENSIONS,
@@ -225,6 +225,7 @@ def aggregate(clicks: Iterable[Click], answers: Iterable[DestinationLine] = ()) 
 
 # The click events of a batch -> sent to the event store (shortener.clicks.event_stream).
 EventSink = Callable[[Sequence[ClickEvent]], object]
+AnswerSink = Callable[[Sequence[AnswerEvent]], object]
 # A UTC day -> its visitor key (shortener.clicks.visitor_keys).
 VisitorKeyOf = Callable[[date], bytes]
 
@@ -241,6 +242,7 @@ class ClickCollector:
         *,
         events: EventSink | None = None,
         visitor_key: VisitorKeyOf | None = None,
+        answers: AnswerSink | None = None,
     ) -> None:
         self.counter = counter
         self.links = links
@@ -248,6 +250,7 @@ class ClickCollector:
         self.limits = limits
         self.events = events
         self.visitor_key = visitor_key
+        self.answers = answers
 
     def collect(self, key: str, messages: Iterable[str]) -> BatchOutcome:
         """Count a delivered batch once per ``key`` (its log group, stream and event ids); a batch
@@ -290,11 +293,9 @@ class ClickCollector:
             # One BatchGetItem of the batch's distinct clicked links: their owners, their click limits.
             clicked = sorted({counts.code for counts in hours if counts.clicks})
             links = self.links(clicked) if self.links and clicked else {}
-            if self.events is not None and self.visitor_key is not None and followed:
-                # Before the counters: a crash in between delivers the batch again, and sends its
-                # events again rather than never.
-                self.events(events_of(followed, links, self.visitor_key))
-                outcome.events = len(followed)
+            # Before the counters: a crash in between delivers the batch again, and sends its
+            # events again rather than never.
+            outcome.events = self._send_events(followed, links, answers)
             written = self.counter.add(key, hours, _owner_days(hours, links))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
@@ -308,6 +309,35 @@ class ClickCollector:
             if self.limits is not None and limited and written is not None and per_code:
                 outcome.limits = self.limits(per_code, limited)
         return outcome
+
+    def _send_events(
+        self,
+        followed: Sequence[tuple[Click, AccessLogLine | EdgeLogRecord]],
+        links: Mapping[str, Link],
+        answers: Sequence[DestinationLine],
+    ) -> int:
+        """The batch's click events and the answers that say which rule gave each click, sent to
+        the event store: the click events sent."""
+        if self.answers is not None and (named := answer_events(answers)):
+            self.answers(named)
+        if self.events is None or self.visitor_key is None or not followed:
+            return 0
+        self.events(events_of(followed, links, self.visitor_key))
+        return len(followed)
+
+
+def answer_events(answers: Sequence[DestinationLine]) -> list[AnswerEvent]:
+    """The answers that name their request (lines of before request ids were logged name none)."""
+    return [
+        AnswerEvent(
+            time=datetime.fromtimestamp(line.time_ms / 1000, UTC),
+            request_id=line.request_id,
+            code=line.code,
+            destination=line.destination,
+        )
+        for line in answers
+        if line.request_id
+    ]
 
 
 def events_of(

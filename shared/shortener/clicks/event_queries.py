@@ -99,6 +99,48 @@ def where(selection: EventSelection) -> Query:
     return Query(" AND ".join(parts), parameters)
 
 
+# The events' columns, in the table's order (template.yaml, ClickEventsTable).
+EVENT_COLUMNS = (
+    "time",
+    "request_id",
+    "code",
+    "owner",
+    "job_id",
+    "row",
+    "destination",
+    "status",
+    "country",
+    "device",
+    "browser",
+    "os",
+    "referrer",
+    "bot",
+    "visitor",
+)
+
+
+def selected(selection: EventSelection, table: str, answers: str | None = None) -> Query:
+    """``FROM ... WHERE ...`` of the selection's events. With the answers' table, each event's
+    destination is the rule its answer names (joined by request id; ``default`` where none does:
+    a plain link, or a click from before its link had rules)."""
+    condition = where(selection)
+    if answers is None:
+        return Query(f"FROM {table} WHERE {condition.sql}", condition.parameters)
+    columns = ", ".join(
+        "coalesce(a.destination, e.destination) AS destination" if name == "destination" else f'e."{name}"'
+        for name in EVENT_COLUMNS
+    )
+    first_day = selection.begin.astimezone(UTC).date()
+    last_day = selection.end.astimezone(UTC).date() + timedelta(days=LATE_DAYS)
+    # Values are parameters; the tables' names are checked (shortener.clicks.event_store).
+    sql = (
+        f"FROM (SELECT {columns} FROM (SELECT * FROM {table} WHERE {condition.sql}) e "  # noqa: S608
+        f"LEFT JOIN (SELECT request_id, max(destination) AS destination FROM {answers} "
+        "WHERE day BETWEEN ? AND ? GROUP BY request_id) a ON a.request_id = e.request_id) events"
+    )
+    return Query(sql, [*condition.parameters, literal(first_day.isoformat()), literal(last_day.isoformat())])
+
+
 def totals_query(selection: EventSelection, table: str) -> Query:
     """The selection's clicks, humans and visitors."""
     condition = where(selection)
@@ -123,34 +165,40 @@ def series_query(selection: EventSelection, table: str) -> Query:
     return Query(sql, condition.parameters)
 
 
-def groups_query(selection: EventSelection, table: str, by: str, limit: int) -> Query:
-    """The selection's clicks, humans and visitors by one column's values, most clicks first."""
+def groups_query(
+    selection: EventSelection, table: str, by: str, limit: int, answers: str | None = None
+) -> Query:
+    """The selection's clicks, humans and visitors by one column's values, most clicks first
+    (``answers``: the answers' table, read for a breakdown by destination)."""
     column = GROUP_COLUMNS[by]
-    condition = where(selection)
+    source = selected(selection, table, answers if column == "destination" else None)
     # Values are parameters; the column comes from GROUP_COLUMNS, the table's name is checked.
     sql = (
-        f"SELECT {column} AS value, {_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "  # noqa: S608
-        f"FROM {table} WHERE {condition.sql} GROUP BY {column} "
+        f"SELECT {column} AS value, {_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "
+        f"{source.sql} GROUP BY {column} "
         f"ORDER BY clicks DESC, value LIMIT {int(limit)}"
     )
-    return Query(sql, condition.parameters)
+    return Query(sql, source.parameters)
 
 
-def breakdown_query(selection: EventSelection, table: str, dimensions: list[str]) -> Query:
+def breakdown_query(
+    selection: EventSelection, table: str, dimensions: list[str], answers: str | None = None
+) -> Query:
     """The selection's clicks, humans and visitors by each of several columns' values, in one scan
-    (GROUPING SETS): rows of ``dimension``, ``value`` and the counts."""
+    (GROUPING SETS): rows of ``dimension``, ``value`` and the counts (``answers`` as for
+    groups_query)."""
     columns = [GROUP_COLUMNS[name] for name in dimensions]
     which = " ".join(f"WHEN grouping({column}) = 0 THEN '{column}'" for column in columns)
     sets = ", ".join(f"({column})" for column in columns)
     value = columns[0] if len(columns) == 1 else f"coalesce({', '.join(columns)})"
-    condition = where(selection)
+    source = selected(selection, table, answers if "destination" in columns else None)
     # Values are parameters; the columns come from GROUP_COLUMNS, the table's name is checked.
     sql = (
-        f"SELECT CASE {which} END AS dimension, {value} AS value, "  # noqa: S608
+        f"SELECT CASE {which} END AS dimension, {value} AS value, "
         f"{_CLICKS} AS clicks, {_HUMANS} AS humans, {_VISITORS} AS visitors "
-        f"FROM {table} WHERE {condition.sql} GROUP BY GROUPING SETS ({sets}) ORDER BY clicks DESC, value"
+        f"{source.sql} GROUP BY GROUPING SETS ({sets}) ORDER BY clicks DESC, value"
     )
-    return Query(sql, condition.parameters)
+    return Query(sql, source.parameters)
 
 
 # An export's columns, in order (the CSV's header).
@@ -171,13 +219,14 @@ EXPORT_COLUMNS = (
 )
 
 
-def export_query(selection: EventSelection, table: str) -> Query:
-    """One line per click (an event stored twice once), oldest first, with EXPORT_COLUMNS."""
-    condition = where(selection)
+def export_query(selection: EventSelection, table: str, answers: str | None = None) -> Query:
+    """One line per click (an event stored twice once), oldest first, with EXPORT_COLUMNS (each
+    click's destination from ``answers``, the answers' table, when given)."""
+    source = selected(selection, table, answers)
     columns = ", ".join(f'"{column}"' for column in EXPORT_COLUMNS)
     # Values are parameters; the columns are fixed, the table's name is checked.
     sql = (
         f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY request_id ORDER BY time) "  # noqa: S608
-        f"AS copy FROM {table} WHERE {condition.sql}) WHERE copy = 1 ORDER BY time, request_id"
+        f"AS copy {source.sql}) WHERE copy = 1 ORDER BY time, request_id"
     )
-    return Query(sql, condition.parameters)
+    return Query(sql, source.parameters)

@@ -40,14 +40,17 @@ class ClickEventStore:
         table: str,
         client: Any = None,
         *,
+        answers: str = "",
         timeout: float = 25.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not (_NAME.fullmatch(database) and _NAME.fullmatch(table)):
-            raise ValueError(f"The click events' database and table are names: {database!r}, {table!r}")
+        if not all(_NAME.fullmatch(name) for name in (database, table, *([answers] if answers else []))):
+            raise ValueError(f"The click events' database and tables are names: {database!r}, {table!r}")
         self.work_group = work_group
         self.database = database
         self.table = f'"{database}"."{table}"'
+        # Which rule answered each request (joined by request id), where the stack keeps them.
+        self.answers = f'"{database}"."{answers}"' if answers else None
         self._client = client
         self._timeout = timeout
         self._sleep = sleep

@@ -13,10 +13,9 @@ record per event (about 300 bytes) would be billed 17 times its size."""
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from shortener import aws
-from shortener.clicks.events import ClickEvent
 
 MAX_RECORDS = 500
 MAX_BYTES = 4 * 1024 * 1024
@@ -25,12 +24,18 @@ RECORD_BYTES = 1000 * 1024 - 4096
 _ATTEMPTS = 5
 
 
+class Recorded(Protocol):
+    """An event as its stream takes it (shortener.clicks.events: ClickEvent, AnswerEvent)."""
+
+    def record(self) -> bytes: ...
+
+
 class EventDeliveryError(Exception):
     """Records the stream still refused after every retry."""
 
 
 class ClickEventStream:
-    """The click events' Firehose delivery stream."""
+    """A Firehose delivery stream of the event store: the click events', or the answers'."""
 
     def __init__(
         self, stream_name: str, client: Any = None, sleep: Callable[[float], None] = time.sleep
@@ -45,7 +50,7 @@ class ClickEventStream:
             self._client = aws.firehose()
         return self._client
 
-    def put(self, events: Sequence[ClickEvent]) -> int:
+    def put(self, events: Sequence[Recorded]) -> int:
         """Send the events, packed into records; the calls it took. EventDeliveryError when records
         keep failing."""
         calls = 0

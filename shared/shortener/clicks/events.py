@@ -93,3 +93,22 @@ def click_event(
         bot=click.bot,
         visitor=visitor,
     )
+
+
+class AnswerEvent(BaseModel):
+    """Which rule answered one request of a rule, password or preview link, as the event store
+    keeps it (the destinations table, template.yaml): the queries take a click's destination from
+    the answer with its request id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    time: datetime
+    request_id: str = Field(min_length=1, max_length=128)
+    code: str = Field(max_length=256)
+    destination: str = Field(max_length=MAX_VALUE_LENGTH)
+
+    def record(self) -> bytes:
+        """One line of JSON, its time in epoch milliseconds (as ClickEvent.record)."""
+        document = self.model_dump(mode="json")
+        document["time"] = int(self.time.timestamp() * 1000)
+        return orjson.dumps(document) + b"\n"

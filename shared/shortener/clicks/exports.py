@@ -35,6 +35,7 @@ class ExportEvents(Protocol):
     """``shortener.clicks.event_store.ClickEventStore``."""
 
     table: str
+    answers: str | None
 
     def start(self, query: Query) -> str: ...
     def outcome(self, execution_id: str) -> QueryOutcome: ...
@@ -136,7 +137,7 @@ class ClickExports:
         selection = selection_of(
             ask, owner=caller.owner_id, begin=begin, end=to, codes=codes, job_id=query.get("job_id")
         )
-        execution_id = events.start(export_query(selection, events.table))
+        execution_id = events.start(export_query(selection, events.table, events.answers))
         records.put(caller.owner_id, key, execution_id, expires_at=clock.epoch_seconds() + EXPORT_SECONDS)
         return ExportBuilding("The export is being built; ask again in a few seconds.")
 

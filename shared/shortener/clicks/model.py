@@ -155,18 +155,20 @@ class Click:
         }.get(name)
 
 
-def destination_line(code: str, destination: str, at: datetime) -> str:
+def destination_line(code: str, destination: str, at: datetime, request_id: str = "") -> str:
     """The line the API function writes to its log for one answer of a rule, password or preview
-    link; a subscription filter on ``record`` hands it to the collector (template.yaml)."""
-    return json.dumps(
-        {
-            "record": DESTINATION_RECORD,
-            "code": code,
-            "destination": destination,
-            "time": int(at.timestamp() * 1000),
-        },
-        separators=(",", ":"),
-    )
+    link; a subscription filter on ``record`` hands it to the collector (template.yaml). Its
+    ``request_id`` is the click's (the access log's requestId, or behind the edge its
+    x-edge-request-id), which joins the answer to the click's event."""
+    document: dict[str, object] = {
+        "record": DESTINATION_RECORD,
+        "code": code,
+        "destination": destination,
+        "time": int(at.timestamp() * 1000),
+    }
+    if request_id:
+        document["request_id"] = request_id
+    return json.dumps(document, separators=(",", ":"))
 
 
 class DestinationLine(BaseModel):
@@ -180,6 +182,7 @@ class DestinationLine(BaseModel):
     code: str = Field(min_length=1, max_length=128)
     destination: str = Field(min_length=1, max_length=MAX_VALUE_LENGTH, pattern=r"^[a-z_]+(:[A-Za-z0-9]+)?$")
     time_ms: int = Field(alias="time", gt=0)
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 @dataclass

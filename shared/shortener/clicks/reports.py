@@ -72,6 +72,7 @@ class ClickEvents(Protocol):
     """The click events, asked through Athena (``shortener.clicks.event_store.ClickEventStore``)."""
 
     table: str
+    answers: str | None
 
     def rows(self, query: Query) -> list[dict[str, str | None]]: ...
 
@@ -155,7 +156,9 @@ class ClickReports:
         ]
         with ThreadPoolExecutor(max_workers=2) as pool:
             series_rows = pool.submit(events.rows, series_query(selection, events.table))
-            breakdown_rows = pool.submit(events.rows, breakdown_query(selection, events.table, dimensions))
+            breakdown_rows = pool.submit(
+                events.rows, breakdown_query(selection, events.table, dimensions, events.answers)
+            )
             answer = series_answer(
                 series_rows.result(), begin=selection.begin, end=selection.end, interval=every, tz=ask.tz
             )
@@ -238,7 +241,7 @@ class ClickReports:
             groups_query(selection, events.table, "code", TOP_LINKS),
         ]
         if ask.group_by:
-            asked.append(groups_query(selection, events.table, ask.group_by, MAX_GROUPS))
+            asked.append(groups_query(selection, events.table, ask.group_by, MAX_GROUPS, events.answers))
         with ThreadPoolExecutor(max_workers=len(asked)) as pool:
             answers = list(pool.map(events.rows, asked))
         [totals] = answers[0] or [{}]
@@ -275,5 +278,5 @@ class ClickReports:
         if events is None:
             raise InvalidRequestError("This stack keeps no click events to rank.")
         selection = selection_of(event_ask({}, group_values=()), owner=caller.owner_id, begin=begin, end=to)
-        rows = events.rows(groups_query(selection, events.table, by, int(text)))
+        rows = events.rows(groups_query(selection, events.table, by, int(text), events.answers))
         return TopValues(**{"from": begin}, to=to, by=by, top=groups_of(rows))  # type: ignore[arg-type]

@@ -209,7 +209,10 @@ def _click_events() -> ClickEventStore | None:
     ):
         return None
     return ClickEventStore(
-        settings.CLICK_EVENTS_WORKGROUP, settings.CLICK_EVENTS_DATABASE, settings.CLICK_EVENTS_TABLE
+        settings.CLICK_EVENTS_WORKGROUP,
+        settings.CLICK_EVENTS_DATABASE,
+        settings.CLICK_EVENTS_TABLE,
+        answers=settings.CLICK_ANSWERS_TABLE,
     )
 
 

@@ -24,12 +24,14 @@ def click_collector() -> ClickCollector:
     settings = collector_settings()
     links = LinksStore(settings.LINKS_TABLE) if settings.LINKS_TABLE else None
     stream = ClickEventStream(settings.CLICK_EVENTS_STREAM) if settings.CLICK_EVENTS_STREAM else None
+    answers = ClickEventStream(settings.CLICK_ANSWERS_STREAM) if settings.CLICK_ANSWERS_STREAM else None
     return ClickCollector(
         ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS),
         links.get_many if links else None,
         _click_limits(),
         events=stream.put if stream else None,
         visitor_key=VisitorKeys(settings.CLICKS_TABLE).key,
+        answers=answers.put if answers else None,
     )
 
 

@@ -11,6 +11,7 @@ from local_stack.apigateway.gateway import (
     ApiGateway,
     HttpRequest,
     Route,
+    access_record,
     binary_media_types,
     find_route,
     http_response,
@@ -187,3 +188,15 @@ def test_a_request_waits_for_a_busy_function_as_long_as_api_gateway_waits(
 def test_the_gateways_own_refusals_say_nosniff(code: int) -> None:
     _, headers, _ = protocol_error(code, "FROB")
     assert ("X-Content-Type-Options", "nosniff") in headers
+
+
+def test_the_event_and_the_access_log_line_carry_the_same_request_id(
+    gateway: Callable[[FakeRuntime], ApiGateway],
+) -> None:
+    # As $context.requestId on API Gateway: the collector joins a click (the access log line) to
+    # the rule that answered it (the function's line, from its event) by this id
+    sent = request("GET", "/abc")
+    event = proxy_event(sent, Route("/{code}", "GET", "api"), {"code": "abc"}, [], "local")
+    logged = access_record(sent, 301, 0, gateway(FakeRuntime())).variables()["requestId"]
+    assert event["requestContext"]["requestId"] == logged == sent.request_id
+    assert request("GET", "/abc").request_id != sent.request_id

@@ -117,6 +117,8 @@ def test_a_cacheable_answer_is_a_miss_then_a_hit_with_cloudfronts_headers(edge: 
     assert headers["CloudFront-Is-Mobile-Viewer"] == "true"
     assert headers["X-Forwarded-For"] == "127.0.0.1"
     assert "CloudFront-Is-IOS-Viewer" not in headers  # not named by the policy
+    # and the origin request carries the request's id, which the answer and the log give too
+    assert headers["X-Amz-Cf-Id"] == first.getheader("X-Amz-Cf-Id")
 
 
 def test_no_store_and_errors_are_never_kept(edge: LocalEdge) -> None:

@@ -205,3 +205,40 @@ def stored_events() -> list[dict[str, Any]]:
     bodies = [s3.get_object(Bucket="click-events-bucket", Key=key)["Body"].read() for key in keys]
     lines = b"".join(bodies).splitlines()
     return [json.loads(line) for line in lines]
+
+
+def test_answers_that_name_their_request_are_sent_for_the_queries_to_join(
+    collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the answers' delivery stream (moto's Firehose writes the JSON lines to the bucket)
+    boto3.client("s3").create_bucket(Bucket="click-events-bucket")
+    boto3.client("firehose").create_delivery_stream(
+        DeliveryStreamName="click-answers",
+        ExtendedS3DestinationConfiguration={
+            "BucketARN": "arn:aws:s3:::click-events-bucket",
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "Prefix": "answers/",
+        },
+    )
+    monkeypatch.setenv("CLICK_ANSWERS_STREAM", "click-answers")
+    collector.click_collector.cache_clear()
+    collector_settings.cache_clear()
+    events: list[dict[str, Any]] = []
+    group = LogGroup(
+        "/aws/lambda/t-ApiFunction",
+        "",
+        [Subscription("destinations", FilterPattern.parse('{ $.record = "destination" }'), "collector")],
+        lambda _, event: events.append(event),
+    )
+    at = datetime.fromtimestamp(T0 / 1000, UTC)
+    # When the function answers two requests by rules, one of them logged before lines named it
+    group.write_line(destination_line("abc", "ios", at, "req-1") + "\n")
+    group.write_line(destination_line("abc", "geo:DE", at) + "\n")
+    group.flush()
+    [event] = events
+    collector.lambda_handler(event, LambdaContext("collector"))
+    # Then the one that names its request is sent, with its rule, code and time
+    assert stored_events() == [{"time": T0, "request_id": "req-1", "code": "abc", "destination": "ios"}]
+    # and both are still counted by rule
+    hour = items(tables["CLICKS_TABLE"])[("abc", "h#2025-11-26T05")]
+    assert (hour["destination#ios"]["N"], hour["destination#geo:DE"]["N"]) == ("1", "1")
