@@ -111,15 +111,7 @@ def labels(request: LabelsRequest, context: LambdaContext, seconds_left: Seconds
 
 
 def click_export(task: ClickExportTask) -> dict[str, Any]:
-    rows = click_export_writer().write(
-        owner=task.owner,
-        export=task.export,
-        execution_id=task.execution_id,
-        answer=task.answer,
-        bucket=task.bucket,
-        key=task.key,
-        file_format=task.format,
-    )
+    rows = click_export_writer().write(task.request())
     logger.info("Click export", extra={"export": task.export, "format": task.format, "rows": rows})
     return {"export": task.export, "key": task.key, "rows": rows}
 

@@ -201,22 +201,8 @@ def breakdown_query(
     return Query(sql, source.parameters)
 
 
-# An export's columns, in order (the CSV's header).
-EXPORT_COLUMNS = (
-    "time",
-    "code",
-    "job_id",
-    "row",
-    "destination",
-    "status",
-    "country",
-    "device",
-    "browser",
-    "os",
-    "referrer",
-    "bot",
-    "visitor",
-)
+# An export's columns, in order (the CSV's header): the events' but the request id and the owner.
+EXPORT_COLUMNS = tuple(name for name in EVENT_COLUMNS if name not in ("request_id", "owner"))
 
 
 def export_query(selection: EventSelection, table: str, answers: str | None = None) -> Query:

@@ -7,6 +7,7 @@ quoted only where they must be, JSON lines, or Parquet. Read and written on the 
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -75,6 +76,20 @@ def _path_literal(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
+@dataclass(frozen=True)
+class ExportFileRequest:
+    """An export's file to write: from its query's answer (``s3://...``) to ``bucket``/``key`` in
+    ``file_format``, then recorded on the owner's export ``export`` for the build ``execution_id``."""
+
+    owner: str
+    export: str
+    execution_id: str
+    answer: str
+    bucket: str
+    key: str
+    file_format: ExportFormat
+
+
 class ExportFileRecords(Protocol):
     """``shortener.clicks.store_exports.ExportRecords``."""
 
@@ -95,27 +110,22 @@ class ExportFileWriter:
         self._records = records
         self._folder = folder
 
-    def write(
-        self,
-        *,
-        owner: str,
-        export: str,
-        execution_id: str,
-        answer: str,
-        bucket: str,
-        key: str,
-        file_format: ExportFormat,
-    ) -> int:
-        """The answer ``s3://...`` rewritten to ``bucket``/``key``: the rows written. Written again
-        if asked again (the same file)."""
-        answer_bucket, _, answer_key = answer.removeprefix("s3://").partition("/")
+    def write(self, request: ExportFileRequest) -> int:
+        """The answer rewritten as the file: the rows written. Written again if asked again (the
+        same file)."""
+        answer_bucket, _, answer_key = request.answer.removeprefix("s3://").partition("/")
+        file_format = request.file_format
         with self._folder() as folder:
             source, target = Path(folder) / "answer.csv", Path(folder) / f"export.{file_format}"
             self._s3.download_file(answer_bucket, answer_key, str(source))
             rows = write_export_file(source, target, file_format)
             source.unlink()
             self._s3.upload_file(
-                str(target), bucket, key, ExtraArgs={"ContentType": CONTENT_TYPES[file_format]}
+                str(target),
+                request.bucket,
+                request.key,
+                ExtraArgs={"ContentType": CONTENT_TYPES[file_format]},
             )
-        self._records.written(owner, export, execution_id, f"s3://{bucket}/{key}")
+        written = f"s3://{request.bucket}/{request.key}"
+        self._records.written(request.owner, request.export, request.execution_id, written)
         return rows

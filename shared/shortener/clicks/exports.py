@@ -18,7 +18,7 @@ from shortener.clicks.counting import parse_range
 from shortener.clicks.event_queries import Query, export_query
 from shortener.clicks.event_reports import asked_codes, event_ask, selection_of
 from shortener.clicks.event_store import EventQueryError, QueryOutcome
-from shortener.clicks.export_files import ExportFormat
+from shortener.clicks.export_files import ExportFileRequest, ExportFormat
 from shortener.clicks.store_exports import ExportRecord
 from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 
@@ -49,20 +49,8 @@ class ExportRecords(Protocol):
     def ask_file(self, owner: str, key: str, execution_id: str, *, now: int, stale_after: int) -> bool: ...
 
 
-class ExportFileWriter(Protocol):
-    """Asks the jobs worker to write an export's file (shortener.jobs.invoke.JobsWorker)."""
-
-    def __call__(
-        self,
-        *,
-        owner: str,
-        export: str,
-        execution_id: str,
-        answer: str,
-        bucket: str,
-        key: str,
-        file_format: ExportFormat,
-    ) -> None: ...
+# Asks the jobs worker to write an export's file (shortener.jobs.invoke.JobsWorker).
+ExportFileWriter = Callable[[ExportFileRequest], None]
 
 
 # bucket, key, file name, seconds -> a presigned GET and when it expires (BulkFiles.download_url).
@@ -158,13 +146,15 @@ class ClickExports:
         if asked:
             bucket = answer.removeprefix("s3://").partition("/")[0]
             self._write_file(
-                owner=owner,
-                export=key,
-                execution_id=execution_id,
-                answer=answer,
-                bucket=bucket,
-                key=f"query-results/exports/{execution_id}.{file_format}",
-                file_format=file_format,
+                ExportFileRequest(
+                    owner=owner,
+                    export=key,
+                    execution_id=execution_id,
+                    answer=answer,
+                    bucket=bucket,
+                    key=f"query-results/exports/{execution_id}.{file_format}",
+                    file_format=file_format,
+                )
             )
 
 

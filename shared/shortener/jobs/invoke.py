@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from shortener import aws
-from shortener.clicks.export_files import ExportFormat
+from shortener.clicks.export_files import ExportFileRequest
 from shortener.jobs.tasks_model import (
     BatchTask,
     ClickErasureTask,
@@ -50,28 +50,8 @@ class JobsWorker:
     def request_labels(self, request: LabelsRequest) -> None:
         self._send(request)
 
-    def write_click_export(
-        self,
-        *,
-        owner: str,
-        export: str,
-        execution_id: str,
-        answer: str,
-        bucket: str,
-        key: str,
-        file_format: ExportFormat,
-    ) -> None:
-        self._send(
-            ClickExportTask(
-                owner=owner,
-                export=export,
-                execution_id=execution_id,
-                answer=answer,
-                bucket=bucket,
-                key=key,
-                format=file_format,
-            )
-        )
+    def write_click_export(self, request: ExportFileRequest) -> None:
+        self._send(ClickExportTask.of(request))
 
     def erase_clicks(
         self, *, owner: str, erasure: str, codes: Sequence[str], before: datetime, after: str | None = None

@@ -13,7 +13,7 @@ from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shortener.clicks.export_files import ExportFormat
+from shortener.clicks.export_files import ExportFileRequest, ExportFormat
 from shortener.jobs.model import JOB_ID_TEXT
 
 UPLOADS_PREFIX = "uploads/"
@@ -73,6 +73,29 @@ class ClickExportTask(BaseModel):
     bucket: str = Field(min_length=3)
     key: str = Field(pattern=r"query-results/exports/[^/]+")
     format: ExportFormat
+
+    @classmethod
+    def of(cls, request: ExportFileRequest) -> "ClickExportTask":
+        return cls(
+            owner=request.owner,
+            export=request.export,
+            execution_id=request.execution_id,
+            answer=request.answer,
+            bucket=request.bucket,
+            key=request.key,
+            format=request.file_format,
+        )
+
+    def request(self) -> ExportFileRequest:
+        return ExportFileRequest(
+            owner=self.owner,
+            export=self.export,
+            execution_id=self.execution_id,
+            answer=self.answer,
+            bucket=self.bucket,
+            key=self.key,
+            file_format=self.format,
+        )
 
 
 class ClickErasureTask(BaseModel):

@@ -8,6 +8,7 @@ from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
 from shortener.clicks.erasures import ClickErasures
 from shortener.clicks.event_store import ClickEventStore
+from shortener.clicks.export_files import ExportFileRequest
 from shortener.clicks.exports import ClickExports
 from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
@@ -175,11 +176,11 @@ def _erase_clicks(**asked: Any) -> None:
     worker.erase_clicks(**asked)
 
 
-def _write_export_file(**asked: Any) -> None:
+def _write_export_file(request: ExportFileRequest) -> None:
     worker = _jobs_worker()
     if worker is None:
         raise ServiceUnavailableError("This stack has no jobs worker to write exports.")
-    worker.write_click_export(**asked)
+    worker.write_click_export(request)
 
 
 # The most codes a click report by tag counts (the links a tag names, newest first).

@@ -163,16 +163,7 @@ def test_each_click_is_sent_as_an_event_with_its_owner_job_and_a_hashed_visitor(
             job_id="job-1",
         )
     )
-    boto3.client("s3").create_bucket(Bucket="click-events-bucket")
-    boto3.client("firehose").create_delivery_stream(
-        DeliveryStreamName="click-events",
-        ExtendedS3DestinationConfiguration={
-            "BucketARN": "arn:aws:s3:::click-events-bucket",
-            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
-            "Prefix": "events/",
-        },
-    )
-    monkeypatch.setenv("CLICK_EVENTS_STREAM", "click-events")
+    monkeypatch.setenv("CLICK_EVENTS_STREAM", stream_to_bucket("click-events", "events/"))
     collector.click_collector.cache_clear()
     collector_settings.cache_clear()
     # When one visitor follows it twice, a bot once, and another address once
@@ -199,6 +190,23 @@ def test_each_click_is_sent_as_an_event_with_its_owner_job_and_a_hashed_visitor(
     assert len(again) == 8 and {e["request_id"] for e in again} == {e["request_id"] for e in sent}
 
 
+def stream_to_bucket(name: str, prefix: str) -> str:
+    """A delivery stream that writes to the events' bucket under ``prefix`` (moto's Firehose keeps
+    the JSON lines as they came): its name."""
+    s3 = boto3.client("s3")
+    if "click-events-bucket" not in {bucket["Name"] for bucket in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket="click-events-bucket")
+    boto3.client("firehose").create_delivery_stream(
+        DeliveryStreamName=name,
+        ExtendedS3DestinationConfiguration={
+            "BucketARN": "arn:aws:s3:::click-events-bucket",
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "Prefix": prefix,
+        },
+    )
+    return name
+
+
 def stored_events() -> list[dict[str, Any]]:
     s3 = boto3.client("s3")
     keys = [item["Key"] for item in s3.list_objects_v2(Bucket="click-events-bucket").get("Contents", [])]
@@ -211,16 +219,7 @@ def test_answers_that_name_their_request_are_sent_for_the_queries_to_join(
     collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the answers' delivery stream (moto's Firehose writes the JSON lines to the bucket)
-    boto3.client("s3").create_bucket(Bucket="click-events-bucket")
-    boto3.client("firehose").create_delivery_stream(
-        DeliveryStreamName="click-answers",
-        ExtendedS3DestinationConfiguration={
-            "BucketARN": "arn:aws:s3:::click-events-bucket",
-            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
-            "Prefix": "answers/",
-        },
-    )
-    monkeypatch.setenv("CLICK_ANSWERS_STREAM", "click-answers")
+    monkeypatch.setenv("CLICK_ANSWERS_STREAM", stream_to_bucket("click-answers", "answers/"))
     collector.click_collector.cache_clear()
     collector_settings.cache_clear()
     events: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from shortener.clicks.event_queries import EXPORT_COLUMNS
-from shortener.clicks.export_files import ExportFileWriter, write_export_file
+from shortener.clicks.export_files import ExportFileRequest, ExportFileWriter, write_export_file
 from shortener.clicks.store_exports import ExportRecords
 
 HEADER = "time,code,job_id,row,destination,status,country,device,browser,os,referrer,bot,visitor"
@@ -85,13 +85,15 @@ def test_a_file_is_asked_once_and_pointed_to_only_for_its_own_build(
     s3.put_object(Bucket="click-events-test", Key="query-results/query-1.csv", Body=answer.read_bytes())
     writer = ExportFileWriter(s3, records)
     rows = writer.write(
-        owner="alice",
-        export="e" * 32,
-        execution_id="query-1",
-        answer="s3://click-events-test/query-results/query-1.csv",
-        bucket="click-events-test",
-        key="query-results/exports/query-1.csv",
-        file_format="csv",
+        ExportFileRequest(
+            owner="alice",
+            export="e" * 32,
+            execution_id="query-1",
+            answer="s3://click-events-test/query-results/query-1.csv",
+            bucket="click-events-test",
+            key="query-results/exports/query-1.csv",
+            file_format="csv",
+        )
     )
     # Then the record points to it, and the file is the export
     assert rows == 2
