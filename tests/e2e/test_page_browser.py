@@ -604,6 +604,13 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     assert sum(int(cell[1]) for cell in cells) == 2 and all(int(cell[3]) >= 1 for cell in cells), cells
     browser.find_element(By.ID, "clicks-export").click()
     settled(browser).until(lambda _: "Saved" in browser.find_element(By.ID, "clicks-export-status").text)
+    assert browser.find_element(By.ID, "clicks-export-status").text.endswith("-clicks.csv.")
+    # as CSV by default, or in the format chosen beside the button
+    Select(browser.find_element(By.ID, "clicks-export-format")).select_by_value("parquet")
+    browser.find_element(By.ID, "clicks-export").click()
+    settled(browser).until(
+        lambda _: browser.find_element(By.ID, "clicks-export-status").text.endswith("-clicks.parquet.")
+    )
     snap("clicks-breakdown")
     # And back in the links table, its row shows the 2 clicks with a sparkline of the 30 days
     browser.back()
