@@ -157,6 +157,29 @@ def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
         figures[f"{name}: rows answered"] = rows
         figures[f"{name}: MB scanned"] = scanned / 1e6
         figures[f"{name}: Athena $ per query"] = max(scanned, ATHENA_MINIMUM_BYTES) / 1e12 * ATHENA_PER_TB
+    figures.update(export_files(stack, store.outcome(execution_id).output))
+    return figures
+
+
+def export_files(stack: LocalStack, answer: str) -> dict[str, float]:
+    """The last export's answer (Athena's CSV) rewritten as each format's file, as the jobs worker
+    writes it (shortener.clicks.export_files): seconds and MB of each."""
+    from shortener.clicks.export_files import FORMATS, write_export_file
+
+    figures: dict[str, float] = {}
+    bucket, _, key = answer.removeprefix("s3://").partition("/")
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "answer.csv"
+        source.write_bytes(stack.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+        figures["an export's answer (Athena's CSV): MB"] = source.stat().st_size / 1e6
+        for file_format in FORMATS:
+            target = Path(folder) / f"export.{file_format}"
+            started = time.perf_counter()
+            rows = write_export_file(source, target, file_format)
+            took = time.perf_counter() - started
+            figures[f"an export's file as {file_format}: seconds"] = took
+            figures[f"an export's file as {file_format}: MB"] = target.stat().st_size / 1e6
+            figures[f"an export's file as {file_format}: rows per second"] = rows / took
     return figures
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 from shortener.clicks.event_queries import EXPORT_COLUMNS
 
 ExportFormat = Literal["csv", "jsonl", "parquet"]
+FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
 CONTENT_TYPES: dict[str, str] = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson",

@@ -18,7 +18,7 @@ from shortener.clicks.counting import parse_range
 from shortener.clicks.event_queries import Query, export_query
 from shortener.clicks.event_reports import asked_codes, event_ask, selection_of
 from shortener.clicks.event_store import EventQueryError, QueryOutcome
-from shortener.clicks.export_files import ExportFileRequest, ExportFormat
+from shortener.clicks.export_files import FORMATS, ExportFileRequest, ExportFormat
 from shortener.clicks.store_exports import ExportRecord
 from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 
@@ -26,7 +26,6 @@ from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 RETRY_SECONDS = 5
 # An export asked again within this long is the same file (then a new one is built).
 EXPORT_SECONDS = 3600
-FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
 # The worker writes a file within its 15 minutes: a file not written by then is asked for again.
 FILE_STALE_SECONDS = 960
 
