@@ -185,7 +185,7 @@ def caller_click_export() -> Response[str]:
                 headers={"Location": "The erasure, to ask how far it got."},
             )
         },
-        errors=(400, 403),
+        errors=(400, 403, 409),
         query=ClickErasureQuery,
     ),
 )

@@ -156,6 +156,13 @@ class ErasureNotFoundError(ShortenerError):
     error = "erasure_not_found"
 
 
+class ErasureUnderWayError(ShortenerError):
+    """One erasure of an owner's clicks at a time: each reads every event file."""
+
+    status_code = 409
+    error = "erasure_under_way"
+
+
 class ForbiddenError(ShortenerError):
     """The route is for admins."""
 

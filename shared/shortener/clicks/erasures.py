@@ -13,7 +13,7 @@ from shortener.access.model import Caller
 from shortener.clicks.event_reports import asked_codes
 from shortener.clicks.model import ClickErasure
 from shortener.clicks.store_erasures import ErasureRecord
-from shortener.exceptions import ErasureNotFoundError, ForbiddenError
+from shortener.exceptions import ErasureNotFoundError, ErasureUnderWayError, ForbiddenError
 
 
 class ErasureRecords(Protocol):
@@ -21,6 +21,7 @@ class ErasureRecords(Protocol):
 
     def put(self, owner: str, erasure: str, codes: Sequence[str], requested_at: datetime) -> None: ...
     def get(self, owner: str, erasure: str) -> ErasureRecord | None: ...
+    def running(self, owner: str) -> list[str]: ...
 
 
 class StartErasure(Protocol):
@@ -47,8 +48,14 @@ class ClickErasures:
         """Record the erasure of the owner's click events (of ``codes``, or all), and start it."""
         whose = _owner(caller, owner)
         asked = asked_codes(codes)
+        records = self._records()
+        # Each erasure reads every event file: one at a time per owner.
+        if under_way := records.running(whose):
+            raise ErasureUnderWayError(
+                f"An erasure of this owner's clicks is under way ({under_way[0]}); ask again once it is done."
+            )
         erasure, requested_at = self._new_id(), self._now()
-        self._records().put(whose, erasure, asked, requested_at)
+        records.put(whose, erasure, asked, requested_at)
         self._start(owner=whose, erasure=erasure, codes=asked, before=requested_at)
         return ClickErasure(
             erasure_id=erasure,

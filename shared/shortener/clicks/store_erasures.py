@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from shortener import aws
+from shortener import aws, clock
 
 ERASURE_PK = "#erasure#"
 ERASURE_DAYS = 400
+# An erasure not finished a day after it was asked is taken to have died (the worker retries an
+# invocation twice, then reports it on the operations topic): another may be asked.
+RUNNING_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,24 @@ class ErasureRecords(aws.DynamoDBTable):
             objects_rewritten=int(item["objects_rewritten"]["N"]),
             events_erased=int(item["events_erased"]["N"]),
         )
+
+    def running(self, owner: str) -> list[str]:
+        """The ids of the owner's erasures asked within a day and not finished."""
+        found: list[str] = []
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.table_name,
+            KeyConditionExpression="pk = :pk",
+            FilterExpression="attribute_not_exists(finished_at) AND requested_at > :since",
+            ExpressionAttributeValues={
+                ":pk": {"S": ERASURE_PK + owner},
+                ":since": {"N": str(int(clock.epoch_seconds()) - RUNNING_SECONDS)},
+            },
+            ProjectionExpression="sk",
+            ConsistentRead=True,
+        )
+        for page in pages:
+            found += [item["sk"]["S"] for item in page.get("Items", [])]
+        return found
 
     def progress(self, owner: str, erasure: str, *, checked: int, rewritten: int, erased: int) -> None:
         """Add an invocation's work to the erasure's counts."""

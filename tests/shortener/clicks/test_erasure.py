@@ -14,7 +14,7 @@ from shortener.access.model import Caller
 from shortener.clicks.erasure import EventEraser, erase_from_file
 from shortener.clicks.erasures import ClickErasures
 from shortener.clicks.store_erasures import ErasureRecords
-from shortener.exceptions import ForbiddenError
+from shortener.exceptions import ErasureUnderWayError, ForbiddenError
 
 ASKED = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 BUCKET = "click-events-erasure-test"
@@ -127,6 +127,9 @@ def test_only_an_admin_erases_another_owners_clicks_and_an_open_stack_erases_not
         def get(self, *_: Any) -> None:
             return None
 
+        def running(self, *_: Any) -> list[str]:
+            return []
+
     erasures = ClickErasures(Records, lambda **asked: started.append(asked), now=lambda: ASKED)
     member = Caller(owner_id="alice", role="member")
     with pytest.raises(ForbiddenError):
@@ -137,3 +140,24 @@ def test_only_an_admin_erases_another_owners_clicks_and_an_open_stack_erases_not
     assert erasures.erase(member, "alice", ["a", "a"]).codes == ["a"]
     assert erasures.erase(Caller(owner_id="root", role="admin"), "bob", []).owner == "bob"
     assert [asked["owner"] for asked in started] == ["alice", "bob"]
+
+
+@pytest.mark.integration
+def test_one_erasure_at_a_time_per_owner_and_one_that_died_a_day_ago_stops_no_other(
+    tables: dict[str, str],
+) -> None:
+    records = ErasureRecords(tables["CLICKS_TABLE"])
+    now = datetime.now(UTC)
+    records.put("alice", "a" * 32, [], now)
+    records.put("alice", "b" * 32, [], now - timedelta(days=2))  # died: never finished
+    records.put("bob", "c" * 32, [], now)
+    erasures = ClickErasures(lambda: records, lambda **asked: None)
+    alice = Caller(owner_id="alice", role="member")
+    # While alice's erasure runs, she cannot start another; bob's is his own
+    assert records.running("alice") == ["a" * 32]
+    with pytest.raises(ErasureUnderWayError):
+        erasures.erase(alice, None, [])
+    # Once it is done, she can
+    records.finish("alice", "a" * 32, now)
+    assert records.running("alice") == []
+    assert erasures.erase(alice, None, ["x"]).codes == ["x"]
