@@ -419,7 +419,8 @@ def test_a_job_followed_before_a_reload_resumes_its_progress(
     )
     snap("resumed")
     assert "20 of 20 rows" in browser.find_element(By.ID, "bulk-status").text
-    assert job_id in browser.find_element(By.ID, "jobs-list").text
+    # and its uploads list (a request of its own, answered after the progress or before) names it
+    settled(browser).until(lambda _: job_id in browser.find_element(By.ID, "jobs-list").text)
 
 
 def test_the_page_fits_a_phone_and_labels_every_field(
