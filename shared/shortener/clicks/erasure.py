@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from botocore.exceptions import ClientError
 
 from shortener import aws
+from shortener.clicks.export_files import sql_path
 
 EVENTS_PREFIX = "events/"
 # Enough for one more object (a day's object is tens of MB at most) before the worker stops.
@@ -39,7 +40,7 @@ def erase_from_file(
     moment = before.astimezone(UTC).replace(tzinfo=None)
     chosen = "owner = $owner AND time <= $before" + (" AND list_contains($codes, code)" if codes else "")
     values: dict[str, Any] = {"owner": owner, "before": moment} | ({"codes": list(codes)} if codes else {})
-    read = f"read_parquet('{_path_literal(source)}')"
+    read = f"read_parquet('{sql_path(source)}')"
     connection = duckdb.connect()
     try:
         # The condition is fixed text; its values are parameters; the paths are the worker's own.
@@ -51,16 +52,12 @@ def erase_from_file(
         if erased:
             connection.execute(
                 f"COPY (SELECT * FROM {read} WHERE NOT coalesce({chosen}, false)) "  # noqa: S608
-                f"TO '{_path_literal(target)}' (FORMAT parquet, COMPRESSION snappy)",
+                f"TO '{sql_path(target)}' (FORMAT parquet, COMPRESSION snappy)",
                 values,
             )
     finally:
         connection.close()
     return ObjectErasure(kept=total - erased, erased=erased)
-
-
-def _path_literal(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 class GoOn(Protocol):

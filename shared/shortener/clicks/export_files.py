@@ -58,14 +58,14 @@ def write_export_file(answer: Path, target: Path, file_format: ExportFormat) -> 
     connection = duckdb.connect()
     try:
         # A worker's memory is small; what does not fit spills to its disk. Order is kept.
-        connection.execute(f"SET temp_directory = '{_path_literal(target.parent)}'")
+        connection.execute(f"SET temp_directory = '{sql_path(target.parent)}'")
         connection.execute("SET preserve_insertion_order = true")
         read = (
-            f"read_csv('{_path_literal(answer)}', header = true, columns = {types}, quote = '\"', "
+            f"read_csv('{sql_path(answer)}', header = true, columns = {types}, quote = '\"', "
             "escape = '\"', auto_detect = false)"
         )
         # The columns and options are fixed; the paths are this invocation's own, quoted.
-        into = f"'{_path_literal(target)}' ({_COPY_OPTIONS[file_format]})"
+        into = f"'{sql_path(target)}' ({_COPY_OPTIONS[file_format]})"
         copy = f"COPY (SELECT {columns} FROM {read}) TO {into}"  # noqa: S608
         counted = connection.execute(copy).fetchone()
     finally:
@@ -73,7 +73,8 @@ def write_export_file(answer: Path, target: Path, file_format: ExportFormat) -> 
     return int(counted[0]) if counted else 0
 
 
-def _path_literal(path: Path) -> str:
+def sql_path(path: Path) -> str:
+    """A path of this invocation's own, as the text of a DuckDB string literal."""
     return str(path).replace("'", "''")
 
 

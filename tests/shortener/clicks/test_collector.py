@@ -56,6 +56,17 @@ def follow(
     )
 
 
+def function_log_group(events: list[dict[str, Any]]) -> LogGroup:
+    """The API function's log group, subscribed as the template subscribes it: its deliveries go
+    to ``events``."""
+    return LogGroup(
+        "/aws/lambda/t-ApiFunction",
+        "",
+        [Subscription("destinations", FilterPattern.parse('{ $.record = "destination" }'), "collector")],
+        lambda _, event: events.append(event),
+    )
+
+
 def items(table: str) -> dict[tuple[str, str], dict[str, Any]]:
     found = boto3.client("dynamodb").scan(TableName=table)["Items"]
     return {(item["pk"]["S"], item["sk"]["S"]): item for item in found}
@@ -116,12 +127,7 @@ def test_the_api_functions_destination_lines_are_counted_once_beside_the_clicks(
 ) -> None:
     # Given the API function's log group, subscribed as the template subscribes it
     events: list[dict[str, Any]] = []
-    group = LogGroup(
-        "/aws/lambda/t-ApiFunction",
-        "",
-        [Subscription("destinations", FilterPattern.parse('{ $.record = "destination" }'), "collector")],
-        lambda _, event: events.append(event),
-    )
+    group = function_log_group(events)
     at = datetime.fromtimestamp(T0 / 1000, UTC)
     # When the function writes its other lines and two answers of a link
     for written in ['{"level":"INFO","message":"Link created"}', "START RequestId: 1"]:
@@ -223,12 +229,7 @@ def test_answers_that_name_their_request_are_sent_for_the_queries_to_join(
     collector.click_collector.cache_clear()
     collector_settings.cache_clear()
     events: list[dict[str, Any]] = []
-    group = LogGroup(
-        "/aws/lambda/t-ApiFunction",
-        "",
-        [Subscription("destinations", FilterPattern.parse('{ $.record = "destination" }'), "collector")],
-        lambda _, event: events.append(event),
-    )
+    group = function_log_group(events)
     at = datetime.fromtimestamp(T0 / 1000, UTC)
     # When the function answers two requests by rules, one of them logged before lines named it
     group.write_line(destination_line("abc", "ios", at, "req-1") + "\n")
