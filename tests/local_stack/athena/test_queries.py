@@ -160,3 +160,37 @@ def test_parameters_take_the_placeholders_in_the_order_they_are_written(events: 
     )
     assert execution["Status"]["State"] == "SUCCEEDED", execution["Status"]
     assert rows(execution["QueryExecutionId"]) == [["clicks"], ["2"]]  # a1 and b1 of visitor v1: n = 1
+
+
+def test_row_groups_whose_statistics_rule_out_the_asked_values_are_not_scanned(
+    events: None, tmp_path: Any
+) -> None:
+    import duckdb
+
+    # A compacted day: sorted by code, a row group per 2,048 rows (DuckDB's least), one per code
+    path = tmp_path / "day.parquet"
+    duckdb.connect().execute(
+        "COPY (SELECT TIMESTAMP '2026-11-30 10:00:00' + to_seconds(i) AS time, 'k' || (i // 2048) AS code, "
+        "'v' || (i % 97) AS visitor, i % 5 = 0 AS bot FROM range(6144) t(i) ORDER BY code) "
+        f"TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE 2048)"
+    )
+    boto3.client("s3").put_object(
+        Bucket=BUCKET, Key="events/day=2026-11-30/c.parquet", Body=path.read_bytes()
+    )
+    counted = "SELECT count(DISTINCT visitor) FROM click_events WHERE day = '2026-11-30'"
+    asked = {
+        "all": counted + " AND code IS NOT NULL",
+        "one": counted + " AND code = ?",
+        "two": counted + " AND code IN (?, ?)",
+        "or": counted + " AND (code = ? OR bot)",
+    }
+    parameters = {"one": ["'k1'"], "two": ["'k0'", "'k2'"], "or": ["'k1'"]}
+    scanned = {}
+    for name, query in asked.items():
+        execution = run(query, parameters.get(name))
+        assert execution["Status"]["State"] == "SUCCEEDED", execution["Status"]
+        scanned[name] = execution["Statistics"]["DataScannedInBytes"]
+    assert rows(run(asked["one"], ["'k1'"])["QueryExecutionId"])[1] == ["97"]
+    # code and visitor chunks of one row group of three, of two, and (OR: no pruning) of all three
+    assert scanned["one"] < scanned["two"] < scanned["all"] < scanned["or"], scanned
+    assert abs(scanned["one"] * 3 - scanned["all"]) < scanned["all"] * 0.1, scanned
