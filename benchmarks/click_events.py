@@ -1,7 +1,7 @@
 """Click events: three questions asked of 10,000,000 generated events in the local store, with the
 time each takes (DuckDB, locally) and the bytes each scans (what Athena would bill), then the cost
-per million clicks, all in, at 10,000 links (the counters' writes measured as the clicks benchmark
-measures them).
+per million clicks, all in, at 10,000 links, where no counters are kept (the default) and where
+they are (their writes measured as the clicks benchmark measures them).
 
     python -m benchmarks click_events [--events 10000000] [--links 10000] [--days 30]
 
@@ -81,7 +81,7 @@ def main() -> None:
             figures = ask(stack, options)
         finally:
             stack.stop()
-    figures.update(cost_per_million(stored))
+    figures.update(cost_per_million(stored, figures))
     width = max(len(name) for name in figures)
     for name, value in figures.items():
         print(f"{name:<{width}}  {value:,.4f}" if isinstance(value, float) else f"{name:<{width}}  {value:,}")
@@ -120,7 +120,16 @@ def store_events(stack: LocalStack, folder: Path, options: argparse.Namespace) -
 
 def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
     """Each question twice, with its time and the bytes it scans."""
-    from shortener.clicks.event_queries import EventSelection, breakdown_query, export_query, groups_query
+    from shortener.clicks.event_queries import (
+        EventSelection,
+        answers_query,
+        breakdown_query,
+        codes_series_query,
+        export_query,
+        groups_query,
+        lifetime_query,
+        series_query,
+    )
     from shortener.clicks.event_store import ClickEventStore
 
     resources = stack.info["resources"]
@@ -129,6 +138,7 @@ def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
         str(resources["ClickEventsDatabase"]),
         str(resources["ClickEventsTable"]),
         client=stack.client("athena"),
+        answers=str(resources["ClickAnswersTable"]),
         timeout=600,
     )
     now = datetime.now(UTC)
@@ -136,10 +146,19 @@ def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
     link = EventSelection(owner="owner-3", begin=month.begin, end=now, codes=("c13",))
     yesterday = datetime(now.year, now.month, now.day, tzinfo=UTC) - timedelta(days=1)
     day = EventSelection(owner="owner-3", begin=yesterday, end=yesterday + timedelta(days=1))
+    twenty = EventSelection(
+        owner="owner-3", begin=month.begin, end=now, codes=tuple(f"c{3 + 10 * n}" for n in range(20))
+    )
+    assert store.answers is not None
     questions = {
+        # What a link's report asks where no counters are kept (shortener.clicks.reports).
+        "a link's series, 30 days": series_query(link, store.table),
         "a link's breakdowns, 30 days": breakdown_query(
             link, store.table, ["country", "device", "browser", "os", "referrer", "destination"]
         ),
+        "a link's all-time totals": lifetime_query(link, store.table),
+        "a link's answers by rule, 30 days": answers_query("c13", month.begin, now, store.answers),
+        "the daily clicks of 20 links, 30 days": codes_series_query(twenty, store.table),
         "an owner's top 100 links, 30 days": groups_query(month, store.table, "code", 100),
         "an export of one day of an owner's clicks": export_query(day, store.table),
     }
@@ -205,9 +224,24 @@ def sample_event() -> Any:
     )
 
 
-def cost_per_million(stored: dict[str, float]) -> dict[str, float]:
-    """Dollars per million clicks: the access log, the collector, the counters it still writes,
-    Firehose (ingestion and conversion), and S3 storage of the Parquet for the retention."""
+# What the events are asked per million clicks (an assumption, to price the queries): a link's
+# report opened once per 1,000 clicks; Athena bills each query at least 10 MB.
+REPORTS_PER_MILLION_CLICKS = 1000
+REPORT_QUERIES = (
+    "a link's series, 30 days",
+    "a link's breakdowns, 30 days",
+    "a link's all-time totals",
+    "a link's answers by rule, 30 days",
+)
+# Without counters the collector writes one marker a batch (a PutItem, 1 write unit); the access
+# log delivers about 1,000 clicks a batch at this rate.
+CLICKS_PER_BATCH = 1000
+
+
+def cost_per_million(stored: dict[str, float], figures: dict[str, Any]) -> dict[str, float]:
+    """Dollars per million clicks: the access log, the collector, its batch markers (or the
+    counters, where kept), Firehose (ingestion and conversion), S3 storage of the Parquet for the
+    retention, and Athena for the reports asked."""
     line_bytes = 330
     gigabytes = 1_000_000 * line_bytes / 1e9
     logs = gigabytes * LOGS_INGESTION_PER_GB + gigabytes / 6 * LOGS_STORAGE_PER_GB_MONTH
@@ -216,8 +250,9 @@ def cost_per_million(stored: dict[str, float]) -> dict[str, float]:
     lambda_cost = (
         seconds * COLLECTOR_MEMORY_GB * LAMBDA_ARM_PER_GB_SECOND + LAMBDA_PER_MILLION_REQUESTS / 1000
     )
+    markers = 1_000_000 / CLICKS_PER_BATCH / 1e6 * DYNAMODB_PER_MILLION_WRITE_UNITS
     writes = measure_writes(1000)["DynamoDB write units per 1,000 clicks, 10,000 links"]
-    dynamodb = writes * 1000 / 1e6 * DYNAMODB_PER_MILLION_WRITE_UNITS
+    counters = writes * 1000 / 1e6 * DYNAMODB_PER_MILLION_WRITE_UNITS
     # The collector packs a batch's events into records of up to 1,000 KiB: the 5 KB rounding of
     # each record is then a rounding error.
     event_bytes = len(sample_event().record())
@@ -225,15 +260,24 @@ def cost_per_million(stored: dict[str, float]) -> dict[str, float]:
     firehose = firehose_gb * (FIREHOSE_PER_GB + FIREHOSE_CONVERSION_PER_GB)
     parquet_per_million = stored["parquet bytes"] / stored["events"] * 1_000_000
     s3 = parquet_per_million / 1e9 * S3_PER_GB_MONTH * RETENTION_MONTHS
+    report = sum(float(figures[f"{name}: Athena $ per query"]) for name in REPORT_QUERIES)
+    athena = REPORTS_PER_MILLION_CLICKS * report
+    events_only = logs + lambda_cost + markers + firehose + s3 + athena
     return {
         "Parquet bytes per click": stored["parquet bytes"] / stored["events"],
         "cost per million clicks: access log (ingestion + a month kept), $": logs,
         "cost per million clicks: collector Lambda, $": lambda_cost,
-        "cost per million clicks: DynamoDB counters, 10,000 links, $": dynamodb,
+        "cost per million clicks: DynamoDB batch markers (no counters kept), $": markers,
         "click event bytes sent to Firehose": float(event_bytes),
         "cost per million clicks: Firehose (events packed into records), $": firehose,
         "cost per million clicks: S3, Parquet kept 400 days, $": s3,
-        "cost per million clicks in all, 10,000 links, $": logs + lambda_cost + dynamodb + firehose + s3,
+        "a link's report (4 queries): Athena $": report,
+        f"cost per million clicks: Athena, {REPORTS_PER_MILLION_CLICKS:,} reports, $": athena,
+        "cost per million clicks: DynamoDB counters if kept (KeepClickCounters), 10,000 links, $": counters,
+        "cost per million clicks in all with counters kept, 10,000 links, $": events_only
+        - markers
+        + counters,
+        "cost per million clicks in all, 10,000 links, $": events_only,
     }
 
 

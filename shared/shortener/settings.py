@@ -158,6 +158,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     INLINE_RESULTS_ROWS: int = Field(default=20_000, ge=0)
     # The click counters the collector writes (read by the clicks routes); empty: no clicks.
     CLICKS_TABLE: str = ""
+    # Whether the collector keeps counters in it (KeepClickCounters): without them, every report
+    # is asked of the click events.
+    CLICK_COUNTERS: bool = True
     # The click events (Athena: its workgroup, and the Glue database and table); empty: none kept.
     CLICK_EVENTS_WORKGROUP: str = ""
     CLICK_EVENTS_DATABASE: str = ""
@@ -209,6 +212,12 @@ class WorkerSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     LABELS_HANDOVER_SECONDS: float = Field(default=120, ge=1)
     # The click counters that jobs' click reports read.
     CLICKS_TABLE: str = ""
+    # Whether it keeps counters; without them, a job's click report is asked of the click events.
+    CLICK_COUNTERS: bool = True
+    CLICK_EVENTS_WORKGROUP: str = ""
+    CLICK_EVENTS_DATABASE: str = ""
+    CLICK_EVENTS_TABLE: str = ""
+    CLICK_ANSWERS_TABLE: str = ""
     # The click events bucket, whose objects an erasure rewrites (DELETE /clicks).
     CLICK_EVENTS_BUCKET: str = ""
 
@@ -283,6 +292,9 @@ class CollectorSettings(StageCacheMixin):
     LINKS_TABLE: str = ""
     # Hourly click counts expire this many days after their hour.
     CLICK_RETENTION_DAYS: int = Field(default=400, ge=1)
+    # Whether counters are kept (KeepClickCounters); without them only each batch's marker is
+    # written (a batch delivered twice spends click limits once).
+    CLICK_COUNTERS: bool = True
     # The click events' Firehose delivery stream ("": events are not sent).
     CLICK_EVENTS_STREAM: str = ""
     # ... and the answers' (which rule answered a request), joined to the events by request id.

@@ -77,6 +77,11 @@ def test_ten_follows_count_ten_clicks_seven_humans_three_bots(stack: RunningStac
     # A missing link's 404s are no clicks; an unknown code has no report either
     assert stack.request("GET", "e2e-no-such-code", api_key=None).status == 404
     assert stack.request("GET", "links/e2e-no-such-code/clicks").status == 404
+    # The report came from the click events: by default no counter is written, only batch markers
+    table = stack.resources["ClicksTable"]
+    items = stack.boto3_client("dynamodb").scan(TableName=table, ProjectionExpression="pk, sk")["Items"]
+    assert not [item for item in items if item["pk"]["S"] == "e2e-clicks"]
+    assert any(item["pk"]["S"].startswith("#batch#") for item in items)
 
 
 def stored_events(stack: RunningStack, code: str) -> list[dict[str, Any]]:

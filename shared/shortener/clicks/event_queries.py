@@ -165,6 +165,55 @@ def series_query(selection: EventSelection, table: str) -> Query:
     return Query(sql, condition.parameters)
 
 
+def codes_series_query(selection: EventSelection, table: str) -> Query:
+    """As series_query, for each of the selection's links (``code``): its quarter hours, and a row
+    with no slot for its whole range."""
+    condition = where(selection)
+    slot = f"CAST(floor(to_unixtime(time) / {SLOT_SECONDS}) AS bigint)"
+    # Values are parameters; the table's name is checked (shortener.clicks.event_store).
+    sql = (
+        f"SELECT code, {slot} AS slot, {_CLICKS} AS clicks, {_HUMANS} AS humans, "  # noqa: S608
+        f"{_VISITORS} AS visitors FROM {table} WHERE {condition.sql} "
+        f"GROUP BY GROUPING SETS ((code, {slot}), (code))"
+    )
+    return Query(sql, condition.parameters)
+
+
+def lifetime_query(selection: EventSelection, table: str, answers: str | None = None) -> Query:
+    """Each selected link's clicks, humans, first and last click by the rule that answered them
+    (``destination``; with ``answers``, the answers' table), for a link's all-time totals and a
+    job's clicks per row (its links' rows added up by code)."""
+    source = selected(selection, table, answers)
+    # Values are parameters; the columns are fixed, the table's name is checked.
+    sql = (
+        f"SELECT code, destination, {_CLICKS} AS clicks, {_HUMANS} AS humans, "
+        "min(time) AS first_click, max(time) AS last_click "
+        f"{source.sql} GROUP BY code, destination"
+    )
+    return Query(sql, source.parameters)
+
+
+def answers_query(code: str, begin: datetime, end: datetime, answers: str) -> Query:
+    """One link's answers in a range by the rule that gave them, read from the answers' table:
+    redirects by rule, and the answers that are no click (the password page, the preview)."""
+    first_day = begin.astimezone(UTC).date()
+    last_day = end.astimezone(UTC).date() + timedelta(days=LATE_DAYS)
+    # Values are parameters; the table's name is checked (shortener.clicks.event_store).
+    sql = (
+        "SELECT destination AS value, count(DISTINCT request_id) AS clicks "  # noqa: S608
+        f"FROM {answers} WHERE day BETWEEN ? AND ? AND time >= CAST(? AS timestamp) "
+        "AND time <= CAST(? AS timestamp) AND code = ? GROUP BY destination"
+    )
+    parameters = [
+        literal(first_day.isoformat()),
+        literal(last_day.isoformat()),
+        _timestamp(begin),
+        _timestamp(end),
+        literal(code),
+    ]
+    return Query(sql, parameters)
+
+
 def groups_query(
     selection: EventSelection, table: str, by: str, limit: int, answers: str | None = None
 ) -> Query:

@@ -13,7 +13,7 @@ from shortener.clicks.event_queries import (
     BotsFilter,
     EventSelection,
 )
-from shortener.clicks.model import MAX_VALUE_LENGTH, Group, Interval, SeriesPoint
+from shortener.clicks.model import MAX_VALUE_LENGTH, AllTime, Group, Interval, LinkTotals, SeriesPoint
 from shortener.exceptions import InvalidRequestError
 
 # The most values a breakdown lists.
@@ -185,3 +185,49 @@ def _next(start: datetime, interval: Interval, tz: ZoneInfo) -> datetime:
 def _int(row: Mapping[str, str | None], name: str) -> int:
     value = row.get(name)
     return int(value) if value not in (None, "") else 0
+
+
+def lifetime_totals(rows: Sequence[Mapping[str, str | None]]) -> dict[str, LinkTotals]:
+    """The lifetime query's rows (a code's clicks by rule) as each code's totals; its answers by
+    rule are kept only for a link some rule answered (a plain link's are all ``default``)."""
+    found: dict[str, LinkTotals] = {}
+    for row in rows:
+        code = str(row["code"])
+        before = found.get(code) or LinkTotals()
+        clicks = _int(row, "clicks")
+        first, last = _moment(row.get("first_click")), _moment(row.get("last_click"))
+        destinations = dict(before.destinations)
+        rule = str(row.get("destination") or "default")
+        destinations[rule] = destinations.get(rule, 0) + clicks
+        found[code] = LinkTotals(
+            clicks=before.clicks + clicks,
+            humans=before.humans + _int(row, "humans"),
+            bots=before.bots + clicks - _int(row, "humans"),
+            first_click=min(filter(None, (before.first_click, first)), default=None),
+            last_click=max(filter(None, (before.last_click, last)), default=None),
+            destinations=destinations,
+        )
+    return {
+        code: totals
+        if set(totals.destinations) != {"default"}
+        else LinkTotals(totals.clicks, totals.humans, totals.bots, totals.first_click, totals.last_click)
+        for code, totals in found.items()
+    }
+
+
+def all_time_of(totals: LinkTotals | None) -> AllTime:
+    totals = totals or LinkTotals()
+    return AllTime(
+        clicks=totals.clicks,
+        humans=totals.humans,
+        bots=totals.bots,
+        first_click=totals.first_click,
+        last_click=totals.last_click,
+    )
+
+
+def _moment(text: str | None) -> datetime | None:
+    """A time as Athena answers it (``2026-11-27 10:00:00.123``, UTC)."""
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace(" ", "T")).replace(tzinfo=UTC)

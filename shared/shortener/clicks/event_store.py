@@ -126,3 +126,10 @@ class ClickEventStore:
                 )
             self._sleep(pause)
             pause = min(pause * 2, _LONGEST_PAUSE)
+
+
+def kept_events(work_group: str, database: str, table: str, answers: str = "") -> ClickEventStore | None:
+    """The click events where the stack keeps them (its settings name all three), else None."""
+    if not (work_group and database and table):
+        return None
+    return ClickEventStore(work_group, database, table, answers=answers)

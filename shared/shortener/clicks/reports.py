@@ -7,25 +7,31 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 from shortener import clock
 from shortener.access.model import Caller
-from shortener.clicks.counting import hour_of, link_report, parse_range, top_links, top_range
+from shortener.clicks.counting import destinations_of, hour_of, link_report, parse_range, top_links, top_range
 from shortener.clicks.event_queries import (
     GROUP_COLUMNS,
     EventSelection,
     Query,
+    answers_query,
     breakdown_query,
+    codes_series_query,
     groups_query,
+    lifetime_query,
     series_query,
     totals_query,
 )
 from shortener.clicks.event_reports import (
     MAX_GROUPS,
     EventAsk,
+    all_time_of,
     asked_codes,
     event_ask,
     groups_of,
+    lifetime_totals,
     selection_of,
     series_answer,
 )
@@ -46,7 +52,7 @@ from shortener.clicks.model import (
     TopValues,
     ValueCount,
 )
-from shortener.exceptions import InvalidRequestError
+from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
 from shortener.links.model import Link
 
 _NO_TOTALS = LinkTotals()
@@ -91,15 +97,16 @@ _TOP_LISTS = {
 
 
 class ClickReports:
-    """Click reports read from the counters, and from the click events where a report asks what
-    only they answer (visitors, a time zone, filters, breakdowns). ``counters`` is asked for on use:
-    it raises ServiceUnavailableError where the stack counts no clicks; ``events`` gives None where
-    the stack keeps no click events."""
+    """Click reports read from the click events, and from the counters where the stack keeps them
+    (they answer a report's totals, series and top lists in milliseconds; the events answer what
+    only they can: visitors, a time zone, filters, breakdowns). ``counters`` is asked for on use:
+    None where the stack keeps no counters (ServiceUnavailableError where it counts no clicks);
+    ``events`` gives None where the stack keeps no click events."""
 
     def __init__(
         self,
         links: CallerLinks,
-        counters: Callable[[], ClickCounters],
+        counters: Callable[[], ClickCounters | None],
         now: Callable[[], datetime] = clock.now,
         events: Callable[[], ClickEvents | None] = lambda: None,
         tagged: Callable[[str, str], list[str]] = lambda owner, tag: [],
@@ -120,53 +127,78 @@ class ClickReports:
         link = self._links.get(caller, code)
         counters = self._counters()
         events = self._events()
-        if events is None and ask.needs_events(every):
-            raise InvalidRequestError(
-                "This stack keeps no click events: ask without tz, filters, bots, group_by, week or month."
-            )
-        hours = counters.hours(link.code, hour_of(begin), to)
-        totals = counters.totals([link.code]).get(link.code) or _NO_TOTALS
         if events is None:
+            if counters is None:
+                raise ServiceUnavailableError("This stack keeps no clicks (no counters, no click events).")
+            if ask.needs_events(every):
+                raise InvalidRequestError(
+                    "This stack keeps no click events: "
+                    "ask without tz, filters, bots, group_by, week or month."
+                )
+            hours = counters.hours(link.code, hour_of(begin), to)
+            totals = counters.totals([link.code]).get(link.code) or _NO_TOTALS
             return link_report(link.code, hours, totals, begin=begin, end=to, interval=every)
         selection = selection_of(ask, owner=link.owner or "", begin=begin, end=to, codes=[link.code])
-        if not ask.needs_events(every):
+        if counters is not None and not ask.needs_events(every):
             # The counters answer fast; only the visitors are the events'.
+            hours = counters.hours(link.code, hour_of(begin), to)
+            totals = counters.totals([link.code]).get(link.code) or _NO_TOTALS
             report = link_report(link.code, hours, totals, begin=begin, end=to, interval=every)
             [row] = events.rows(totals_query(selection, events.table)) or [{}]
             return report.model_copy(update={"visitors": int(row.get("visitors") or 0)})
-        return self._events_report(
-            events, code=link.code, hours=hours, totals=totals, selection=selection, ask=ask, every=every
-        )
+        return self._events_report(events, counters, link=link, selection=selection, ask=ask, every=every)
 
     def _events_report(
         self,
         events: ClickEvents,
+        counters: ClickCounters | None,
         *,
-        code: str,
-        hours: Sequence[StoredHour],
-        totals: LinkTotals,
+        link: Link,
         selection: EventSelection,
         ask: EventAsk,
         every: Interval,
     ) -> LinkClicks:
-        """A link's report from its events: the series and the breakdowns, asked at once."""
+        """A link's report from its events: the series, the breakdowns, and where the stack keeps
+        no counters its answers by rule and all-time totals, asked at once."""
         dimensions = [
             *_TOP_LISTS,
             *([ask.group_by] if ask.group_by and ask.group_by not in _TOP_LISTS else []),
         ]
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            series_rows = pool.submit(events.rows, series_query(selection, events.table))
-            breakdown_rows = pool.submit(
-                events.rows, breakdown_query(selection, events.table, dimensions, events.answers)
+        asked = [
+            series_query(selection, events.table),
+            breakdown_query(selection, events.table, dimensions, events.answers),
+        ]
+        if counters is None:
+            # All time: since the link was made (its code's events from before are another link's).
+            lifetime = EventSelection(
+                owner=selection.owner, begin=link.created_at, end=self._now(), codes=selection.codes
             )
-            answer = series_answer(
-                series_rows.result(), begin=selection.begin, end=selection.end, interval=every, tz=ask.tz
+            asked.append(lifetime_query(lifetime, events.table))
+            if events.answers is not None:
+                asked.append(answers_query(link.code, selection.begin, selection.end, events.answers))
+        with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+            answers = list(pool.map(events.rows, asked))
+        answer = series_answer(
+            answers[0], begin=selection.begin, end=selection.end, interval=every, tz=ask.tz
+        )
+        by_dimension: dict[str, list[dict[str, str | None]]] = {}
+        for row in answers[1]:
+            by_dimension.setdefault(str(row.get("dimension")), []).append(row)
+        if counters is not None:
+            # Which rule answered is counted beside the clicks (docs/clicks.md, "Destinations").
+            hours = counters.hours(link.code, hour_of(selection.begin), selection.end)
+            totals = counters.totals([link.code]).get(link.code) or _NO_TOTALS
+            counted = link_report(
+                link.code, hours, totals, begin=selection.begin, end=selection.end, interval="hour"
             )
-            by_dimension: dict[str, list[dict[str, str | None]]] = {}
-            for row in breakdown_rows.result():
-                by_dimension.setdefault(str(row.get("dimension")), []).append(row)
-        # Which rule answered is counted beside the clicks (docs/clicks.md, "Destinations").
-        counted = link_report(code, hours, totals, begin=selection.begin, end=selection.end, interval="hour")
+            destinations, all_time = counted.destinations, counted.all_time
+        else:
+            rule_rows = answers[3] if len(answers) > 3 else []
+            by_rule = {
+                str(row["value"]): int(row.get("clicks") or 0) for row in rule_rows if row.get("value")
+            }
+            destinations = destinations_of(answer.total, by_rule)
+            all_time = all_time_of(lifetime_totals(answers[2]).get(link.code))
         tops = {
             field_name: [
                 ValueCount(value=str(row["value"]), clicks=int(row.get("clicks") or 0))
@@ -175,20 +207,23 @@ class ClickReports:
             ][:TOP_VALUES]
             for dimension, field_name in _TOP_LISTS.items()
         }
-        return counted.model_copy(
-            update={
-                "total": answer.total,
-                "humans": answer.humans,
-                "bots": answer.total - answer.humans,
-                "visitors": answer.visitors,
-                "interval": every,
-                "tz": ask.tz.key,
-                "series": answer.series,
-                "groups": groups_of(by_dimension.get(GROUP_COLUMNS[ask.group_by], []))[:MAX_GROUPS]
-                if ask.group_by
-                else None,
-                **tops,
-            }
+        return LinkClicks(
+            code=link.code,
+            total=answer.total,
+            humans=answer.humans,
+            bots=answer.total - answer.humans,
+            visitors=answer.visitors,
+            **{"from": selection.begin},
+            to=selection.end,
+            interval=every,
+            tz=ask.tz.key,
+            series=answer.series,
+            groups=groups_of(by_dimension.get(GROUP_COLUMNS[ask.group_by], []))[:MAX_GROUPS]
+            if ask.group_by
+            else None,
+            destinations=destinations,
+            all_time=all_time,
+            **tops,
         )
 
     def series(
@@ -200,16 +235,48 @@ class ClickReports:
         if not unique or len(unique) > MAX_SERIES_CODES:
             raise InvalidRequestError(f"codes: give 1 to {MAX_SERIES_CODES} codes, separated by commas.")
         begin, to, every = parse_range(start, end, "day", self._now())
+        links = [self._links.get(caller, code) for code in unique]
         counters = self._counters()
-        links = []
-        for code in unique:
-            link = self._links.get(caller, code)
+        if counters is None:
+            return self._events_series(links, begin=begin, end=to)
+        series = []
+        for link in links:
             hours = counters.hours(link.code, hour_of(begin), to)
             report = link_report(link.code, hours, _NO_TOTALS, begin=begin, end=to, interval=every)
-            links.append(
+            series.append(
                 LinkSeries(code=link.code, total=report.total, humans=report.humans, series=report.series)
             )
-        return LinksSeries(**{"from": begin}, to=to, interval=every, links=links)
+        return LinksSeries(**{"from": begin}, to=to, interval=every, links=series)
+
+    def _events_series(self, links: Sequence[Link], *, begin: datetime, end: datetime) -> LinksSeries:
+        """The links' daily clicks (UTC) from their events, in one query."""
+        events = self._events()
+        if events is None:
+            raise ServiceUnavailableError("This stack keeps no clicks (no counters, no click events).")
+        owners: dict[str, list[str]] = {}
+        for link in links:
+            owners.setdefault(link.owner or "", []).append(link.code)
+        # Events are filed under their link's owner (an admin may ask for others' links).
+        asked = [
+            codes_series_query(
+                EventSelection(owner=owner, begin=begin, end=end, codes=tuple(codes)), events.table
+            )
+            for owner, codes in owners.items()
+        ]
+        with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+            answers = list(pool.map(events.rows, asked))
+        by_code: dict[str, list[dict[str, str | None]]] = {}
+        for row in (row for rows in answers for row in rows):
+            by_code.setdefault(str(row.get("code")), []).append(row)
+        series = []
+        for link in links:
+            answer = series_answer(
+                by_code.get(link.code, []), begin=begin, end=end, interval="day", tz=ZoneInfo("UTC")
+            )
+            series.append(
+                LinkSeries(code=link.code, total=answer.total, humans=answer.humans, series=answer.series)
+            )
+        return LinksSeries(**{"from": begin}, to=end, interval="day", links=series)
 
     def top(
         self, caller: Caller, query: Mapping[str, str | None], *, codes: Sequence[str], base_url: str
@@ -232,7 +299,10 @@ class ClickReports:
                 raise InvalidRequestError(
                     "This stack keeps no click events: ask without filters or group_by."
                 )
-            return top_links(self._counters().owner_links(caller.owner_id, days), begin, to, base_url)
+            counters = self._counters()
+            if counters is None:
+                raise ServiceUnavailableError("This stack keeps no clicks (no counters, no click events).")
+            return top_links(counters.owner_links(caller.owner_id, days), begin, to, base_url)
         selection = selection_of(
             ask, owner=caller.owner_id, begin=begin, end=to, codes=codes, job_id=query.get("job_id")
         )

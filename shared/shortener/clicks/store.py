@@ -36,16 +36,24 @@ def hour_key(counts: HourCounts) -> str:
 class ClicksStore(aws.DynamoDBTable):
     """Data access for the clicks table."""
 
-    def __init__(self, table_name: str, retention_days: int = 400, client: Any = None) -> None:
+    def __init__(
+        self, table_name: str, retention_days: int = 400, client: Any = None, *, counters: bool = True
+    ) -> None:
         super().__init__(table_name, client)
         self.retention_days = retention_days
+        # False: no counters are kept (KeepClickCounters), only each batch's marker.
+        self.counters = counters
 
     def add(
         self, batch_key: str, hours: Sequence[HourCounts], owner_days: Sequence[OwnerDay] = ()
     ) -> int | None:
         """Add the hours' counts (and each link's totals) unless this batch was counted before: the
         items written, None when every part of it had been. A large batch is written in parts, each
-        with its own marker, so a delivery that failed half-way counts the rest when redelivered."""
+        with its own marker, so a delivery that failed half-way counts the rest when redelivered.
+        Where no counters are kept, only the marker is written (one write a batch, not a transaction:
+        a batch delivered twice still spends click limits once)."""
+        if not self.counters:
+            return 0 if self._mark(batch_key) else None
         updates = [self._hour_update(counts) for counts in hours] + self._total_updates(hours)
         updates += [self._owner_day_update(day) for day in owner_days]
         written, counted_before = 0, 0
@@ -143,6 +151,16 @@ class ClicksStore(aws.DynamoDBTable):
                 },
             },
         )
+
+    def _mark(self, batch_key: str) -> bool:
+        """Put the batch's marker if absent: True when it was (the batch's first delivery)."""
+        try:
+            self.client.put_item(**self._marker(batch_key, 0)["Put"])
+        except ClientError as exc:
+            if aws.error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def _marker(self, batch_key: str, part: int) -> dict[str, Any]:
         expires = clock.epoch_seconds() + int(timedelta(days=MARKER_DAYS).total_seconds())

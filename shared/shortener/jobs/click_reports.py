@@ -5,12 +5,14 @@ ones get a file built on request by the jobs worker, kept fresh for an hour."""
 
 import csv
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from shortener import clock
 from shortener.clicks.counting import destinations_of
+from shortener.clicks.event_queries import EventSelection, Query, lifetime_query
+from shortener.clicks.event_reports import lifetime_totals
 from shortener.clicks.model import LinkTotals, ReportState
 from shortener.jobs.model import Job, RowOutcome
 from shortener.jobs.results import RESULTS_BLOCK_BYTES, RESULTS_CONTENT_TYPE, neutralise
@@ -35,6 +37,48 @@ ReportDelivery = Literal["file", "wait", "build"]
 
 class TotalsReader(Protocol):
     def totals(self, codes: Sequence[str]) -> dict[str, LinkTotals]: ...
+
+
+# A job -> what reads its links' totals (the counters, or the job's click events).
+JobTotals = Callable[[Job], TotalsReader]
+
+
+class EventRows(Protocol):
+    """The click events, asked through Athena (``shortener.clicks.event_store.ClickEventStore``)."""
+
+    table: str
+    answers: str | None
+
+    def rows(self, query: Query) -> list[dict[str, str | None]]: ...
+
+
+class JobEventTotals:
+    """A job's links' totals from their click events, where the stack keeps no counters: one query
+    for the whole job (its links' clicks since the job began, by the rule that answered them), on
+    first use; a report then reads it chunk by chunk."""
+
+    def __init__(self, events: EventRows, job: Job, now: Callable[[], datetime] = clock.now) -> None:
+        self._events = events
+        self._job = job
+        self._now = now
+        self._found: dict[str, LinkTotals] | None = None
+
+    def totals(self, codes: Sequence[str]) -> dict[str, LinkTotals]:
+        if self._found is None:
+            job = self._job
+            selection = EventSelection(
+                owner=job.owner or "", begin=job.created_at, end=self._now(), job_id=job.job_id
+            )
+            query = lifetime_query(selection, self._events.table, self._events.answers)
+            self._found = lifetime_totals(self._events.rows(query))
+        return {code: self._found[code] for code in codes if code in self._found}
+
+
+def job_event_totals(events: EventRows | None) -> JobTotals | None:
+    """What reads each job's totals from the click events, where the stack keeps them."""
+    if events is None:
+        return None
+    return lambda job: JobEventTotals(events, job)
 
 
 def report_key(job_id: str) -> str:
@@ -135,10 +179,14 @@ class FileWriter(Protocol):
 class ClickReportWriter:
     """Builds a job's click report file (the jobs worker, asked by GET /jobs/{id}/clicks)."""
 
-    def __init__(self, jobs: JobChunks, records: ReportRecords, files: FileWriter) -> None:
+    def __init__(
+        self, jobs: JobChunks, records: ReportRecords, files: FileWriter, totals: JobTotals | None = None
+    ) -> None:
         self._jobs = jobs
         self._records = records
         self._files = files
+        # Where the stack keeps no counters: the job's totals from its click events.
+        self._totals = totals
 
     def write(self, job_id: str) -> str | None:
         """The report's key once written; None for an unknown job or one without a bucket."""
@@ -146,7 +194,8 @@ class ClickReportWriter:
         if job is None or not job.bucket:
             return None
         key = report_key(job_id)
-        blocks = report_blocks(self._jobs.iter_chunk_outcomes(job_id), self._records, job.base_url)
+        reader = self._totals(job) if self._totals is not None else self._records
+        blocks = report_blocks(self._jobs.iter_chunk_outcomes(job_id), reader, job.base_url)
         self._files.write(
             job.bucket, key, blocks, content_type=RESULTS_CONTENT_TYPE, file_name=f"{job_id}-clicks.csv"
         )

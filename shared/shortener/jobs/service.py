@@ -18,6 +18,7 @@ from shortener.http.paging import decode_cursor, encode_cursor, page_size
 from shortener.jobs import status
 from shortener.jobs.click_reports import (
     BUILD_UNDER_WAY,
+    JobTotals,
     TotalsReader,
     report_delivery,
     report_key,
@@ -130,6 +131,7 @@ class JobQueries:
         worker: WorkerTasks | None,
         *,
         clicks: Callable[[], ClickReportRecords] | None = None,
+        job_totals: JobTotals | None = None,
         options: JobReadOptions = JobReadOptions(),
         now: Callable[[], datetime] = clock.now,
         logger: logging.Logger | Any = None,
@@ -138,6 +140,8 @@ class JobQueries:
         self._files = files
         self._worker = worker
         self._clicks = clicks
+        # Where the stack keeps no counters: a job's totals from its click events.
+        self._job_totals = job_totals
         self._options = options
         self._now = now
         # The container's Powertools Logger in Lambda (logic does not import observability).
@@ -204,7 +208,8 @@ class JobQueries:
             raise ServiceUnavailableError("This stack counts no clicks (it has no clicks table).")
         clicks = self._clicks()
         if job.total <= self._options.inline_rows:
-            text = report_text(self._jobs.iter_chunk_outcomes(job.job_id), clicks, job.base_url or base_url)
+            reader = self._job_totals(job) if self._job_totals is not None else clicks
+            text = report_text(self._jobs.iter_chunk_outcomes(job.job_id), reader, job.base_url or base_url)
             return CsvAnswer(text, f"{job.job_id}-clicks.csv")
         now = self._now()
         delivery = report_delivery(clicks.report_state(job.job_id), now)

@@ -7,7 +7,7 @@ from typing import Any
 from shortener.access.takedown import HostTakedowns
 from shortener.aws_usage import metering
 from shortener.clicks.erasures import ClickErasures
-from shortener.clicks.event_store import ClickEventStore
+from shortener.clicks.event_store import ClickEventStore, kept_events
 from shortener.clicks.export_files import ExportFileRequest
 from shortener.clicks.exports import ClickExports
 from shortener.clicks.reports import ClickReports
@@ -17,6 +17,7 @@ from shortener.clicks.store_exports import ExportRecords
 from shortener.exceptions import ServiceUnavailableError
 from shortener.jobs.batches import Batches
 from shortener.jobs.bucket import BulkFiles
+from shortener.jobs.click_reports import job_event_totals
 from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.service import JobQueries, JobReadOptions, JobSubmissions, UploadLimits
 from shortener.jobs.store import JobsStore
@@ -107,6 +108,8 @@ def job_queries() -> JobQueries:
         BulkFiles(),
         _jobs_worker(),
         clicks=_click_counters,
+        # Where the stack keeps no counters, a job's totals are asked of its click events.
+        job_totals=None if settings.CLICK_COUNTERS else job_event_totals(_click_events()),
         options=JobReadOptions(
             url_seconds=settings.RESULTS_URL_SECONDS,
             inline_rows=settings.INLINE_RESULTS_ROWS,
@@ -148,7 +151,7 @@ def job_submissions() -> JobSubmissions:
 @lru_cache(maxsize=1)
 def click_reports() -> ClickReports:
     """A link's clicks over a range, and the caller's most followed links."""
-    return ClickReports(api_link_manager(), _click_counters, events=_click_events, tagged=_tagged_codes)
+    return ClickReports(api_link_manager(), _kept_counters, events=_click_events, tagged=_tagged_codes)
 
 
 @lru_cache(maxsize=1)
@@ -205,15 +208,11 @@ def _tagged_codes(owner: str, tag: str) -> list[str]:
 def _click_events() -> ClickEventStore | None:
     """The click events, where the stack keeps them."""
     settings = api_settings()
-    if not (
-        settings.CLICK_EVENTS_WORKGROUP and settings.CLICK_EVENTS_DATABASE and settings.CLICK_EVENTS_TABLE
-    ):
-        return None
-    return ClickEventStore(
+    return kept_events(
         settings.CLICK_EVENTS_WORKGROUP,
         settings.CLICK_EVENTS_DATABASE,
         settings.CLICK_EVENTS_TABLE,
-        answers=settings.CLICK_ANSWERS_TABLE,
+        settings.CLICK_ANSWERS_TABLE,
     )
 
 
@@ -246,6 +245,11 @@ def api_batches() -> Batches:
         function.run_batch,
         retention_days=settings.JOB_RETENTION_DAYS,
     )
+
+
+def _kept_counters() -> ClicksStore | None:
+    """The click counters; None where the stack keeps none (every report asks the events)."""
+    return _click_counters() if api_settings().CLICK_COUNTERS else None
 
 
 @lru_cache(maxsize=1)

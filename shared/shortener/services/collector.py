@@ -26,7 +26,7 @@ def click_collector() -> ClickCollector:
     stream = ClickEventStream(settings.CLICK_EVENTS_STREAM) if settings.CLICK_EVENTS_STREAM else None
     answers = ClickEventStream(settings.CLICK_ANSWERS_STREAM) if settings.CLICK_ANSWERS_STREAM else None
     return ClickCollector(
-        ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS),
+        ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS, counters=settings.CLICK_COUNTERS),
         links.get_many if links else None,
         _click_limits(),
         events=stream.put if stream else None,

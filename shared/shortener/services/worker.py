@@ -5,13 +5,14 @@ from functools import lru_cache
 from shortener import aws
 from shortener.aws_usage import metering
 from shortener.clicks.erasure import EventEraser
+from shortener.clicks.event_store import kept_events
 from shortener.clicks.export_files import ExportFileWriter
 from shortener.clicks.store import ClicksStore
 from shortener.clicks.store_erasures import ErasureRecords
 from shortener.clicks.store_exports import ExportRecords
 from shortener.jobs.batches import BatchRunner
 from shortener.jobs.bucket import BulkFiles, FileChangedError
-from shortener.jobs.click_reports import ClickReportWriter
+from shortener.jobs.click_reports import ClickReportWriter, job_event_totals
 from shortener.jobs.events import JobEndAnnouncer
 from shortener.jobs.events_bus import JobEventsBus, JobTopics
 from shortener.jobs.invoke import JobsWorker
@@ -106,7 +107,19 @@ def results_writer() -> ResultsWriter:
 def click_report_writer() -> ClickReportWriter:
     """The builder of jobs' click report files (docs/clicks.md)."""
     settings = worker_settings()
-    return ClickReportWriter(JobsStore(settings.JOBS_TABLE), ClicksStore(settings.CLICKS_TABLE), BulkFiles())
+    events = kept_events(
+        settings.CLICK_EVENTS_WORKGROUP,
+        settings.CLICK_EVENTS_DATABASE,
+        settings.CLICK_EVENTS_TABLE,
+        settings.CLICK_ANSWERS_TABLE,
+    )
+    return ClickReportWriter(
+        JobsStore(settings.JOBS_TABLE),
+        ClicksStore(settings.CLICKS_TABLE),
+        BulkFiles(),
+        # Where the stack keeps no counters, a job's totals are asked of its click events.
+        None if settings.CLICK_COUNTERS else job_event_totals(events),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -125,3 +138,4 @@ def event_eraser() -> EventEraser:
         ErasureRecords(settings.CLICKS_TABLE),
         JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME).erase_clicks,
     )
+

@@ -103,6 +103,22 @@ def test_a_batch_is_counted_per_link_hour_with_totals_and_counted_once(
     assert "8.8.8.8" not in json.dumps(list(items(tables["CLICKS_TABLE"]).values()))
 
 
+def test_without_counters_a_batch_writes_only_its_marker_and_counts_once(
+    collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLICK_COUNTERS", "false")
+    collector_settings.cache_clear()
+    collector.click_collector.cache_clear()
+    [event] = deliveries([follow("abc"), follow("abc", at=T0 + 3_600_000), follow("xyz")])
+    first = collector.lambda_handler(event, LambdaContext("collector"))
+    assert first["clicks"] == 3 and not first["already_counted"] and first["items_written"] == 0
+    [(key, marker)] = items(tables["CLICKS_TABLE"]).items()
+    assert key[0].startswith("#batch#") and set(marker) == {"pk", "sk", "expires_at"}
+    # Delivered again: known by its marker (click limits are spent once), still nothing counted
+    assert collector.lambda_handler(event, LambdaContext("collector"))["already_counted"]
+    assert len(items(tables["CLICKS_TABLE"])) == 1
+
+
 def test_a_big_batch_is_written_in_parts_each_counted_once(
     collector: ModuleType, tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,8 +6,25 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from shortener.clicks.event_queries import EventSelection, breakdown_query, literal, series_query, where
-from shortener.clicks.event_reports import asked_codes, bucket_of, bucket_starts, event_ask, series_answer
+from shortener.clicks.event_queries import (
+    EventSelection,
+    answers_query,
+    breakdown_query,
+    codes_series_query,
+    lifetime_query,
+    literal,
+    series_query,
+    where,
+)
+from shortener.clicks.event_reports import (
+    all_time_of,
+    asked_codes,
+    bucket_of,
+    bucket_starts,
+    event_ask,
+    lifetime_totals,
+    series_answer,
+)
 from shortener.clicks.reports import LINK_GROUPS
 from shortener.exceptions import InvalidRequestError
 
@@ -120,3 +137,39 @@ def test_at_most_100_codes_are_named_each_once() -> None:
     assert asked_codes(["a", "b", "a", ""]) == ["a", "b"]
     with pytest.raises(InvalidRequestError, match="code: give at most 100 codes"):
         asked_codes([f"c{n}" for n in range(101)])
+
+
+def test_a_links_lifetime_rows_add_up_to_its_totals_with_answers_only_for_a_rule_link() -> None:
+    rows = [
+        {"code": "rule", "destination": "ios", "clicks": "3", "humans": "2",
+         "first_click": "2026-11-02 08:00:00.250", "last_click": "2026-11-03 09:00:00.000"},
+        {"code": "rule", "destination": "default", "clicks": "2", "humans": "2",
+         "first_click": "2026-11-01 07:00:00.000", "last_click": "2026-11-02 07:00:00.000"},
+        {"code": "plain", "destination": "default", "clicks": "4", "humans": "1",
+         "first_click": "2026-11-05 00:00:00.000", "last_click": "2026-11-05 01:00:00.000"},
+    ]  # fmt: skip
+    totals = lifetime_totals(rows)
+    rule = totals["rule"]
+    assert (rule.clicks, rule.humans, rule.bots) == (5, 4, 1)
+    assert rule.first_click == datetime(2026, 11, 1, 7, tzinfo=UTC)
+    assert rule.last_click == datetime(2026, 11, 3, 9, tzinfo=UTC)
+    assert rule.destinations == {"ios": 3, "default": 2}
+    plain = totals["plain"]
+    assert (plain.clicks, plain.humans, plain.bots, plain.destinations) == (4, 1, 3, {})
+    assert all_time_of(None).clicks == 0 and all_time_of(plain).first_click == datetime(
+        2026, 11, 5, tzinfo=UTC
+    )
+
+
+def test_the_events_only_questions_take_every_value_as_a_parameter() -> None:
+    begin, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
+    selection = EventSelection(owner="o'x", begin=begin, end=end, job_id="j1")
+    lifetime = lifetime_query(selection, '"db"."e"', '"db"."a"')
+    series = codes_series_query(EventSelection("o'x", begin, end, codes=("a", "b")), '"db"."e"')
+    answers = answers_query("c'd", begin, end, '"db"."a"')
+    for query in (lifetime, series, answers):
+        assert "o'x" not in query.sql and "c'd" not in query.sql
+        assert query.sql.count("?") == len(query.parameters)
+    assert "GROUP BY code, destination" in lifetime.sql and "'j1'" in lifetime.parameters
+    assert "GROUPING SETS ((code, " in series.sql
+    assert answers.parameters[-1] == "'c''d'"
