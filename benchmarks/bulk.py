@@ -145,7 +145,9 @@ class LocalStack:
         session = boto3.session.Session(
             aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
         )
-        return session.client(service, endpoint_url=self.aws_endpoint)  # type: ignore[call-overload]
+        # Lambda's API is the stack's Lambda endpoint; every other service its embedded AWS.
+        endpoint = str(self.info["lambda_endpoint"]) if service == "lambda" else self.aws_endpoint
+        return session.client(service, endpoint_url=endpoint)  # type: ignore[call-overload]
 
     def recorder(self, action: str) -> None:
         request_log.recorder(self.aws_endpoint, action)

@@ -16,7 +16,7 @@ Athena's copy of the objects (a --no-persist stack keeps bodies in memory), the 
 import argparse
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,8 @@ from benchmarks.clicks import (
 )
 
 OWNERS = 10
+# The jobs worker's memory (template.yaml, FilesFunction).
+WORKER_MEMORY_GB = 1.0
 # Prices (us-east-1): Firehose Direct PUT ingestion per GB, each record rounded up to 5 KB, and its
 # format conversion per GB ingested; S3 Standard per GB-month; Athena per TB scanned, at least
 # 10 MB a query ("Amazon Data Firehose pricing", "Amazon S3 pricing", "Amazon Athena pricing").
@@ -115,7 +117,42 @@ def store_events(stack: LocalStack, folder: Path, options: argparse.Namespace) -
         f"stored {events:,} events in {options.days} daily objects, {total_bytes / 1e6:,.1f} MB, "
         f"in {time.monotonic() - started:.0f} s"
     )
-    return {"events": float(events), "parquet bytes": float(total_bytes)}
+    compacted = compact(stack, [today - timedelta(days=back) for back in range(options.days - 1, -1, -1)])
+    return {
+        "events": float(events),
+        "days": float(options.days),
+        "parquet bytes": float(total_bytes),
+        **compacted,
+    }
+
+
+def compact(stack: LocalStack, days: list[date]) -> dict[str, float]:
+    """Each day compacted by the jobs worker, as its hourly run leaves them (sorted by owner and
+    link, in small row groups; today's up to the last hour): the seconds a day took, the bytes after."""
+    import json
+
+    function = str(stack.info["resources"]["FilesFunction"])
+    lambda_client = stack.client("lambda")
+    took = []
+    for day in days:
+        started = time.monotonic()
+        answer = lambda_client.invoke(
+            FunctionName=function, Payload=json.dumps({"task": "click_compaction", "day": day.isoformat()})
+        )
+        [done] = json.loads(answer["Payload"].read())["click_compaction"]
+        assert done["outcome"] == "compacted", done
+        took.append(time.monotonic() - started)
+    s3, bucket = stack.client("s3"), str(stack.info["resources"]["ClickEventsBucket"])
+    size = sum(
+        item["Size"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="events/")
+        for item in page.get("Contents", [])
+    )
+    print(f"compacted {len(days)} days in {sum(took):.0f} s")
+    return {
+        "compaction of a day (the jobs worker, local): seconds, median": sorted(took)[len(took) // 2],
+        "parquet bytes after compaction": float(size),
+    }
 
 
 def ask(stack: LocalStack, options: argparse.Namespace) -> dict[str, Any]:
@@ -258,19 +295,33 @@ def cost_per_million(stored: dict[str, float], figures: dict[str, Any]) -> dict[
     event_bytes = len(sample_event().record())
     firehose_gb = 1_000_000 * event_bytes / 1024**3
     firehose = firehose_gb * (FIREHOSE_PER_GB + FIREHOSE_CONVERSION_PER_GB)
-    parquet_per_million = stored["parquet bytes"] / stored["events"] * 1_000_000
+    # Kept compacted (a day's raw objects live a day).
+    parquet_per_million = stored["parquet bytes after compaction"] / stored["events"] * 1_000_000
     s3 = parquet_per_million / 1e9 * S3_PER_GB_MONTH * RETENTION_MONTHS
+    # The jobs worker (1 GB) compacts each day once a day, and today every hour as it grows (about
+    # 12 days' worth of rewriting a day): its seconds for a day's clicks.
+    per_day = stored["events"] / (stored["days"] or 1)
+    compaction = (
+        stored["compaction of a day (the jobs worker, local): seconds, median"]
+        * (1 + 12)
+        * 1_000_000
+        / per_day
+        * WORKER_MEMORY_GB
+        * LAMBDA_ARM_PER_GB_SECOND
+    )
     report = sum(float(figures[f"{name}: Athena $ per query"]) for name in REPORT_QUERIES)
     athena = REPORTS_PER_MILLION_CLICKS * report
-    events_only = logs + lambda_cost + markers + firehose + s3 + athena
+    events_only = logs + lambda_cost + markers + firehose + s3 + compaction + athena
     return {
-        "Parquet bytes per click": stored["parquet bytes"] / stored["events"],
+        "Parquet bytes per click, as delivered": stored["parquet bytes"] / stored["events"],
+        "Parquet bytes per click, compacted": stored["parquet bytes after compaction"] / stored["events"],
         "cost per million clicks: access log (ingestion + a month kept), $": logs,
         "cost per million clicks: collector Lambda, $": lambda_cost,
         "cost per million clicks: DynamoDB batch markers (no counters kept), $": markers,
         "click event bytes sent to Firehose": float(event_bytes),
         "cost per million clicks: Firehose (events packed into records), $": firehose,
-        "cost per million clicks: S3, Parquet kept 400 days, $": s3,
+        "cost per million clicks: S3, compacted Parquet kept 400 days, $": s3,
+        "cost per million clicks: compaction (the jobs worker), $": compaction,
         "a link's report (4 queries): Athena $": report,
         f"cost per million clicks: Athena, {REPORTS_PER_MILLION_CLICKS:,} reports, $": athena,
         "cost per million clicks: DynamoDB counters if kept (KeepClickCounters), 10,000 links, $": counters,

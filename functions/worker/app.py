@@ -2,9 +2,9 @@
 per kind of task. An uploaded file's S3 event (or a split handed over by the invocation before) ->
 its rows read into the queue; a complete job -> its results file written once; a job's click
 report file; a done job's QR labels -> their ZIP; a batch of link changes; a click export's file;
-an erasure of click events. The rules live in shortener.jobs (split, results, click_reports,
-labels, batches) and shortener.clicks (export_files, erasure); the tasks in
-shortener.jobs.tasks_model."""
+an erasure of click events; every hour, the compaction of the settled days' click events. The
+rules live in shortener.jobs (split, results, click_reports, labels, batches) and shortener.clicks
+(export_files, erasure, compaction); the tasks in shortener.jobs.tasks_model."""
 
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shortener.jobs.tasks_model import (
     BatchTask,
+    ClickCompactionTask,
     ClickErasureTask,
     ClickExportTask,
     ClickReportTask,
@@ -28,6 +29,7 @@ from shortener.services.worker import (
     batch_runner,
     click_export_writer,
     click_report_writer,
+    event_compactor,
     event_eraser,
     labels_writer,
     results_writer,
@@ -68,6 +70,8 @@ def run(task: WorkerTask, context: LambdaContext, seconds_left: SecondsLeft, ans
             answer["click_export"] = click_export(task)
         case ClickErasureTask():
             answer["click_erasure"] = click_erasure(task, seconds_left)
+        case ClickCompactionTask():
+            answer["click_compaction"] = click_compaction(task, seconds_left)
 
 
 def split(request: SplitRequest, context: LambdaContext, seconds_left: SecondsLeft) -> dict[str, Any]:
@@ -127,3 +131,11 @@ def click_erasure(task: ClickErasureTask, seconds_left: SecondsLeft) -> dict[str
     )
     logger.info("Click erasure", extra={"erasure": task.erasure, **outcome.__dict__})
     return {"erasure": task.erasure, "outcome": outcome.outcome, "events_erased": outcome.erased}
+
+
+def click_compaction(task: ClickCompactionTask, seconds_left: SecondsLeft) -> list[dict[str, Any]]:
+    compactor = event_compactor()
+    days = [compactor.compact_day(task.day)] if task.day else compactor.compact(seconds_left)
+    for day in days:
+        logger.info("Click compaction", extra={**day.__dict__, "day": day.day.isoformat()})
+    return [{**day.__dict__, "day": day.day.isoformat()} for day in days]

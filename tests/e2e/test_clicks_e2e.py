@@ -10,7 +10,7 @@ import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +212,23 @@ def test_nine_visits_by_three_agents_are_nine_clicks_of_three_visitors_every_way
     again = report_of(stack, "links/e2e-visitors/clicks?group_by=browser&bots=include")
     assert (again["total"], again["visitors"]) == (9, 3)
     assert len(export_lines(stack, "code=e2e-visitors&format=csv")) == 9
+    # When the day is compacted (the jobs worker's hourly run does the days before; asked for today)
+    today = datetime.now(UTC).date().isoformat()
+    answer = stack.boto3_client("lambda").invoke(
+        FunctionName=stack.resources["FilesFunction"],
+        Payload=json.dumps({"task": "click_compaction", "day": today}),
+    )
+    [compacted] = json.loads(answer["Payload"].read())["click_compaction"]
+    assert compacted["outcome"] == "compacted" and compacted["rows_written"] < compacted["rows_read"]
+    # Then the day is one object sorted by owner and link, each event once, counted the same
+    s3, bucket = stack.boto3_client("s3"), stack.resources["ClickEventsBucket"]
+    day_keys = [
+        o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=f"events/day={today}/")["Contents"]
+    ]
+    assert len(day_keys) == 1 and "/compacted-" in day_keys[0], day_keys
+    assert len(stored_events(stack, "e2e-visitors")) == 9
+    after = report_of(stack, "links/e2e-visitors/clicks?group_by=browser")
+    assert (after["total"], after["visitors"], after["all_time"]["clicks"]) == (9, 3, 9)
 
 
 @pytest.mark.e2e_timeout(240)

@@ -350,6 +350,14 @@ class LinkClicks(BaseModel):
 
 
 @dataclass(frozen=True)
+class ErasureActivity:
+    """How many erasures of click events were ever asked, and whether one is under way."""
+
+    asked: int
+    running: bool
+
+
+@dataclass(frozen=True)
 class ReportState:
     """What the clicks table knows of a job's click report file."""
 

@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from shortener import aws, clock
+from shortener.clicks.model import ErasureActivity
 
 ERASURE_PK = "#erasure#"
+# One item for all owners: how many erasures were asked, and which run (the compaction of click
+# events waits for them: shortener.clicks.compaction).
+ACTIVITY_KEY = {"pk": {"S": "#erasures"}, "sk": {"S": "activity"}}
 ERASURE_DAYS = 400
 # An erasure not finished a day after it was asked is taken to have died (the worker retries an
 # invocation twice, then reports it on the operations topic): another may be asked.
@@ -33,6 +37,13 @@ class ErasureRecords(aws.DynamoDBTable):
 
     def put(self, owner: str, erasure: str, codes: Sequence[str], requested_at: datetime) -> None:
         expires = requested_at + timedelta(days=ERASURE_DAYS)
+        # First: a compaction that began before then keeps the objects it read.
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=ACTIVITY_KEY,
+            UpdateExpression="ADD asked :one, running :erasure",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":erasure": {"SS": [f"{owner}/{erasure}"]}},
+        )
         # UpdateItem, which the API function may use on the table (not PutItem).
         self.client.update_item(
             TableName=self.table_name,
@@ -106,6 +117,28 @@ class ErasureRecords(aws.DynamoDBTable):
             UpdateExpression="SET finished_at = if_not_exists(finished_at, :at)",
             ExpressionAttributeValues={":at": {"N": str(int(finished_at.timestamp()))}},
         )
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=ACTIVITY_KEY,
+            UpdateExpression="DELETE running :erasure",
+            ExpressionAttributeValues={":erasure": {"SS": [f"{owner}/{erasure}"]}},
+        )
+
+    def activity(self) -> ErasureActivity:
+        """How many erasures were asked, and whether one is under way (asked within a day and not
+        finished: one that died is not waited for)."""
+        item = self.client.get_item(TableName=self.table_name, Key=ACTIVITY_KEY, ConsistentRead=True).get(
+            "Item", {}
+        )
+        running = False
+        for entry in item.get("running", {}).get("SS", []):
+            owner, _, erasure = entry.rpartition("/")
+            record = self.get(owner, erasure)
+            alive = clock.now() - timedelta(seconds=RUNNING_SECONDS)
+            if record is not None and record.finished_at is None and record.requested_at > alive:
+                running = True
+                break
+        return ErasureActivity(asked=int(item.get("asked", {}).get("N", "0")), running=running)
 
     @staticmethod
     def _key(owner: str, erasure: str) -> dict[str, dict[str, str]]:

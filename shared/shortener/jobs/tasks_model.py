@@ -7,7 +7,7 @@ asynchronous event for up to six hours, so an event sent before an update may ar
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote_plus
 
@@ -111,6 +111,14 @@ class ClickErasureTask(BaseModel):
     after: str | None = None
 
 
+class ClickCompactionTask(BaseModel):
+    """The hourly compaction of the settled days' click events (shortener.clicks.compaction), or
+    of one ``day`` (an operator's: a day older than the hourly run looks at)."""
+
+    task: Literal["click_compaction"] = "click_compaction"
+    day: date | None = None
+
+
 class BatchTask(BaseModel):
     """A batch of link changes to run or go on with (shortener.jobs.batches)."""
 
@@ -125,7 +133,8 @@ WorkerTask = Annotated[
     | LabelsRequest
     | BatchTask
     | ClickExportTask
-    | ClickErasureTask,
+    | ClickErasureTask
+    | ClickCompactionTask,
     Field(discriminator="task"),
 ]
 _WORKER_TASK: TypeAdapter[WorkerTask] = TypeAdapter(WorkerTask)

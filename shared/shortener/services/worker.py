@@ -4,6 +4,7 @@ from functools import lru_cache
 
 from shortener import aws
 from shortener.aws_usage import metering
+from shortener.clicks.compaction import EventCompactor
 from shortener.clicks.erasure import EventEraser
 from shortener.clicks.event_store import kept_events
 from shortener.clicks.export_files import ExportFileWriter
@@ -139,3 +140,9 @@ def event_eraser() -> EventEraser:
         JobsWorker(settings.AWS_LAMBDA_FUNCTION_NAME).erase_clicks,
     )
 
+
+@lru_cache(maxsize=1)
+def event_compactor() -> EventCompactor:
+    """The hourly compaction of the click events bucket's settled days."""
+    settings = worker_settings()
+    return EventCompactor(aws.s3(), settings.CLICK_EVENTS_BUCKET, ErasureRecords(settings.CLICKS_TABLE))
