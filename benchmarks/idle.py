@@ -128,7 +128,7 @@ def print_idle(options: argparse.Namespace, idle: dict[str, Any]) -> None:
     )
     for name, count in idle["function_requests"].most_common():
         print(f"    {name:<32} {count:>5}")
-    print(f"  => {per_run * RUNS_PER_HOUR:.0f} AWS requests per idle hour (the restarter's schedule only)")
+    print(f"  => {per_run * RUNS_PER_HOUR:.0f} AWS requests per idle hour (the schedules only)")
     print(
         f"  (the local stack's own CloudWatch emulation made {idle['stack_requests']} requests; not counted)"
     )

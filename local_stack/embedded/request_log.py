@@ -74,4 +74,6 @@ def _s3_operation(method: str, url: str) -> str:
         return "CreateMultipartUpload" if "uploads" in query else "CompleteMultipartUpload"
     if method == "DELETE":
         return "AbortMultipartUpload" if "uploadId" in query else "DeleteObject"
+    if method == "GET" and "/" not in urlsplit(url).path.strip("/"):
+        return "ListObjectsV2" if query.get("list-type") == ["2"] else "ListObjects"
     return {"GET": "GetObject", "HEAD": "HeadObject"}.get(method, method)

@@ -24,7 +24,8 @@ ROWS = 200_000
 # Schedules and alarm periods run this much faster (a minute of simulated time is a second).
 IDLE_TIME_SCALE = 60
 IDLE_SIMULATED_MINUTES = 10
-# The restarter's work each run: its reconcile and its scan for stale loops.
+# The schedules' work: the restarter's reconcile and scan for stale loops each run, and the hourly
+# compaction of click events.
 SCHEDULE_OPERATIONS = {
     "dynamodb.Scan",
     "dynamodb.Query",
@@ -34,6 +35,8 @@ SCHEDULE_OPERATIONS = {
     # The tag index backfill (docs/search.md): its marker read each run, written while it runs.
     "dynamodb.GetItem",
     "dynamodb.UpdateItem",
+    # The jobs worker's hourly compaction of click events: a listing of each of four days.
+    "s3.ListObjectsV2",
 }
 _REPORT = re.compile(r"shortener-local-files REPORT .* Max Memory Used: (\d+) MB")
 
@@ -147,7 +150,7 @@ def test_with_no_loop_idle_costs_only_the_schedule_and_new_work_starts_its_own_l
     per_hour = len(requests) * 60 // IDLE_SIMULATED_MINUTES
     print(
         f"\nidle for {IDLE_SIMULATED_MINUTES} simulated minutes: {len(requests)} AWS requests "
-        f"(= {per_hour} per idle hour), all the restarter's: {sorted(operations)}"
+        f"(= {per_hour} per idle hour), all the schedules': {sorted(operations)}"
     )
     # When a 1,000-row job arrives
     text = "url\n" + "".join(f"https://example.com/idle/{n}\n" for n in range(1000))
