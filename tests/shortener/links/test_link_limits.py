@@ -2,6 +2,7 @@
 ``POST /`` and ``PATCH /links/{code}``, 410 ``expired`` after either, exact click counts under
 concurrent followers, and links without limits keeping their one-read redirect."""
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
@@ -48,6 +49,27 @@ def test_a_head_request_does_not_use_up_a_click(alice: ApiCaller) -> None:
     assert alice.follow(code, method="HEAD")["statusCode"] == 410
 
 
+@pytest.fixture
+def shared_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Invocations run at once in one process share Powertools' Metrics, which is not made for it
+    (in Lambda each runs alone in its environment): two flushes at once can find the set non-empty
+    and then empty ("Must contain at least one metric"). Its writes take turns here."""
+    from shortener.observability import metrics
+
+    # Metrics hands every call to its provider, whose log_metrics decorator flushes itself.
+    provider = metrics.provider
+    turn = threading.RLock()
+    for name in ("add_metric", "add_dimension", "add_metadata", "flush_metrics"):
+        original = getattr(provider, name)
+
+        def in_turn(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with turn:
+                return _original(*args, **kwargs)
+
+        monkeypatch.setattr(provider, name, in_turn)
+
+
+@pytest.mark.usefixtures("shared_metrics")
 def test_concurrent_followers_get_exactly_max_clicks_redirects(alice: ApiCaller) -> None:
     # Given a link allowed three clicks
     code = alice.shorten("https://example.com/three", max_clicks=3)["code"]
