@@ -134,6 +134,12 @@ class ShortenerClient:
         """DELETE /blocklist/{host} (admins)."""
         self._call("DELETE", f"blocklist/{quote(host, safe='')}")
 
+    def audit(self, **query: str) -> dict[str, Any]:
+        """GET /audit (admins): a page {"entries", "next_cursor"} (query: from, to, actor, code,
+        action, limit, cursor)."""
+        wanted = {key: value for key, value in query.items() if value}
+        return self._call("GET", "audit" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
+
     def blocklist(self) -> list[dict[str, Any]]:
         """GET /blocklist (admins): the blocked hosts."""
         return list(self._call("GET", "blocklist").json()["hosts"])

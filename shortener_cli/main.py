@@ -230,6 +230,15 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     unblock = commands.add_parser("unblock", help="allow a blocked host again (admins)")
     unblock.add_argument("host")
     commands.add_parser("blocklist", help="list the blocked hosts (admins)")
+    audit = commands.add_parser(
+        "audit", help="the audit log: who changed which link, key, host or batch, newest first (admins)"
+    )
+    audit.add_argument("--from", dest="begin", help="ISO 8601 date or time (default: 30 days ago)")
+    audit.add_argument("--to", dest="end", help="ISO 8601 date or time (default: now)")
+    audit.add_argument("--actor", help="only this key id's changes")
+    audit.add_argument("--code", help="only changes of this link (or host, key id, batch id)")
+    audit.add_argument("--action", help="only this kind: link.created, link.disabled, host.blocked, ...")
+    audit.add_argument("--all", action="store_true", help="every page, not only the newest 100")
 
 
 def add_link_fields(parser: argparse.ArgumentParser, *, removable: bool = False) -> None:
@@ -348,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         "block": lambda: _show(client.block(args.host, args.reason), args.json),
         "unblock": lambda: _unblock(client, args.host, args.json),
         "blocklist": lambda: _blocklist(client, args.json),
+        "audit": lambda: _audit(client, args),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }
@@ -878,6 +888,29 @@ def _blocklist(client: ShortenerClient, as_json: bool = False) -> int:
     if not hosts:
         print("No blocked hosts.")
     return EXIT_OK
+
+
+def _audit(client: ShortenerClient, args: argparse.Namespace) -> int:
+    """The audit log's entries, newest first: a line each, or JSON lines with --json (an export)."""
+    query = {
+        "from": args.begin,
+        "to": args.end,
+        "actor": args.actor,
+        "code": args.code,
+        "action": args.action,
+    }
+    cursor = ""
+    while True:
+        page = client.audit(**{name: value for name, value in query.items() if value}, cursor=cursor)
+        for entry in page["entries"]:
+            if args.json:
+                print(output.as_json_line(entry))
+            else:
+                where = f" from {entry['source_ip']}" if entry.get("source_ip") else ""
+                print(f"{entry['time']}  {entry['actor']}  {entry['action']}  {entry['target']}{where}")
+        cursor = page.get("next_cursor") or ""
+        if not (args.all and cursor):
+            return EXIT_OK
 
 
 def _loops(args: argparse.Namespace) -> int:

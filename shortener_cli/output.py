@@ -84,6 +84,10 @@ def as_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def as_json_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def links_csv(links: Iterable[Mapping[str, Any]], *, header: bool) -> str:
     """CSV lines of ``links`` (tags joined by spaces). A cell that a spreadsheet would run as a
     formula starts with a quote mark, as the results CSV does."""

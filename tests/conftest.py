@@ -65,6 +65,7 @@ TABLES = {
     "TOKENS_TABLE": "TokensTable",
     "BLOCKLIST_TABLE": "BlocklistTable",
     "CLICKS_TABLE": "ClicksTable",
+    "AUDIT_TABLE": "AuditTable",
 }
 
 

@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 from string import Template
 
+from audit import router as audit_router
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
@@ -19,7 +20,7 @@ from bulk_links import router as bulk_links_router
 from clicks import router as clicks_router
 from links import router as links_router
 from qr import router as qr_router
-from request import api_url, base_url, body_fields, caller, stage_cache
+from request import api_url, audit, base_url, body_fields, caller, stage_cache
 
 from shortener import clock
 from shortener.clicks.agents import is_crawler
@@ -55,6 +56,7 @@ app.include_router(batches_router)
 app.include_router(links_router)
 app.include_router(clicks_router)
 app.include_router(qr_router)
+app.include_router(audit_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -121,6 +123,8 @@ def shorten() -> Response[str]:
     refresh = stage_cache(event) if result.created and request.code else None
     if refresh is not None and refresh(result.code) != settings.REDIRECT_STATUS:
         logger.warning("The stage cache entry of a new code was not refreshed", extra={"code": result.code})
+    if result.created:
+        audit(event, "link.created", result.code, after=result.model_dump(mode="json"))
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
 
 

@@ -4,7 +4,7 @@ app.py; errors raised here are mapped to JSON there. The rules live in shortener
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import api_url, body_fields, caller, stage_base_url
+from request import api_url, audit, body_fields, caller, stage_base_url
 
 from shortener.http import web
 from shortener.http.openapi import Answer, link_to, operation
@@ -12,6 +12,8 @@ from shortener.jobs.batches_model import BatchAccepted, BatchRequest, BatchStatu
 from shortener.services.api import api_batches
 
 router = APIGatewayRouter()
+# The most codes of a batch its audit entry lists.
+AUDITED_CODES = 100
 
 
 @router.post(
@@ -35,11 +37,22 @@ def start_batch() -> Response[str]:
     event = router.current_event
     request = web.parse_request(BatchRequest, body_fields(event))
     batch = api_batches().submit(caller(event), request, stage_base_url=stage_base_url(event))
+    audit(event, "links.batch", batch.batch_id, after=_asked(request))
     status_url = api_url(event) + f"links/batch/{batch.batch_id}"
     accepted = BatchAccepted(batch_id=batch.batch_id, status_url=status_url)
     return Response(
         202, content_types.APPLICATION_JSON, accepted.model_dump_json(), headers={"Location": status_url}
     )
+
+
+def _asked(request: BatchRequest) -> dict[str, object]:
+    """What a batch asked, as the audit log keeps it: a long list of codes by its length and first
+    hundred (an entry stays far below DynamoDB's 400 KB item)."""
+    asked = request.model_dump(mode="json", exclude_none=True)
+    codes = asked.pop("codes", None)
+    if codes is not None:
+        asked |= {"codes_count": len(codes), "codes": codes[:AUDITED_CODES]}
+    return asked
 
 
 @router.get(

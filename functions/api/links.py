@@ -7,7 +7,7 @@ from dataclasses import asdict
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
-from request import base_url, body_fields, caller, stage_cache
+from request import audit, base_url, body_fields, caller, stage_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.blocklist_model import BlockAnswer, Blocklist, BlockRequest
@@ -82,6 +82,13 @@ def change_link(code: str) -> Response[str]:
     update = web.parse_request(LinkUpdate, body_fields(event))
     policy = settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION))
     change = api_link_manager().update(caller(event), code, update, policy, stage_cache(event))
+    before, after = change.before or change.link, change.link
+    action = (
+        ("link.disabled" if after.status == "disabled" else "link.enabled")
+        if before.status != after.status
+        else "link.updated"
+    )
+    audit(event, action, after.code, before=_view(before), after=_view(after))
     return _changed(change)
 
 
@@ -94,8 +101,10 @@ def change_link(code: str) -> Response[str]:
     ),
 )
 def delete_link(code: str) -> Response[str]:
-    change = api_link_manager().delete(caller(router.current_event), code, stage_cache(router.current_event))
+    event = router.current_event
+    change = api_link_manager().delete(caller(event), code, stage_cache(event))
     metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
+    audit(event, "link.deleted", change.link.code, before=_view(change.before or change.link))
     return _changed(change)
 
 
@@ -134,6 +143,13 @@ def block_host(host: str) -> Response[str]:
         host, added_by=admin.owner_id, reason=request.reason, stage_cache=stage_cache(event)
     )
     logger.info("Host blocked", extra={"host": entry.host, "by": admin.owner_id, **asdict(report)})
+    if not report.already_blocked:
+        audit(
+            event,
+            "host.blocked",
+            entry.host,
+            after={**entry.model_dump(mode="json"), "links_taken_down": report.links},
+        )
     answer = BlockAnswer(
         **entry.model_dump(),
         links_taken_down=report.links,
@@ -156,6 +172,7 @@ def unblock_host(host: str) -> Response[str]:
     if report is None:
         raise NotBlockedError(f"{host[:80]} is not on the blocklist.")
     logger.info("Host unblocked", extra={"by": admin.owner_id, **asdict(report)})
+    audit(router.current_event, "host.unblocked", host)
     return Response(204, content_types.APPLICATION_JSON, "")
 
 
@@ -186,6 +203,11 @@ def _changed(change: Change) -> Response[str]:
         logger.error("The stage cache entry was not refreshed", extra={"code": change.link.code})
         metrics.add_metric(name="StageCacheInvalidationFailed", unit=MetricUnit.Count, value=1)
     return _link_answer(change.link)
+
+
+def _view(link: Link) -> dict[str, object]:
+    """A link as the audit log keeps it: its view (never a password)."""
+    return LinkView.of(link, base_url(router.current_event)).model_dump(mode="json")
 
 
 def _link_answer(link: Link) -> Response[str]:

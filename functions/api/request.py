@@ -12,18 +12,36 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from shortener.access.model import Caller
+from shortener.audit.model import AuditAction
+from shortener.audit.trail import actor_of
 from shortener.http import web
 from shortener.jobs.submit import JobOrigin
 from shortener.jobs.topics import job_topic
 from shortener.links.management import StageCacheInvalidator
 from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
-from shortener.services.api import short_link_base, stage_cache_invalidator
+from shortener.services.api import audit_trail, short_link_base, stage_cache_invalidator
 from shortener.settings import api_settings
 
 
 def caller(event: APIGatewayProxyEvent) -> Caller:
     """Who is asking: the key's owner and role, anonymous without one."""
     return web.caller_from_event(event.raw_event)
+
+
+def audit(
+    event: APIGatewayProxyEvent,
+    action: AuditAction,
+    target: str,
+    *,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+) -> None:
+    """Record a change the request made in the audit log, before it is answered (where the stack
+    keeps one): the caller, the change, the caller's address."""
+    trail = audit_trail()
+    if trail is not None:
+        address = web.client_address(event.raw_event) or None
+        trail.record(actor_of(caller(event)), action, target, before=before, after=after, source_ip=address)
 
 
 def base_url(event: APIGatewayProxyEvent) -> str:

@@ -167,6 +167,9 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     CLICK_EVENTS_TABLE: str = ""
     # Which rule answered each request of a rule link, joined to the events by request id.
     CLICK_ANSWERS_TABLE: str = ""
+    # The audit log of changes ("": none kept), and how long an entry is kept.
+    AUDIT_TABLE: str = ""
+    AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
 
 
 class PollerSettings(TablesMixin, LinksMixin):

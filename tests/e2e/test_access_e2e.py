@@ -3,11 +3,13 @@ every protected route with nothing written; revocation is effective at once alth
 caches the authorizer's answers; a key over its usage plan gets 429; Access=open shortens without
 a key and rate-limits a single client. Keys are made and revoked with the `shortener` client."""
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,6 +19,9 @@ from tests.e2e.conftest import Answer, RunningStack, StartStack
 from tests.support.stack_template import expanded_template
 
 WRONG_KEY = "shk_0123456789ab_" + "A" * 43
+
+
+JSON = {"Content-Type": "application/json"}
 
 
 def shortener(stack: RunningStack, *args: str) -> subprocess.CompletedProcess[str]:
@@ -73,7 +78,7 @@ def state(stack: RunningStack) -> dict[str, Any]:
     dynamodb, sqs = stack.boto3_client("dynamodb"), stack.boto3_client("sqs")
     tables = {
         name: sorted(map(str, dynamodb.scan(TableName=stack.resources[name], ConsistentRead=True)["Items"]))
-        for name in ("LinksTable", "JobsTable", "TokensTable", "BlocklistTable")
+        for name in ("LinksTable", "JobsTable", "TokensTable", "BlocklistTable", "AuditTable")
     }
     attributes = sqs.get_queue_attributes(
         QueueUrl=stack.resources["BulkQueue"],
@@ -120,6 +125,33 @@ def test_no_key_a_wrong_key_and_a_revoked_key_are_refused_everywhere_and_write_n
             assert "X-Api-Key" in answer.json()["message"] or error == "invalid_api_key"
     # And nothing was written: no link, no job, no queued row
     assert state(stack) == before
+
+
+def test_the_audit_log_shows_who_disabled_a_link_and_its_url_before_and_after(stack: RunningStack) -> None:
+    # Given a member who makes a link, points it elsewhere, then disables it
+    key_id, key = create_key(stack, "e2e-audited")
+    link = {"url": "https://example.com/e2e/audit-before", "code": "e2e-audited"}
+    assert stack.post_json("/", link, api_key=key).status == 201
+    changed = {"url": "https://example.com/e2e/audit-after"}
+    assert stack.request("PATCH", "links/e2e-audited", json.dumps(changed), JSON, api_key=key).status == 200
+    disabled = json.dumps({"status": "disabled"})
+    assert stack.request("PATCH", "links/e2e-audited", disabled, JSON, api_key=key).status == 200
+    # Then an admin reads at once who disabled it and when, and the URL before and after the change
+    answer = stack.request("GET", "audit?code=e2e-audited")
+    assert answer.status == 200, answer.text
+    entries = answer.json()["entries"]
+    assert [entry["action"] for entry in entries] == ["link.disabled", "link.updated", "link.created"]
+    assert {entry["actor"] for entry in entries} == {key_id}
+    assert entries[0]["after"]["status"] == "disabled" and entries[0]["source_ip"] == "127.0.0.1"
+    assert (entries[1]["before"]["url"], entries[1]["after"]["url"]) == (link["url"], changed["url"])
+    assert datetime.fromisoformat(entries[0]["time"]) > datetime.now(UTC) - timedelta(minutes=5)
+    # and the command line prints them, newest first
+    printed = shortener(stack, "audit", "--code", "e2e-audited")
+    assert printed.returncode == 0, printed.stderr
+    assert [line.split()[2] for line in printed.stdout.splitlines()] == [e["action"] for e in entries]
+    # and a member cannot read it
+    refused = stack.request("GET", "audit", api_key=key)
+    assert refused.status == 403 and refused.json()["error"] == "forbidden", refused.text
 
 
 @pytest.mark.e2e_timeout(90)

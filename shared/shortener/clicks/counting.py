@@ -386,8 +386,8 @@ def parse_range(
     chosen = interval or "day"
     if chosen not in MAX_RANGE_DAYS:
         raise InvalidRequestError("interval must be hour, day, week or month.")
-    to = _instant(end, "to") if end else now
-    begin = _instant(start, "from") if start else to - timedelta(days=30)
+    to = parse_instant(end, "to") if end else now
+    begin = parse_instant(start, "from") if start else to - timedelta(days=30)
     if begin > to:
         raise InvalidRequestError("from must not be after to.")
     if to - begin > timedelta(days=MAX_RANGE_DAYS[chosen]):
@@ -397,7 +397,9 @@ def parse_range(
     return begin, to, cast(Interval, chosen)
 
 
-def _instant(text: str, name: str) -> datetime:
+def parse_instant(text: str, name: str) -> datetime:
+    """A date or a time in ISO 8601 (UTC unless it names an offset), or InvalidRequestError naming
+    ``name``."""
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

@@ -43,6 +43,9 @@ RESERVED_WORDS = frozenset(
         "clicks",
         # POST /links/batch, GET /links/batch/{batch_id} (changes in bulk).
         "batch",
+        # GET /audit (the audit log), and the webhooks to come (issue 37).
+        "audit",
+        "webhooks",
     }
 )
 

@@ -107,6 +107,8 @@ class Change:
 
     link: Link
     stage_cache_invalidated: bool | None = None
+    # The link as it was before (for the audit log).
+    before: Link | None = None
 
 
 class LinkManager:
@@ -339,15 +341,15 @@ class LinkManager:
                 f"The link '{link.code}' changed meanwhile; read it again and retry."
             ) from exc
         if not takedown:
-            return Change(changed)
+            return Change(changed, before=link)
         self._service.forget(link.code)
         if self._edge is not None:
             self._edge([link.code])
         if stage_cache is None:
-            return Change(changed)
+            return Change(changed, before=link)
         # The refreshed entry must hold the new answer: the redirect, or 410 for a takedown.
         expected = self._redirect_status if changed.active and not changed.expired(clock.now()) else 410
-        return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected)
+        return Change(changed, stage_cache_invalidated=stage_cache(link.code) == expected, before=link)
 
 
 def _within_bytes(links: list[Link], budget: int) -> int:

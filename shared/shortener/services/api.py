@@ -5,6 +5,8 @@ from functools import lru_cache
 from typing import Any
 
 from shortener.access.takedown import HostTakedowns
+from shortener.audit.store import AuditStore
+from shortener.audit.trail import AuditTrail
 from shortener.aws_usage import metering
 from shortener.clicks.erasures import ClickErasures
 from shortener.clicks.event_store import ClickEventStore, kept_events
@@ -146,6 +148,15 @@ def job_submissions() -> JobSubmissions:
         # What counts the work of an upload, for its job's usage.
         metering=lambda: metering(api_settings().AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
     )
+
+
+@lru_cache(maxsize=1)
+def audit_trail() -> AuditTrail | None:
+    """The audit log of changes, where the stack keeps one."""
+    settings = api_settings()
+    if not settings.AUDIT_TABLE:
+        return None
+    return AuditTrail(AuditStore(settings.AUDIT_TABLE), settings.AUDIT_RETENTION_DAYS)
 
 
 @lru_cache(maxsize=1)

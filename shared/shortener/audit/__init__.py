@@ -1,0 +1,1 @@
+"""The audit log: who changed what, when, from where (docs/audit.md)."""
