@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 RESULTS_PAGE = 1000
 _installed = threading.Lock()
+# sqlglot's parser and generators, one query at a time: the first queries after a start, run at
+# once (a link report asks four), once answered TIME_TO_UNIX for to_unixtime, which DuckDB lacks.
+_transpiling = threading.Lock()
 _runner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="athena-query")
 # Execution id -> what the local run made of it, the newest RUNS_KEPT (an answer is read within
 # seconds of its query; its CSV stays at the output location).
@@ -88,15 +91,16 @@ def substitute(query: str, parameters: list[str]) -> Any:
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(query, read="trino")
-    placeholders = list(tree.find_all(exp.Placeholder, bfs=False))  # depth first: in the text's order
-    if len(placeholders) != len(parameters):
-        raise ValueError(
-            f"The query has {len(placeholders)} parameters and {len(parameters)} values were given."
-        )
-    for placeholder, value in zip(placeholders, parameters, strict=True):
-        literal = sqlglot.parse_one(f"SELECT {value}", read="trino")
-        placeholder.replace(literal.expressions[0] if isinstance(literal, exp.Select) else literal)
+    with _transpiling:
+        tree = sqlglot.parse_one(query, read="trino")
+        placeholders = list(tree.find_all(exp.Placeholder, bfs=False))  # depth first: the text's order
+        if len(placeholders) != len(parameters):
+            raise ValueError(
+                f"The query has {len(placeholders)} parameters and {len(parameters)} values were given."
+            )
+        for placeholder, value in zip(placeholders, parameters, strict=True):
+            literal = sqlglot.parse_one(f"SELECT {value}", read="trino")
+            placeholder.replace(literal.expressions[0] if isinstance(literal, exp.Select) else literal)
     return tree
 
 
@@ -250,7 +254,9 @@ def _answer(run: _Run, query: _Query) -> None:
                 f"the limit is {query.cutoff}."
             )
             return
-        found = connection.execute(tree.sql(dialect="duckdb"))
+        with _transpiling:
+            statement = tree.sql(dialect="duckdb")
+        found = connection.execute(statement)
         described = found.description or []
         run.columns = [
             (str(column[0]), _DUCKDB_TYPES.get(str(column[1]).split("(")[0].upper(), "varchar"))
