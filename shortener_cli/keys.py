@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener.access.keys import KeyManager
 from shortener.access.model import ApiKey
@@ -39,7 +40,16 @@ class Target:
             self.stack_name,
             self.session.client("apigateway", **client_args),
             self.session.client("dynamodb", **client_args),
+            actor=self.operator(client_args),
         )
+
+    def operator(self, client_args: Mapping[str, Any]) -> str:
+        """Who runs the command, as the audit log names them: ``cli:<the credentials' ARN>``."""
+        try:
+            identity = self.session.client("sts", **client_args).get_caller_identity()
+        except (BotoCoreError, ClientError):
+            return "cli"
+        return f"cli:{identity['Arn']}"
 
 
 def deployed_target(stack_name: str, region: str | None) -> Target:

@@ -31,6 +31,8 @@ def key_manager(
         stack_name,
         aws_client("apigateway", aws_endpoint, region),
         aws_client("dynamodb", aws_endpoint, region),
+        # The stack's own admin key, made when a data folder has none (the audit log's actor).
+        actor="local-stack",
     )
 
 

@@ -149,6 +149,10 @@ def test_the_audit_log_shows_who_disabled_a_link_and_its_url_before_and_after(st
     printed = shortener(stack, "audit", "--code", "e2e-audited")
     assert printed.returncode == 0, printed.stderr
     assert [line.split()[2] for line in printed.stdout.splitlines()] == [e["action"] for e in entries]
+    # and the key was recorded when the command line made it, by the credentials that made it
+    [made] = stack.request("GET", f"audit?action=key.created&code={key_id}").json()["entries"]
+    assert made["actor"].startswith("cli:") and made["after"]["owner_id"] == "e2e-audited"
+    assert key not in json.dumps(made)
     # and a member cannot read it
     refused = stack.request("GET", "audit", api_key=key)
     assert refused.status == 403 and refused.json()["error"] == "forbidden", refused.text

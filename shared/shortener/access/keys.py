@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -200,16 +200,51 @@ class UsagePlan(Protocol):
     def flush_authorizer_cache(self) -> None: ...
 
 
+class AuditRecords(Protocol):
+    """``shortener.audit.trail.AuditTrail``."""
+
+    def record(
+        self,
+        actor: str,
+        action: Any,
+        target: str,
+        *,
+        before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+        source_ip: str | None = None,
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class KeyAudit:
+    """Where a key's creation and revocation are recorded, and who made them."""
+
+    trail: AuditRecords
+    actor: str
+
+    def record(self, action: str, record: ApiKey, before: Mapping[str, Any] | None = None) -> None:
+        view = record.model_dump(mode="json", include={"key_id", "name", "owner_id", "role", "revoked"})
+        self.trail.record(self.actor, action, record.key_id, before=before, after=view)
+
+
 class KeyManager:
     """`shortener keys create|list|revoke` against one deployment (or the local stack)."""
 
     def __init__(
-        self, store: KeyStore, plan: UsagePlan, *, name_prefix: str, now: Callable[[], datetime] = clock.now
+        self,
+        store: KeyStore,
+        plan: UsagePlan,
+        *,
+        name_prefix: str,
+        now: Callable[[], datetime] = clock.now,
+        audit: KeyAudit | None = None,
     ) -> None:
         self._store = store
         self._plan = plan
         self._name_prefix = name_prefix
         self._now = now
+        # The stack's audit log (never the key, nor its hash).
+        self._audit = audit
 
     def create(self, name: str, owner_id: str, role: str = "member") -> CreatedKey:
         """Make a key: its API Gateway API key joins the usage plan first, then the record is
@@ -230,6 +265,8 @@ class KeyManager:
         )
         self._plan.add_key(self.usage_key_name(record), record.usage_key)
         self._store.put_new(record)
+        if self._audit is not None:
+            self._audit.record("key.created", record)
         return CreatedKey(record=record, key=key)
 
     def list(self) -> list[ApiKey]:
@@ -243,6 +280,8 @@ class KeyManager:
         if self._store.get_key(key_id) is None:
             raise KeyNotFoundError(f"No key has the id '{key_id[:64]}'.")
         record = self._store.mark_revoked(key_id, self._now())
+        if self._audit is not None:
+            self._audit.record("key.revoked", record, before={"key_id": key_id, "revoked": False})
         # Both API Gateway steps are tried even if one fails; the first failure is then raised
         # (the revocation itself is stored and the authorizer already refuses the key).
         failures: list[UsagePlanError] = []

@@ -11,10 +11,13 @@ import boto3
 import pytest
 from freezegun import freeze_time
 
+from local_stack.cloudformation.template import create_table_arguments
+from shortener.access.usage_plans import ApiGatewayUsagePlan
 from shortener.audit.model import AuditEntry
 from shortener.audit.store import AuditSelection, AuditStore
 from shortener.audit.trail import AuditTrail
 from shortener.services import api as api_services
+from shortener.services import keys as stack_keys
 from tests.support.api import ApiCaller
 
 pytestmark = pytest.mark.integration
@@ -143,3 +146,46 @@ def test_a_batch_is_one_entry_naming_what_it_asked(api: ModuleType, monkeypatch:
     [entry] = entries(admin, action="links.batch")
     assert entry["target"] == json.loads(answer["body"])["batch_id"]
     assert entry["after"] == {"action": "disable", "codes_count": 3, "codes": codes[:2]}
+
+
+def test_a_key_made_and_revoked_with_the_command_line_is_in_the_log(
+    tables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apigateway = boto3.client("apigateway")
+    plan = apigateway.create_usage_plan(name="plan", apiStages=[{"apiId": "api1", "stage": "dev"}])["id"]
+    monkeypatch.setattr(ApiGatewayUsagePlan, "flush_authorizer_cache", lambda self: None)
+    boto3.client("dynamodb").create_table(**create_table_arguments("KeysTable", "keys"))
+    outputs = {
+        "KeysTableName": "keys",
+        "UsagePlanId": plan,
+        "RestApiId": "api1",
+        "ApiStageName": "dev",
+        "AuditTableName": tables["AUDIT_TABLE"],
+        "AuditRetentionDays": "30",
+    }
+    manager = stack_keys.key_manager(
+        outputs,
+        "stk",
+        boto3.client("apigateway"),
+        boto3.client("dynamodb"),
+        actor="cli:arn:aws:iam::1:user/ops",
+    )
+    made = manager.create("campaigns", "team-a")
+    manager.revoke(made.record.key_id)
+    store = AuditStore(tables["AUDIT_TABLE"])
+    now = datetime.now(UTC)
+    found, _ = store.page(AuditSelection(begin=now - timedelta(hours=1), end=now + timedelta(minutes=1)), 10)
+    assert [(e.action, e.target, e.actor) for e in found] == [
+        ("key.revoked", made.record.key_id, "cli:arn:aws:iam::1:user/ops"),
+        ("key.created", made.record.key_id, "cli:arn:aws:iam::1:user/ops"),
+    ]
+    assert found[1].after == {
+        "key_id": made.record.key_id,
+        "name": "campaigns",
+        "owner_id": "team-a",
+        "role": "member",
+        "revoked": False,
+    }
+    # never the key itself nor its hash
+    assert made.key not in json.dumps([e.model_dump(mode="json") for e in found])
+    assert made.record.key_hash not in json.dumps([e.model_dump(mode="json") for e in found])
