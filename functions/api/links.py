@@ -82,13 +82,9 @@ def change_link(code: str) -> Response[str]:
     update = web.parse_request(LinkUpdate, body_fields(event))
     policy = settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION))
     change = api_link_manager().update(caller(event), code, update, policy, stage_cache(event))
+    # Named as the webhook events: a disable is an update whose status changed (before, after say so).
     before, after = change.before or change.link, change.link
-    action = (
-        ("link.disabled" if after.status == "disabled" else "link.enabled")
-        if before.status != after.status
-        else "link.updated"
-    )
-    audit(event, action, after.code, before=_view(before), after=_view(after))
+    audit(event, "link.updated", after.code, before=_view(before), after=_view(after))
     return _changed(change)
 
 

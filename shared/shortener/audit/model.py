@@ -9,8 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 AuditAction = Literal[
     "link.created",
     "link.updated",
-    "link.disabled",
-    "link.enabled",
     "link.deleted",
     "links.batch",
     "key.created",

@@ -42,7 +42,7 @@ def test_who_made_changed_disabled_and_deleted_a_link_reads_newest_first(api: Mo
     found = entries(admin, code="audited")
     assert [entry["action"] for entry in found] == [
         "link.deleted",
-        "link.disabled",
+        "link.updated",
         "link.updated",
         "link.created",
     ]
@@ -57,7 +57,7 @@ def test_who_made_changed_disabled_and_deleted_a_link_reads_newest_first(api: Mo
     assert deleted["after"] is None and deleted["before"]["code"] == "audited"
     assert created["before"] is None and created["after"]["url"] == "https://example.com/before"
     # Filtered by action and by actor; a member may not read it
-    assert [e["target"] for e in entries(admin, action="link.disabled")] == ["audited"]
+    assert [e["after"]["status"] for e in entries(admin, action="link.updated")] == ["disabled", "active"]
     assert entries(admin, actor="key-nobody") == []
     refused = audit(alice)
     assert refused["statusCode"] == 403 and "admin" in json.loads(refused["body"])["message"]
