@@ -10,7 +10,8 @@
   ``forking``: the runtime's side of it (Zygote, ForkedProcess).
 - ``log_format``: the functions' output rendered for the terminal (LogFormat, configure_logging).
 - ``event_queue``: Lambda's queue of asynchronous events as part of the durable state
-  (AsyncEventQueue); ``service``: LambdaService, which adds it to the stack.
+  (AsyncEventQueue); ``sqs_sources``: the SQS event source mappings' pollers (SqsPollers);
+  ``service``: LambdaService, which adds both to the stack.
 
 This package imports none of them: every worker process imports ``bootstrap`` through it, and must
 not load the stack (moto, the gateway) to run one function. Import the modules themselves."""

@@ -1,11 +1,13 @@
 """Lambda in the stack's start and stop: its queue of asynchronous events as part of the durable
-state (awslambda/event_queue.py). The runtime and its Invoke endpoint are the stack's own servers
+state (awslambda/event_queue.py), and the pollers of its SQS event source mappings
+(awslambda/sqs_sources.py). The runtime and its Invoke endpoint are the stack's own servers
 (stack.py)."""
 
 import logging
 from pathlib import Path
 
 from local_stack.awslambda.event_queue import AsyncEventQueue
+from local_stack.awslambda.sqs_sources import SqsPollers, SqsSource, sqs_sources
 from local_stack.durability import ServiceState
 from local_stack.service import Service, Stack
 
@@ -17,6 +19,12 @@ class LambdaService(Service):
 
     def __init__(self) -> None:
         self._queue: AsyncEventQueue | None = None
+        self._sources: list[SqsSource] = []
+        self._pollers: SqsPollers | None = None
+
+    def configure(self, stack: Stack) -> None:
+        # Before anything serves: a mapping Lambda would refuse stops the start (MappingRefused).
+        self._sources = sqs_sources(stack.resources, stack.warn)
 
     def durable_state(self, stack: Stack, data_dir: Path) -> AsyncEventQueue:
         self._queue = AsyncEventQueue()
@@ -35,5 +43,16 @@ class LambdaService(Service):
                 redelivered,
             )
 
+    def start(self, stack: Stack) -> None:
+        # Once everything serves (and the queues' messages are restored): the mappings poll.
+        self._pollers = SqsPollers(
+            self._sources, stack.runtime, stack.resources.aws_endpoint, stack.options.region
+        )
+        self._pollers.start()
+
     def stop(self) -> None:
+        # Before the runtime stops (stack.py): no new batch is received while its workers end.
+        if self._pollers is not None:
+            self._pollers.stop()
+            self._pollers = None
         self._queue = None

@@ -35,6 +35,7 @@ SUBSCRIPTION = "AWS::SNS::Subscription"
 ALARM = "AWS::CloudWatch::Alarm"
 RULE = "AWS::Events::Rule"
 FUNCTION = "AWS::Lambda::Function"
+EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
 LAYER = "AWS::Lambda::LayerVersion"
 REST_API = "AWS::ApiGateway::RestApi"
 ROLE = "AWS::IAM::Role"
@@ -72,6 +73,8 @@ EMULATED_TYPES = (
     ALARM,
     RULE,
     FUNCTION,
+    # Run by awslambda/sqs_sources.py (SQS queues only); nothing is created for it in moto.
+    EVENT_SOURCE_MAPPING,
     REST_API,
     USAGE_PLAN,
     API_KEY,
@@ -311,6 +314,15 @@ def _kms_key_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]
     return key_id, {"Arn": f"arn:aws:kms:{arn}:key/{key_id}", "KeyId": key_id}
 
 
+def _event_source_mapping_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
+    # A mapping's Ref is its UUID, made by Lambda; here the same one on every start.
+    mapping_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{arn}:event-source-mapping:{name}"))
+    return mapping_id, {
+        "Id": mapping_id,
+        "EventSourceMappingArn": f"arn:aws:lambda:{arn}:event-source-mapping:{mapping_id}",
+    }
+
+
 def _web_acl_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]:
     acl_arn = f"arn:aws:wafv2:{arn}:regional/webacl/{name}/local"
     return f"{name}|local|REGIONAL", {"Arn": acl_arn, "Id": "local"}
@@ -338,6 +350,7 @@ _IDENTITIES: dict[str, _Identity] = {
     RULE: lambda name, arn, _: (name, {"Arn": f"arn:aws:events:{arn}:rule/{name}"}),
     FUNCTION: lambda name, arn, _: (name, {"Arn": f"arn:aws:lambda:{arn}:function:{name}"}),
     LAYER: lambda name, arn, _: (f"arn:aws:lambda:{arn}:layer:{name}:1", {}),
+    EVENT_SOURCE_MAPPING: _event_source_mapping_identity,
     REST_API: lambda name, arn, _: ("local", {"RootResourceId": "root"}),
     # IAM is global: no region in its ARNs.
     ROLE: lambda name, arn, _: (
@@ -391,7 +404,9 @@ def create_resources(
     created by it, as `sam deploy` against the embedded AWS creates them.
 
     ``sns_endpoint_for(function_name)`` gives the HTTP address that delivers a topic's messages
-    to a function, since moto cannot run Lambda code itself."""
+    to a function, since moto cannot run Lambda code itself. For the same reason no SQS event
+    source mapping is made in moto's Lambda (moto would invoke its function through Docker on each
+    SendMessage): the Lambda service's pollers run them (awslambda/sqs_sources.py)."""
     endpoint, region = resources.aws_endpoint, resources.region
     _create_tables(resources, aws_client("dynamodb", endpoint, region))
     _create_queues(resources, aws_client("sqs", endpoint, region))

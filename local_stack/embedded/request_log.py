@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from local_stack.embedded.client import EVENT_SOURCE_USER_AGENT
+
 _SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 _SERVICE_NAMES = {"monitoring": "cloudwatch"}
 
@@ -24,6 +26,8 @@ class RecordedRequest:
     operation: str  # PutItem, SendMessageBatch, GetObject, ...
     by_function: bool
     body: bytes
+    # An event source mapping's request (a queue's poll, a batch's deletion), made by the stack.
+    by_event_source: bool = False
 
     @property
     def name(self) -> str:
@@ -51,6 +55,7 @@ def parse(entry: dict[str, Any]) -> RecordedRequest:
     body = base64.b64decode(raw) if entry.get("body_encoded") else str(raw).encode()
     url = str(entry.get("url", ""))
     by_function = "exec-env/AWS_Lambda" in headers.get("user-agent", "")
+    by_event_source = EVENT_SOURCE_USER_AGENT in headers.get("user-agent", "")
     scope = _SCOPE.search(headers.get("authorization", "")) or _SCOPE.search(
         "Credential=" + "".join(parse_qs(urlsplit(url).query).get("X-Amz-Credential", [""]))
     )
@@ -63,7 +68,13 @@ def parse(entry: dict[str, Any]) -> RecordedRequest:
         # Query-protocol services (CloudWatch, SNS) name the action in the form body.
         action = parse_qs(body.decode(errors="replace")).get("Action", ["?"])
         operation = action[0]
-    return RecordedRequest(service=service, operation=operation, by_function=by_function, body=body)
+    return RecordedRequest(
+        service=service,
+        operation=operation,
+        by_function=by_function,
+        body=body,
+        by_event_source=by_event_source,
+    )
 
 
 def _s3_operation(method: str, url: str) -> str:

@@ -38,6 +38,25 @@ AWS_MANAGED_POLICIES: dict[str, dict[str, Any]] = {
             }
         ],
     },
+    # Attached for an SQS event (the event source mapping reads the queue with the role's
+    # permissions; AWS Managed Policy Reference, "AWSLambdaSQSQueueExecutionRole").
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole": {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                ],
+                "Resource": "*",
+            }
+        ],
+    },
     # Attached when `Tracing: Active`.
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess": {
         "Version": "2012-10-17",
