@@ -35,6 +35,7 @@ from shortener.links.codes import code_generator
 from shortener.services import api as api_services
 from shortener.services import collector as collector_services
 from shortener.services import links as link_services
+from shortener.services import webhooks as webhook_services
 from shortener.services import worker as worker_services
 
 # Powertools' parser defines pydantic models lazily; under a frozen clock pydantic would meet
@@ -66,6 +67,7 @@ TABLES = {
     "BLOCKLIST_TABLE": "BlocklistTable",
     "CLICKS_TABLE": "ClicksTable",
     "AUDIT_TABLE": "AuditTable",
+    "WEBHOOKS_TABLE": "WebhooksTable",
 }
 
 
@@ -78,6 +80,7 @@ def _clear_container_caches() -> None:
         settings.scaler_settings,
         settings.restarter_settings,
         settings.collector_settings,
+        settings.webhook_sender_settings,
     ):
         getter.cache_clear()
     collector_services.click_collector.cache_clear()
@@ -100,6 +103,9 @@ def _clear_container_caches() -> None:
     api_services.api_takedowns.cache_clear()
     api_services._api_edge.cache_clear()
     api_services.api_batches.cache_clear()
+    api_services.api_announcer.cache_clear()
+    api_services.api_webhooks.cache_clear()
+    webhook_services.webhook_sender.cache_clear()
     worker_services.batch_runner.cache_clear()
     link_services._snapshot.cache_clear()
 

@@ -13,6 +13,7 @@ from audit import router as audit_router
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from batches import router as batches_router
 from bulk import router as bulk_router
@@ -20,7 +21,8 @@ from bulk_links import router as bulk_links_router
 from clicks import router as clicks_router
 from links import router as links_router
 from qr import router as qr_router
-from request import api_url, audit, base_url, body_fields, caller, stage_cache
+from request import announce, api_url, audit, base_url, body_fields, caller, stage_cache
+from webhooks import router as webhooks_router
 
 from shortener import clock
 from shortener.clicks.agents import is_crawler
@@ -36,14 +38,14 @@ from shortener.exceptions import (
 from shortener.http import edge_origin, openapi, security_headers, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
-from shortener.links.model import ShortenRequest, ShortenResult
+from shortener.links.model import LinkView, ShortenRequest, ShortenResult
 from shortener.links.previews import preview_page
 from shortener.links.protection import Interception
 from shortener.links.shortening import Resolution
 from shortener.links.targeting import visitor_of
 from shortener.observability import logger, metrics
+from shortener.services.api import api_link_manager, api_password_gate
 from shortener.services.api import api_links as links
-from shortener.services.api import api_password_gate
 from shortener.settings import api_settings
 
 # Bodies are validated by the layer's pydantic models; the resolver's own validation (OpenAPI
@@ -56,6 +58,7 @@ app.include_router(batches_router)
 app.include_router(links_router)
 app.include_router(clicks_router)
 app.include_router(qr_router)
+app.include_router(webhooks_router)
 app.include_router(audit_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
@@ -125,7 +128,14 @@ def shorten() -> Response[str]:
         logger.warning("The stage cache entry of a new code was not refreshed", extra={"code": result.code})
     if result.created:
         audit(event, "link.created", result.code, after=result.model_dump(mode="json"))
+        announce("link.created", caller(event).owner_id, lambda: _created_view(event, result.code))
     return Response(201 if result.created else 200, content_types.APPLICATION_JSON, result.model_dump_json())
+
+
+def _created_view(event: APIGatewayProxyEvent, code: str) -> dict[str, object]:
+    """The view of a link this request made (what its link.created event carries)."""
+    link = api_link_manager().get(caller(event), code)
+    return LinkView.of(link, base_url(event)).model_dump(mode="json")
 
 
 _APP_LINKS = operation(

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
-from request import audit, base_url, body_fields, caller, stage_cache
+from request import announce, audit, base_url, body_fields, caller, stage_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.blocklist_model import BlockAnswer, Blocklist, BlockRequest
@@ -85,6 +85,7 @@ def change_link(code: str) -> Response[str]:
     # Named as the webhook events: a disable is an update whose status changed (before, after say so).
     before, after = change.before or change.link, change.link
     audit(event, "link.updated", after.code, before=_view(before), after=_view(after))
+    announce("link.updated", after.owner, lambda: _view(after))
     return _changed(change)
 
 
@@ -101,6 +102,7 @@ def delete_link(code: str) -> Response[str]:
     change = api_link_manager().delete(caller(event), code, stage_cache(event))
     metrics.add_metric(name="LinksDeleted", unit=MetricUnit.Count, value=1)
     audit(event, "link.deleted", change.link.code, before=_view(change.before or change.link))
+    announce("link.deleted", change.link.owner, lambda: _view(change.link))
     return _changed(change)
 
 

@@ -6,7 +6,7 @@ The function's folder is its code root, as Lambda and the local stack import it 
 app.lambda_handler``): the modules here import each other by their own names (``from request
 import base_url``), and tests put this folder on the path too (pyproject's pytest ``pythonpath``)."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
@@ -19,8 +19,9 @@ from shortener.jobs.submit import JobOrigin
 from shortener.jobs.topics import job_topic
 from shortener.links.management import StageCacheInvalidator
 from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
-from shortener.services.api import audit_trail, short_link_base, stage_cache_invalidator
+from shortener.services.api import api_announcer, audit_trail, short_link_base, stage_cache_invalidator
 from shortener.settings import api_settings
+from shortener.webhooks.model import WebhookEventType
 
 
 def caller(event: APIGatewayProxyEvent) -> Caller:
@@ -42,6 +43,14 @@ def audit(
     if trail is not None:
         address = web.client_address(event.raw_event) or None
         trail.record(actor_of(caller(event)), action, target, before=before, after=after, source_ip=address)
+
+
+def announce(event_type: WebhookEventType, owner: str | None, data: Callable[[], Mapping[str, Any]]) -> None:
+    """Tell the owner's webhooks of a change (where the owner has one for it): ``data`` is made
+    only then. After the change and its audit entry; the delivery itself never runs here."""
+    announcer = api_announcer()
+    if announcer is not None:
+        announcer.announce(owner, event_type, data)
 
 
 def base_url(event: APIGatewayProxyEvent) -> str:

@@ -580,6 +580,9 @@ def worker_environment(spec: FunctionSpec, settings: RuntimeSettings) -> dict[st
         "AWS_ENDPOINT_URL": settings.aws_endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": settings.lambda_endpoint,
         "AWS_ENDPOINT_URL_EXECUTE_API": settings.execute_api_endpoint,
+        # The stack lives on loopback: webhooks may be delivered to receivers there
+        # (shortener.webhooks.destinations). Never set on AWS.
+        "LOOPBACK_RECEIVERS": "true",
     }
 
 

@@ -5,7 +5,8 @@ side: ``links`` (codes, URLs, the links table, listing, changes, expiry, hosts, 
 ``jobs`` (bulk submission, the CSV reader, splitting, processing, outcomes, results, labels, click
 reports, the jobs table), ``clicks`` (counting and click limits), ``loops`` (poller, pacing,
 healing, scaling, tokens, the queue), ``access`` (keys, the authorizer's rules, blocklist,
-takedown), ``audit`` (the audit log of changes), ``http`` (web helpers, the API's shared query
+takedown), ``audit`` (the audit log of changes), ``webhooks`` (owners' endpoints, signed
+deliveries and their retries), ``http`` (web helpers, the API's shared query
 models, OpenAPI, security headers).
 
 Inside a package the layer shows in the file name: ``model.py`` / ``*_model.py`` (pydantic models),

@@ -84,6 +84,16 @@ class BatchNotFoundError(ShortenerError):
     error = "batch_not_found"
 
 
+class WebhookNotFoundError(ShortenerError):
+    status_code = 404
+    error = "webhook_not_found"
+
+
+class DeliveryNotFoundError(ShortenerError):
+    status_code = 404
+    error = "delivery_not_found"
+
+
 class JobNotFoundError(ShortenerError):
     status_code = 404
     error = "job_not_found"

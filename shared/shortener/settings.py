@@ -27,6 +27,16 @@ class _FromEnvironment(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class WebhooksMixin(_FromEnvironment):
+    # The owners' webhook endpoints ("": the stack announces nothing), and the bus events for
+    # them are put on.
+    WEBHOOKS_TABLE: str = ""
+    WEBHOOKS_BUS: str = "default"
+    # Set by the local stack only, which lives on loopback: deliveries may go to http://127.0.0.1
+    # receivers there (docs/webhooks.md). Never set on AWS.
+    LOOPBACK_RECEIVERS: bool = False
+
+
 class TablesMixin(_FromEnvironment):
     LINKS_TABLE: str
     JOBS_TABLE: str = ""
@@ -112,7 +122,7 @@ class BulkMixin(_FromEnvironment):
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
+class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMixin):
     """The API function."""
 
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
@@ -170,6 +180,19 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
     # The audit log of changes ("": none kept), and how long an entry is kept.
     AUDIT_TABLE: str = ""
     AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
+    # Where test deliveries and replays are queued for the webhooks function.
+    WEBHOOKS_QUEUE_URL: str = ""
+
+
+class WebhookSenderSettings(WebhooksMixin):
+    """The webhooks function (the sender of deliveries)."""
+
+    WEBHOOKS_QUEUE_URL: str
+    # At most this many deliveries a second to one endpoint (WebhookDeliveriesPerSecond).
+    WEBHOOK_DELIVERIES_PER_SECOND: int = Field(default=10, ge=1, le=1000)
+    # The audit log, where an endpoint disabled for its failures is recorded.
+    AUDIT_TABLE: str = ""
+    AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
 
 
 class PollerSettings(TablesMixin, LinksMixin):
@@ -195,7 +218,7 @@ class PollerSettings(TablesMixin, LinksMixin):
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class WorkerSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin):
+class WorkerSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMixin):
     """The jobs worker (the template's FilesFunction): splits uploaded files into queued rows,
     writes results files, click reports and QR labels, runs batches of link changes."""
 
@@ -287,7 +310,7 @@ class ExpirerSettings(StageCacheMixin):
     EXPIRER_RUN_SECONDS: float = Field(default=50, gt=0)
 
 
-class CollectorSettings(StageCacheMixin):
+class CollectorSettings(StageCacheMixin, WebhooksMixin):
     """The click collector."""
 
     CLICKS_TABLE: str
@@ -312,6 +335,11 @@ def collector_settings() -> CollectorSettings:
 @lru_cache(maxsize=1)
 def expirer_settings() -> ExpirerSettings:
     return ExpirerSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def webhook_sender_settings() -> WebhookSenderSettings:
+    return WebhookSenderSettings.model_validate(os.environ)
 
 
 @lru_cache(maxsize=1)

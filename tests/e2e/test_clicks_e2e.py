@@ -7,10 +7,12 @@ import csv
 import io
 import json
 import tempfile
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import duckdb
 import pytest
 
 from shortener.clicks.event_queries import EXPORT_COLUMNS
+from shortener.webhooks.signing import verify
 from tests.e2e.conftest import RunningStack, StartStack, http_request
 from tests.e2e.test_access_e2e import create_key
 
@@ -442,3 +445,113 @@ def test_redirects_followed_at_once_by_kill_9_are_all_counted_after_the_restart(
         while (found := stack.request("GET", f"links/{code}/clicks").json()["destinations"]) != expected:
             assert time.monotonic() < deadline, (code, found)
             time.sleep(0.5)
+
+
+class WebhookReceiver:
+    """A receiver on 127.0.0.1 that keeps each delivery (its headers, raw body and arrival) and
+    answers the statuses it is given in turn, then 200."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.deliveries: list[tuple[dict[str, str], bytes, float]] = []
+        self.statuses = statuses
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                receiver.deliveries.append((headers, body, time.time()))
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/shortener"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of_type(self, event_type: str) -> list[tuple[dict[str, str], dict[str, Any], bytes]]:
+        return [
+            (headers, json.loads(raw), raw)
+            for headers, raw, _ in self.deliveries
+            if json.loads(raw)["type"] == event_type
+        ]
+
+    def wait_for(self, check: Any, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while not check():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+
+@pytest.mark.e2e_timeout(240)
+def test_a_loopback_receiver_gets_signed_link_click_and_job_events_and_a_retry(stack: RunningStack) -> None:
+    # Given a receiver on loopback whose first answer is a 500, registered for three events
+    receiver = WebhookReceiver(statuses=[500])
+    events = ["link.created", "link.clicked", "job.completed"]
+    answer = stack.post_json("webhooks", {"url": receiver.url, "events": events})
+    assert answer.status == 201, answer.text
+    webhook = answer.json()
+    try:
+        assert set(webhook) >= {"id", "url", "events", "secret"} and sorted(webhook["events"]) == sorted(
+            events
+        )
+        assert "secret" not in stack.request("GET", f"webhooks/{webhook['id']}").json()
+        # When a link is made, followed three times, and a job of two rows runs
+        made = time.time()
+        created = stack.post_json("/", {"url": "https://example.com/e2e/hooked", "code": "e2e-hooked"})
+        assert created.status == 201, created.text
+        for _ in range(3):
+            headers = {"User-Agent": BROWSER}
+            assert stack.request("GET", "e2e-hooked", headers=headers, api_key=None).status == 301
+        upload = "url\nhttps://example.com/e2e/hooked-job/1\nhttps://example.com/e2e/hooked-job/2\n"
+        accepted = stack.request("POST", "bulk", upload, {"Content-Type": "text/csv"})
+        assert accepted.status == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+
+        def clicked() -> int:
+            return sum(
+                1
+                for _, body, _ in receiver.of_type("link.clicked")
+                for click in body["data"]["clicks"]
+                if click["code"] == "e2e-hooked"
+            )
+
+        # Then the link's creation arrives on a retry after its first delivery failed, within 30 s
+        assert receiver.wait_for(lambda: len(receiver.of_type("link.created")) == 2, 30), receiver.deliveries
+        # and the clicks arrive batched (three clicks of the link), and the job's completion
+        assert receiver.wait_for(lambda: clicked() == 3 and receiver.of_type("job.completed"), 120), (
+            receiver.deliveries
+        )
+        first, second = receiver.of_type("link.created")
+        assert first[1] == second[1] and first[1]["data"]["code"] == "e2e-hooked"
+        assert first[1]["data"]["short_url"] == created.json()["short_url"]
+        assert second[0]["shortener-delivery"] == first[0]["shortener-delivery"]
+        [(_, job_event, _)] = receiver.of_type("job.completed")
+        assert (job_event["data"]["job_id"], job_event["data"]["succeeded"]) == (job_id, 2)
+        # Every delivery carries a signature that verifies with the secret shown once
+        for headers, raw, _ in receiver.deliveries:
+            assert set(json.loads(raw)) == {"id", "type", "created_at", "data"}
+            assert int(headers["content-length"]) == len(raw)
+            assert verify(webhook["secret"], headers["shortener-signature"], raw, now=time.time()), headers
+            assert not verify(webhook["secret"], headers["shortener-signature"], raw + b" ", now=time.time())
+        # And the deliveries show both attempts of the link's creation: a 500, then a 200
+        deliveries = stack.request("GET", f"webhooks/{webhook['id']}/deliveries").json()["deliveries"]
+        [delivery] = [d for d in deliveries if d["type"] == "link.created"]
+        assert (delivery["status"], delivery["attempts"], delivery["response_code"]) == ("delivered", 2, 200)
+        assert [attempt["response_code"] for attempt in delivery["history"]] == [500, 200]
+        assert delivery["id"] == first[0]["shortener-delivery"]
+        # A replay sends the same event again
+        replayed = stack.request("POST", f"webhooks/{webhook['id']}/deliveries/{delivery['id']}/replay")
+        assert replayed.status == 202, replayed.text
+        assert receiver.wait_for(lambda: len(receiver.of_type("link.created")) == 3, 30)
+        assert receiver.of_type("link.created")[2][1] == first[1]
+        assert made < receiver.deliveries[0][2]
+    finally:
+        assert stack.request("DELETE", f"webhooks/{webhook['id']}").status == 204
+        receiver.server.shutdown()
+        receiver.server.server_close()

@@ -146,6 +146,13 @@ def test_with_no_loop_idle_costs_only_the_schedule_and_new_work_starts_its_own_l
     assert not any(
         request.operation == "ReceiveMessage" and bulk_queue in request.body for request in requests
     )
+    # and the webhooks queue's event source mapping polled only its own queue (on AWS its long
+    # polls are billed SQS requests: docs/webhooks.md says what they cost a month)
+    polls = [request for request in request_log.read_recording(recording) if request.by_event_source]
+    webhooks_queue = stack.resources["WebhooksQueue"].rsplit("/", 1)[-1].encode()
+    assert polls and all(
+        request.name == "sqs.ReceiveMessage" and webhooks_queue in request.body for request in polls
+    ), {request.name for request in polls}
     assert loop_count(stack) == 0
     per_hour = len(requests) * 60 // IDLE_SIMULATED_MINUTES
     print(

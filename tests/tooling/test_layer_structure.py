@@ -11,7 +11,7 @@ import pytest
 from tests.support.structure import ROOT, functions_longer_than, imported_modules, is_adapter
 
 SHORTENER = ROOT / "shared" / "shortener"
-DOMAINS = frozenset({"links", "jobs", "clicks", "loops", "access", "audit", "http", "services"})
+DOMAINS = frozenset({"links", "jobs", "clicks", "loops", "access", "audit", "webhooks", "http", "services"})
 # The shared vocabulary at the top of the package (its __init__.py docstring says so).
 SHARED = frozenset(
     {

@@ -15,6 +15,10 @@ AuditAction = Literal[
     "key.revoked",
     "host.blocked",
     "host.unblocked",
+    "webhook.created",
+    "webhook.updated",
+    "webhook.deleted",
+    "webhook.disabled",
 ]
 AUDIT_ACTIONS: tuple[str, ...] = AuditAction.__args__  # type: ignore[attr-defined]
 

@@ -225,6 +225,9 @@ def aggregate(clicks: Iterable[Click], answers: Iterable[DestinationLine] = ()) 
 
 # The click events of a batch -> sent to the event store (shortener.clicks.event_stream).
 EventSink = Callable[[Sequence[ClickEvent]], object]
+# The owners of a counted batch's clicked links, and its click events made when asked (only an
+# owner with a link.clicked webhook needs them).
+ClickedSink = Callable[[set[str], Callable[[], Sequence[ClickEvent]]], object]
 AnswerSink = Callable[[Sequence[AnswerEvent]], object]
 # A UTC day -> its visitor key (shortener.clicks.visitor_keys).
 VisitorKeyOf = Callable[[date], bytes]
@@ -243,8 +246,11 @@ class ClickCollector:
         events: EventSink | None = None,
         visitor_key: VisitorKeyOf | None = None,
         answers: AnswerSink | None = None,
+        clicked: ClickedSink | None = None,
     ) -> None:
         self.counter = counter
+        # Told of each batch's clicks once, after they are counted (link.clicked webhooks).
+        self.clicked = clicked
         self.links = links
         # On a cached stage: the click limits counted from the batch (shortener.clicks.limits).
         self.limits = limits
@@ -295,10 +301,13 @@ class ClickCollector:
             links = self.links(clicked) if self.links and clicked else {}
             # Before the counters: a crash in between delivers the batch again, and sends its
             # events again rather than never.
-            outcome.events = self._send_events(followed, links, answers)
+            events = self._send_events(followed, links, answers)
+            outcome.events = len(events) if self.events is not None else 0
             written = self.counter.add(key, hours, _owner_days(hours, links))
             outcome.already_counted = written is None
             outcome.items_written = written or 0
+            if written is not None:
+                self._tell_clicked(followed, links, events)
             limited = {code: link for code, link in links.items() if link.click_limited and link.active}
             # Counted once: a batch delivered again adds nothing to the limits either.
             # The edge's clicks spent their limit in the function already (shortener.clicks.limits).
@@ -310,20 +319,35 @@ class ClickCollector:
                 outcome.limits = self.limits(per_code, limited)
         return outcome
 
+    def _tell_clicked(
+        self,
+        followed: Sequence[tuple[Click, AccessLogLine | EdgeLogRecord]],
+        links: Mapping[str, Link],
+        events: Sequence[ClickEvent],
+    ) -> None:
+        """Tell ``clicked`` of a batch counted now (not of one delivered again): its links'
+        owners, and its events when it asks."""
+        owners = {link.owner for link in links.values() if link.owner}
+        visitor_key = self.visitor_key
+        if self.clicked is not None and followed and owners and visitor_key is not None:
+            self.clicked(owners, lambda: events or events_of(followed, links, visitor_key))
+
     def _send_events(
         self,
         followed: Sequence[tuple[Click, AccessLogLine | EdgeLogRecord]],
         links: Mapping[str, Link],
         answers: Sequence[DestinationLine],
-    ) -> int:
+    ) -> list[ClickEvent]:
         """The batch's click events and the answers that say which rule gave each click, sent to
-        the event store: the click events sent."""
+        the event store (where there is one): the click events."""
         if self.answers is not None and (named := answer_events(answers)):
             self.answers(named)
         if self.events is None or self.visitor_key is None or not followed:
-            return 0
-        self.events(events_of(followed, links, self.visitor_key))
-        return len(followed)
+            return []
+        events = events_of(followed, links, self.visitor_key)
+        if self.events is not None:
+            self.events(events)
+        return events
 
 
 def answer_events(answers: Sequence[DestinationLine]) -> list[AnswerEvent]:

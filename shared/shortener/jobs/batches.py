@@ -225,8 +225,11 @@ class BatchRunner:
         on_stale_cache: Callable[[str], None] = lambda code: None,
         threads: int = PAGE_THREADS,
         edge: EdgeCache | None = None,
+        on_ended: Callable[[Batch], None] | None = None,
     ) -> None:
         self._edge = edge
+        # Told once of a batch that ended (batch.completed webhooks).
+        self._on_ended = on_ended
         self._last_wildcard = float("-inf")
         self._records = records
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="batch-page")
@@ -280,6 +283,8 @@ class BatchRunner:
                 return "busy"
             batch = found[0]
         self._records.release(batch_id, holder, lease_until=0)
+        if self._on_ended is not None:
+            self._on_ended(batch)
         return batch.status
 
     def _run_page(self, batch: Batch, stage_cache: StageCacheInvalidator | None) -> BatchPage:

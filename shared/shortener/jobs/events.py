@@ -1,6 +1,7 @@
 """Telling the world a bulk job ended: the job-ended event (``shortener.jobs.events_model``) once
 its results file is recorded, so a program that started a job need not poll for its end."""
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from shortener.jobs.events_model import JobEndedDetail, JobEventNotPutError, JobResultsLocation
@@ -54,10 +55,18 @@ class JobEndAnnouncer:
     results file is recorded first (a consumer that fetches the results at once finds them); an
     event or message not taken is logged with the job id, and never fails the job."""
 
-    def __init__(self, events: JobEventsPort, logger: Logger, topics: JobTopicsPort | None = None) -> None:
+    def __init__(
+        self,
+        events: JobEventsPort,
+        logger: Logger,
+        topics: JobTopicsPort | None = None,
+        also: Callable[[Job], None] | None = None,
+    ) -> None:
         self._events = events
         self._logger = logger
         self._topics = topics
+        # Told after the event (the owners' job.completed webhooks).
+        self._also = also
 
     def __call__(self, job: Job) -> None:
         detail = job_ended_detail(job)
@@ -74,3 +83,5 @@ class JobEndAnnouncer:
                     "The job-ended message was not published",
                     extra={"job_id": job.job_id, "topic": job.notify_topic},
                 )
+        if self._also is not None:
+            self._also(job)

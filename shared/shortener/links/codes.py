@@ -43,7 +43,7 @@ RESERVED_WORDS = frozenset(
         "clicks",
         # POST /links/batch, GET /links/batch/{batch_id} (changes in bulk).
         "batch",
-        # GET /audit (the audit log), and the webhooks to come (issue 37).
+        # GET /audit (the audit log), /webhooks (endpoints told of events).
         "audit",
         "webhooks",
     }

@@ -40,8 +40,12 @@ from shortener.links.unlocking import PasswordGate
 from shortener.loops.queue import BulkQueue
 from shortener.loops.scaling import WorkStarter
 from shortener.observability import logger
-from shortener.services import links, loops, quotas
+from shortener.services import links, loops, quotas, webhooks
 from shortener.settings import api_settings
+from shortener.webhooks.announce import WebhookAnnouncer
+from shortener.webhooks.endpoints import WebhookEndpoints
+from shortener.webhooks.queue import WebhooksQueue
+from shortener.webhooks.store import WebhooksStore
 
 # A Lambda response is at most 6 MB; results beyond this continue on a next page (a Link header),
 # which only small jobs with very long URLs need (larger jobs are served as a file).
@@ -157,6 +161,25 @@ def audit_trail() -> AuditTrail | None:
     if not settings.AUDIT_TABLE:
         return None
     return AuditTrail(AuditStore(settings.AUDIT_TABLE), settings.AUDIT_RETENTION_DAYS)
+
+
+@lru_cache(maxsize=1)
+def api_announcer() -> WebhookAnnouncer | None:
+    """Announcing link changes to their owners' webhooks, where the stack has them."""
+    return webhooks.webhook_announcer(api_settings())
+
+
+@lru_cache(maxsize=1)
+def api_webhooks() -> WebhookEndpoints:
+    """The caller's webhook endpoints."""
+    settings = api_settings()
+    if not settings.WEBHOOKS_TABLE or not settings.WEBHOOKS_QUEUE_URL:
+        raise ServiceUnavailableError("This stack sends no webhooks (it has no webhooks table).")
+    return WebhookEndpoints(
+        WebhooksStore(settings.WEBHOOKS_TABLE),
+        WebhooksQueue(settings.WEBHOOKS_QUEUE_URL),
+        allow_loopback=settings.LOOPBACK_RECEIVERS,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,7 @@ from shortener.clicks.visitor_keys import VisitorKeys
 from shortener.links.model import Link
 from shortener.links.stage_cache import StageCache
 from shortener.links.store import LinksStore
+from shortener.services.webhooks import webhook_announcer
 from shortener.settings import collector_settings
 
 
@@ -25,6 +26,7 @@ def click_collector() -> ClickCollector:
     links = LinksStore(settings.LINKS_TABLE) if settings.LINKS_TABLE else None
     stream = ClickEventStream(settings.CLICK_EVENTS_STREAM) if settings.CLICK_EVENTS_STREAM else None
     answers = ClickEventStream(settings.CLICK_ANSWERS_STREAM) if settings.CLICK_ANSWERS_STREAM else None
+    announcer = webhook_announcer(settings)
     return ClickCollector(
         ClicksStore(settings.CLICKS_TABLE, settings.CLICK_RETENTION_DAYS, counters=settings.CLICK_COUNTERS),
         links.get_many if links else None,
@@ -32,6 +34,7 @@ def click_collector() -> ClickCollector:
         events=stream.put if stream else None,
         visitor_key=VisitorKeys(settings.CLICKS_TABLE).key,
         answers=answers.put if answers else None,
+        clicked=announcer.announce_clicks if announcer else None,
     )
 
 

@@ -12,12 +12,14 @@ from shortener.clicks.store import ClicksStore
 from shortener.clicks.store_erasures import ErasureRecords
 from shortener.clicks.store_exports import ExportRecords
 from shortener.jobs.batches import BatchRunner
+from shortener.jobs.batches_model import Batch
 from shortener.jobs.bucket import BulkFiles, FileChangedError
 from shortener.jobs.click_reports import ClickReportWriter, job_event_totals
-from shortener.jobs.events import JobEndAnnouncer
+from shortener.jobs.events import JobEndAnnouncer, job_ended_detail
 from shortener.jobs.events_bus import JobEventsBus, JobTopics
 from shortener.jobs.invoke import JobsWorker
 from shortener.jobs.labels import LabelsOptions, LabelsWriter
+from shortener.jobs.model import Job
 from shortener.jobs.results import ResultsWriter
 from shortener.jobs.split import SplitOptions, Splitter
 from shortener.jobs.store import JobsStore
@@ -29,7 +31,9 @@ from shortener.observability import logger
 from shortener.services import links
 from shortener.services.loops import work_loops
 from shortener.services.quotas import daily_quota
+from shortener.services.webhooks import webhook_announcer
 from shortener.settings import worker_settings
+from shortener.webhooks.announce import batch_completed
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +79,20 @@ def batch_runner() -> BatchRunner:
             "The stage cache entry was not refreshed", extra={"code": code}
         ),
         edge=links.edge_cache(settings),
+        on_ended=_announce_batch,
     )
+
+
+def _announce_batch(batch: Batch) -> None:
+    announcer = webhook_announcer(worker_settings())
+    if announcer is not None:
+        announcer.announce(batch.owner, "batch.completed", lambda: batch_completed(batch))
+
+
+def _announce_job(job: Job) -> None:
+    announcer = webhook_announcer(worker_settings())
+    if announcer is not None:
+        announcer.announce(job.owner, "job.completed", lambda: job_ended_detail(job).model_dump(mode="json"))
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +117,7 @@ def results_writer() -> ResultsWriter:
         lease_seconds=settings.RESULTS_LEASE_SECONDS,
         metering=metering(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
         # The job-ended event on the account's default bus, and on the job's own topic if it named one.
-        on_ended=JobEndAnnouncer(JobEventsBus(), logger, JobTopics()),
+        on_ended=JobEndAnnouncer(JobEventsBus(), logger, JobTopics(), also=_announce_job),
     )
 
 
