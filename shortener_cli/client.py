@@ -140,6 +140,15 @@ class ShortenerClient:
         wanted = {key: value for key, value in query.items() if value}
         return self._call("GET", "audit" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
 
+    def webhooks(self, method: str, path: str = "", fields: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``method /webhooks[/path]`` with ``fields`` as its JSON body: the answer's JSON ({} for
+        a 204)."""
+        body = json.dumps(fields).encode() if fields is not None else None
+        answer = self._call(
+            method, "webhooks" + (f"/{path}" if path else ""), body, "application/json" if body else ""
+        )
+        return answer.json() if answer.body else {}  # type: ignore[no-any-return]
+
     def blocklist(self) -> list[dict[str, Any]]:
         """GET /blocklist (admins): the blocked hosts."""
         return list(self._call("GET", "blocklist").json()["hosts"])

@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shortener.exceptions import InvalidKeyRequestError, ShortenerError
 from shortener.links.model import TEXT_ATTRIBUTES
 from shortener.links.rules_model import UTM_TAGS
-from shortener_cli import keys, output
+from shortener_cli import keys, output, webhooks
 from shortener_cli.client import ApiError, ShortenerClient, UnreachableError, multipart_file
 from shortener_cli.config import ConfigError, local_stacks, resolve_endpoint
 from shortener_cli.loops import dynamodb_client, find_tokens_table, format_loops, list_loops
@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_clicks_command(commands)
 
     _add_link_commands(commands)
+    webhooks.add_parser(commands)
 
     loops = commands.add_parser("loops", help="list the loops draining the queues, with their heartbeats")
     loops.add_argument(
@@ -358,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         "unblock": lambda: _unblock(client, args.host, args.json),
         "blocklist": lambda: _blocklist(client, args.json),
         "audit": lambda: _audit(client, args),
+        "webhooks": lambda: webhooks.run(client, args),
         "loops": lambda: _loops(args),
         "keys": lambda: _keys(args),
     }

@@ -22,7 +22,7 @@ import pytest
 from shortener.clicks.event_queries import EXPORT_COLUMNS
 from shortener.webhooks.signing import verify
 from tests.e2e.conftest import RunningStack, StartStack, http_request
-from tests.e2e.test_access_e2e import create_key
+from tests.e2e.test_access_e2e import create_key, shortener
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -545,6 +545,11 @@ def test_a_loopback_receiver_gets_signed_link_click_and_job_events_and_a_retry(s
         assert (delivery["status"], delivery["attempts"], delivery["response_code"]) == ("delivered", 2, 200)
         assert [attempt["response_code"] for attempt in delivery["history"]] == [500, 200]
         assert delivery["id"] == first[0]["shortener-delivery"]
+        # and the command line lists the endpoint and the same delivery with its attempts
+        listed = shortener(stack, "webhooks", "list")
+        assert listed.returncode == 0 and f"{webhook['id']}  enabled" in listed.stdout, listed.stderr
+        printed = shortener(stack, "webhooks", "deliveries", webhook["id"])
+        assert f"{delivery['id']}  link.created  delivered  attempts 2 (500,200)" in printed.stdout, printed
         # A replay sends the same event again
         replayed = stack.request("POST", f"webhooks/{webhook['id']}/deliveries/{delivery['id']}/replay")
         assert replayed.status == 202, replayed.text
