@@ -8,6 +8,8 @@ module). Without chromium and chromium-driver the module is skipped, saying how 
 
 import base64
 import contextlib
+import hashlib
+import hmac
 import http.server
 import io
 import os
@@ -1143,3 +1145,145 @@ def test_every_view_passes_the_accessibility_check_on_a_desktop_and_a_phone(
     finally:
         browser.set_window_size(size["width"], size["height"])
     assert {view: found for view, found in findings.items() if found} == {}
+
+
+# --- Webhooks ---
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver on loopback: answers 200 to every delivery and keeps what it was sent
+    (its server's ``received``: headers and body of each)."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.received.append((dict(self.headers), body))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+@contextlib.contextmanager
+def webhook_receiver() -> Iterator[http.server.ThreadingHTTPServer]:
+    """A :class:`Receiver` on a free loopback port, for the test's duration."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    server.received = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.e2e_timeout(180)
+def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_as_delivered(
+    browser: WebDriver, stack: RunningStack, snap: Snap
+) -> None:
+    assert stack.api_key
+    with webhook_receiver() as receiver:
+        hook_url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        # Given a person with their key on the Webhooks view
+        open_page(browser, stack, stack.api_key)
+        goto(browser, "webhooks")
+        settled(browser).until(lambda _: browser.find_element(By.ID, "webhooks-section").is_displayed())
+        assert browser.title == "Webhooks \u00b7 Shortener"
+
+        def add(url: str) -> None:
+            field = browser.find_element(By.ID, "webhook-url")
+            field.clear()
+            field.send_keys(url)
+            box = browser.find_element(By.ID, "webhook-event-link-created")
+            if not box.is_selected():
+                box.click()
+            browser.find_element(By.ID, "webhook-add").click()
+
+        # When an endpoint the stack may not send to is added, the API's reason is shown
+        add("http://10.0.0.1/hook")
+        assert "private" in visible_text(browser, "webhook-form-error")
+        # When their receiver's URL is added for link.created, with a description
+        browser.find_element(By.ID, "webhook-description").send_keys("Page test receiver")
+        add(hook_url)
+        # Then its signing secret is shown once, with a copy button, saying it will not be shown again
+        secret = visible_text(browser, "webhook-secret-value")
+        assert secret.startswith("whsec_"), secret
+        assert "will not be shown again" in browser.find_element(By.ID, "webhook-secret").text
+        assert browser.find_element(By.ID, "webhook-secret-copy").is_displayed()
+        assert browser.switch_to.active_element.get_attribute("id") == "webhook-secret-heading"
+        assert not browser.find_element(By.ID, "webhook-form-error").is_displayed()
+        snap("secret")
+
+        def endpoint() -> Any:
+            return settled(browser).until(
+                lambda _: next(
+                    (
+                        li
+                        for li in browser.find_elements(By.CSS_SELECTOR, "#webhooks-list > li")
+                        if hook_url in li.text
+                    ),
+                    None,
+                )
+            )
+
+        # And the endpoint is listed, enabled, with its events
+        assert "Enabled" in endpoint().text and "link.created" in endpoint().text
+        (listed_by_api,) = [
+            hook for hook in stack.request("GET", "webhooks").json()["webhooks"] if hook["url"] == hook_url
+        ]
+        assert "secret" not in listed_by_api
+        # When a test delivery is sent from its item
+        endpoint().find_element(By.CSS_SELECTOR, "button.webhook-test").click()
+        # Then its deliveries open and, refreshed as it is sent, list it delivered, answered 200
+        WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda _: any(
+                "webhook.test" in li.text and "Delivered" in li.text and "response 200" in li.text
+                for li in endpoint().find_elements(By.CSS_SELECTOR, ".deliveries li.delivery")
+            )
+        )
+        delivery = endpoint().find_element(By.CSS_SELECTOR, ".deliveries li.delivery")
+        assert "answered 200" in delivery.find_element(By.CSS_SELECTOR, "ol.attempts").text
+        assert (
+            endpoint()
+            .find_element(By.CSS_SELECTOR, "button.webhook-deliveries")
+            .get_attribute("aria-expanded")
+            == "true"
+        )
+        # And the receiver got it, signed with the secret shown
+        headers, body = receiver.received[-1]  # type: ignore[attr-defined]
+        assert headers["Shortener-Event"] == "webhook.test"
+        fields = dict(part.split("=", 1) for part in headers["Shortener-Signature"].split(","))
+        expected = hmac.new(secret.encode(), fields["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+        assert hmac.compare_digest(expected, fields["v1"])
+        snap("delivered")
+        browser.save_screenshot("/tmp/page-webhooks.png")
+        # And axe-core finds nothing serious or critical, on a desktop and on a phone (where nothing
+        # is wider than the screen)
+        size = browser.get_window_size()
+        findings: dict[int, list[str]] = {}
+        try:
+            for width, height in ((1280, 800), (390, 844)):
+                browser.set_window_size(width, height)
+                findings[width] = axe_findings(browser)
+                widths = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+                )
+                assert widths[0] <= widths[1], (width, widths)
+                snap(f"webhooks-{width}x{height}")
+        finally:
+            browser.set_window_size(size["width"], size["height"])
+        assert {width: found for width, found in findings.items() if found} == {}
+        # When the person goes to another view and back, the secret is no longer on the page
+        goto(browser, "links")
+        goto(browser, "webhooks")
+        assert not browser.find_element(By.ID, "webhook-secret").is_displayed()
+        assert secret not in browser.page_source
+        # When the endpoint is removed (a confirmation first), it leaves the list and the API
+        endpoint().find_element(By.CSS_SELECTOR, "button.webhook-remove").click()
+        WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+            lambda _: browser.switch_to.alert
+        ).accept()
+        settled(browser).until(lambda _: browser.find_element(By.ID, "webhooks-empty").is_displayed())
+        assert hook_url not in [hook["url"] for hook in stack.request("GET", "webhooks").json()["webhooks"]]
