@@ -176,3 +176,16 @@ class DynamoDBTable:
     @property
     def client(self) -> "DynamoDBClient":
         return self._client or dynamodb()
+
+
+class EventBus:
+    """Base of the EventBridge adapters: the bus by name ("default", or an ARN), and a client
+    created lazily unless one is passed."""
+
+    def __init__(self, bus_name: str = "default", client: "EventBridgeClient | None" = None) -> None:
+        self.bus_name = bus_name
+        self._client = client
+
+    @property
+    def client(self) -> "EventBridgeClient":
+        return self._client or events()

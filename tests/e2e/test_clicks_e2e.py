@@ -7,12 +7,10 @@ import csv
 import io
 import json
 import tempfile
-import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from shortener.clicks.event_queries import EXPORT_COLUMNS
 from shortener.webhooks.signing import verify
 from tests.e2e.conftest import RunningStack, StartStack, http_request
 from tests.e2e.test_access_e2e import create_key, shortener
+from tests.support.webhooks import webhook_receiver
 
 BROWSER = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -447,56 +446,14 @@ def test_redirects_followed_at_once_by_kill_9_are_all_counted_after_the_restart(
             time.sleep(0.5)
 
 
-class WebhookReceiver:
-    """A receiver on 127.0.0.1 that keeps each delivery (its headers, raw body and arrival) and
-    answers the statuses it is given in turn, then 200."""
-
-    def __init__(self, statuses: list[int]) -> None:
-        self.deliveries: list[tuple[dict[str, str], bytes, float]] = []
-        self.statuses = statuses
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                receiver.deliveries.append((headers, body, time.time()))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/shortener"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def of_type(self, event_type: str) -> list[tuple[dict[str, str], dict[str, Any], bytes]]:
-        return [
-            (headers, json.loads(raw), raw)
-            for headers, raw, _ in self.deliveries
-            if json.loads(raw)["type"] == event_type
-        ]
-
-    def wait_for(self, check: Any, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while not check():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
-        return True
-
-
 @pytest.mark.e2e_timeout(240)
 def test_a_loopback_receiver_gets_signed_link_click_and_job_events_and_a_retry(stack: RunningStack) -> None:
     # Given a receiver on loopback whose first answer is a 500, registered for three events
-    receiver = WebhookReceiver(statuses=[500])
-    events = ["link.created", "link.clicked", "job.completed"]
-    answer = stack.post_json("webhooks", {"url": receiver.url, "events": events})
-    assert answer.status == 201, answer.text
-    webhook = answer.json()
-    try:
+    with webhook_receiver(statuses=[500]) as receiver:
+        events = ["link.created", "link.clicked", "job.completed"]
+        answer = stack.post_json("webhooks", {"url": receiver.url, "events": events})
+        assert answer.status == 201, answer.text
+        webhook = answer.json()
         assert set(webhook) >= {"id", "url", "events", "secret"} and sorted(webhook["events"]) == sorted(
             events
         )
@@ -556,7 +513,4 @@ def test_a_loopback_receiver_gets_signed_link_click_and_job_events_and_a_retry(s
         assert receiver.wait_for(lambda: len(receiver.of_type("link.created")) == 3, 30)
         assert receiver.of_type("link.created")[2][1] == first[1]
         assert made < receiver.deliveries[0][2]
-    finally:
         assert stack.request("DELETE", f"webhooks/{webhook['id']}").status == 204
-        receiver.server.shutdown()
-        receiver.server.server_close()

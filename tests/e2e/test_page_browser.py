@@ -26,6 +26,7 @@ import pytest
 
 from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
+from tests.support.webhooks import webhook_receiver
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -1150,42 +1151,13 @@ def test_every_view_passes_the_accessibility_check_on_a_desktop_and_a_phone(
 # --- Webhooks ---
 
 
-class Receiver(http.server.BaseHTTPRequestHandler):
-    """A webhook receiver on loopback: answers 200 to every delivery and keeps what it was sent
-    (its server's ``received``: headers and body of each)."""
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.server.received.append((dict(self.headers), body))  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-
-@contextlib.contextmanager
-def webhook_receiver() -> Iterator[http.server.ThreadingHTTPServer]:
-    """A :class:`Receiver` on a free loopback port, for the test's duration."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    server.received = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.e2e_timeout(180)
 def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_as_delivered(
     browser: WebDriver, stack: RunningStack, snap: Snap
 ) -> None:
     assert stack.api_key
     with webhook_receiver() as receiver:
-        hook_url = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        hook_url = receiver.url
         # Given a person with their key on the Webhooks view
         open_page(browser, stack, stack.api_key)
         goto(browser, "webhooks")
@@ -1252,13 +1224,12 @@ def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_
             == "true"
         )
         # And the receiver got it, signed with the secret shown
-        headers, body = receiver.received[-1]  # type: ignore[attr-defined]
-        assert headers["Shortener-Event"] == "webhook.test"
-        fields = dict(part.split("=", 1) for part in headers["Shortener-Signature"].split(","))
+        headers, body, _ = receiver.deliveries[-1]
+        assert headers["shortener-event"] == "webhook.test"
+        fields = dict(part.split("=", 1) for part in headers["shortener-signature"].split(","))
         expected = hmac.new(secret.encode(), fields["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
         assert hmac.compare_digest(expected, fields["v1"])
         snap("delivered")
-        browser.save_screenshot("/tmp/page-webhooks.png")
         # And axe-core finds nothing serious or critical, on a desktop and on a phone (where nothing
         # is wider than the screen)
         size = browser.get_window_size()

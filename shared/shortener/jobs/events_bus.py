@@ -9,20 +9,11 @@ from shortener import aws
 from shortener.jobs.events_model import DETAIL_TYPE, SOURCE, JobEndedDetail, JobEventNotPutError
 
 if TYPE_CHECKING:
-    from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_sns import SNSClient
 
 
-class JobEventsBus:
-    """The bus by name ("default", or an ARN). The client is created lazily unless one is passed."""
-
-    def __init__(self, bus_name: str = "default", client: "EventBridgeClient | None" = None) -> None:
-        self.bus_name = bus_name
-        self._client = client
-
-    @property
-    def client(self) -> "EventBridgeClient":
-        return self._client or aws.events()
+class JobEventsBus(aws.EventBus):
+    """Job events on the bus (aws.EventBus: by name, its client made lazily)."""
 
     def job_ended(self, detail: JobEndedDetail, resources: list[str]) -> None:
         """Put the job-ended event; JobEventNotPutError when it was not taken (PutEvents answers

@@ -3,31 +3,19 @@
 endpoints that asked for it and the event. The stack's rule puts them on the webhooks queue."""
 
 import json
-from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener import aws
 from shortener.webhooks.model import WebhookEvent
 
-if TYPE_CHECKING:
-    from mypy_boto3_events import EventBridgeClient
-
 SOURCE = "shortener.webhooks"
 # PutEvents takes at most 10 entries a call.
 ENTRIES_PER_CALL = 10
 
 
-class WebhookEventsBus:
-    """The bus by name; the client is created lazily unless one is passed."""
-
-    def __init__(self, bus_name: str = "default", client: "EventBridgeClient | None" = None) -> None:
-        self.bus_name = bus_name
-        self._client = client
-
-    @property
-    def client(self) -> "EventBridgeClient":
-        return self._client or aws.events()
+class WebhookEventsBus(aws.EventBus):
+    """Webhook events on the bus (aws.EventBus: by name, its client made lazily)."""
 
     def put(self, owner: str, webhooks: list[str], events: list[WebhookEvent]) -> tuple[int, str | None]:
         """Put the events; how many were not taken, and why (PutEvents answers a failed entry in

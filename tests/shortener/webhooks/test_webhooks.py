@@ -4,11 +4,9 @@ delivers it signed; a failed attempt is retried on schedule, recorded, and the e
 disabled after the last one; deliveries are listed, replayed and bounded per second."""
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
 
@@ -23,43 +21,15 @@ from shortener.webhooks.queue import DELIVERY_KEY, DeliveryDue, WebhooksQueue, d
 from shortener.webhooks.sender import RETRY_DELAYS, WebhookSender
 from shortener.webhooks.store import WebhooksStore
 from tests.support.api import ApiCaller
+from tests.support.webhooks import WebhookReceiver, webhook_receiver
 
 pytestmark = pytest.mark.integration
 
 
-class Receiver:
-    """An HTTP receiver on 127.0.0.1 that answers the statuses it is told, in turn (200 after)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.statuses: list[int] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks?from=shortener"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def bodies(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self.requests]
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.server.shutdown()
-    found.server.server_close()
+def receiver() -> Iterator[WebhookReceiver]:
+    with webhook_receiver() as found:
+        yield found
 
 
 class Clock:
@@ -155,7 +125,7 @@ def hook(caller: ApiCaller, method: str, path: str, body: Any = None, **query: s
 
 
 def test_a_created_link_reaches_the_receiver_signed_through_the_rule_and_queue(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice = ApiCaller(api, "alice")
     created = register(alice, receiver.url, ["link.created", "link.updated"])
@@ -165,7 +135,7 @@ def test_a_created_link_reaches_the_receiver_signed_through_the_rule_and_queue(
     link = alice.shorten("https://example.com/told", code="told")
     handled = drain(stack, sender(stack, Clock()))
     assert len(handled) == 1 and handled[0]["detail-type"] == "link.created"
-    [(headers, raw)] = receiver.requests
+    [(headers, raw, _)] = receiver.deliveries
     body = json.loads(raw)
     assert set(body) == {"id", "type", "created_at", "data"} and body["type"] == "link.created"
     assert body["data"]["code"] == "told" and body["data"]["short_url"] == link["short_url"]
@@ -187,13 +157,13 @@ def test_a_created_link_reaches_the_receiver_signed_through_the_rule_and_queue(
 
 
 def test_a_failed_delivery_is_retried_on_schedule_and_every_attempt_is_listed(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice, clock = ApiCaller(api, "alice"), Clock()
     created = register(alice, receiver.url, ["link.updated"])
     alice.shorten("https://example.com/a", code="retried")
     assert alice.link("PATCH", "retried", {"url": "https://example.com/b"})["statusCode"] == 200
-    receiver.statuses = [500]
+    receiver.statuses[:] = [500]
     send = sender(stack, clock)
     drain(stack, send)
     [delivery] = json.loads(hook(alice, "GET", f"/webhooks/{created['id']}/deliveries")["body"])["deliveries"]
@@ -202,10 +172,10 @@ def test_a_failed_delivery_is_retried_on_schedule_and_every_attempt_is_listed(
     assert timedelta(seconds=RETRY_DELAYS[0] - 1) <= due <= timedelta(seconds=RETRY_DELAYS[0] + 1)
     # Not due yet: a message received early goes back without sending
     drain(stack, send)
-    assert len(receiver.requests) == 1
+    assert len(receiver.deliveries) == 1
     clock.moment += timedelta(seconds=RETRY_DELAYS[0])
     drain(stack, send)
-    assert len(receiver.requests) == 2
+    assert len(receiver.deliveries) == 2
     shown = json.loads(hook(alice, "GET", f"/webhooks/{created['id']}/deliveries/{delivery['id']}")["body"])
     assert (shown["status"], shown["attempts"], shown["response_code"]) == ("delivered", 2, 200)
     assert [a["response_code"] for a in shown["history"]] == [500, 200]
@@ -215,19 +185,19 @@ def test_a_failed_delivery_is_retried_on_schedule_and_every_attempt_is_listed(
 
 
 def test_an_endpoint_that_keeps_failing_is_disabled_with_its_reason_and_audited(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice, clock = ApiCaller(api, "alice"), Clock()
     created = register(alice, receiver.url, ["link.created"])
     alice.shorten("https://example.com/doomed")
-    receiver.statuses = [503] * (len(RETRY_DELAYS) + 1)
+    receiver.statuses[:] = [503] * (len(RETRY_DELAYS) + 1)
     noticed: list[str] = []
     send = sender(stack, clock, on_disabled=lambda endpoint, reason: noticed.append(reason))
     drain(stack, send)
     for delay in RETRY_DELAYS:
         clock.moment += timedelta(seconds=delay)
         drain(stack, send)
-    assert len(receiver.requests) == len(RETRY_DELAYS) + 1
+    assert len(receiver.deliveries) == len(RETRY_DELAYS) + 1
     shown = json.loads(hook(alice, "GET", f"/webhooks/{created['id']}")["body"])
     assert shown["status"] == "disabled" and "503" in shown["disabled_reason"] and noticed
     [delivery] = json.loads(hook(alice, "GET", f"/webhooks/{created['id']}/deliveries")["body"])["deliveries"]
@@ -235,7 +205,7 @@ def test_an_endpoint_that_keeps_failing_is_disabled_with_its_reason_and_audited(
     # Nothing more is sent to it; re-enabling it and replaying the delivery sends it again
     alice.shorten("https://example.com/after")
     drain(stack, send)
-    assert len(receiver.requests) == len(RETRY_DELAYS) + 1
+    assert len(receiver.deliveries) == len(RETRY_DELAYS) + 1
     assert hook(alice, "PATCH", f"/webhooks/{created['id']}", {"status": "enabled"})["statusCode"] == 200
     replay = hook(alice, "POST", f"/webhooks/{created['id']}/deliveries/{delivery['id']}/replay")
     assert replay["statusCode"] == 202, replay["body"]
@@ -245,7 +215,7 @@ def test_an_endpoint_that_keeps_failing_is_disabled_with_its_reason_and_audited(
 
 
 def test_the_sender_records_the_disable_in_the_audit_log(
-    stack: dict[str, Any], receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+    stack: dict[str, Any], receiver: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from shortener.access.model import Caller
     from shortener.services.webhooks import webhook_sender
@@ -273,13 +243,13 @@ def test_the_sender_records_the_disable_in_the_audit_log(
 
 
 def test_a_test_delivery_and_a_second_copy_of_an_event(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice = ApiCaller(api, "alice")
     created = register(alice, receiver.url, ["link.created"])
     accepted = hook(alice, "POST", f"/webhooks/{created['id']}/test")
     assert accepted["statusCode"] == 202
-    assert receiver.requests == []  # queued, never sent in the request
+    assert receiver.deliveries == []  # queued, never sent in the request
     alice.shorten("https://example.com/copied")
     sqs = boto3.client("sqs")
     messages = sqs.receive_message(QueueUrl=stack["queue_url"], MaxNumberOfMessages=10)["Messages"]
@@ -299,7 +269,7 @@ def test_a_test_delivery_and_a_second_copy_of_an_event(
 
 
 def test_an_endpoint_is_sent_at_most_its_deliveries_a_second(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice, clock = ApiCaller(api, "alice"), Clock()
     register(alice, receiver.url, ["link.created"])
@@ -311,10 +281,10 @@ def test_an_endpoint_is_sent_at_most_its_deliveries_a_second(
     for message in messages:
         send.handle(json.loads(message["Body"]))
         sqs.delete_message(QueueUrl=stack["queue_url"], ReceiptHandle=message["ReceiptHandle"])
-    assert len(receiver.requests) == 2
+    assert len(receiver.deliveries) == 2
     clock.moment += timedelta(seconds=1)
     drain(stack, send)
-    assert len(receiver.requests) == 4
+    assert len(receiver.deliveries) == 4
 
 
 @pytest.mark.parametrize(
@@ -347,7 +317,7 @@ def test_loopback_is_taken_only_where_the_stack_lives_on_loopback() -> None:
 
 
 def test_bodies_are_strict_and_endpoints_are_their_owners(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver
 ) -> None:
     alice, bob = ApiCaller(api, "alice"), ApiCaller(api, "bob")
     unknown = alice.request(
@@ -376,7 +346,7 @@ def test_bodies_are_strict_and_endpoints_are_their_owners(
 
 
 def test_a_counted_batch_of_clicks_is_one_delivery_to_the_owner_who_asked_and_only_once(
-    api: ModuleType, stack: dict[str, Any], receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+    api: ModuleType, stack: dict[str, Any], receiver: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from functions.collector import app as collector
     from tests.shortener.clicks.test_collector import T0, deliveries, follow
