@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shortener import clock
 from shortener.clicks.events import ClickEvent
@@ -55,12 +56,19 @@ class WebhookAnnouncer:
         self._now = now
 
     def subscribed(self, owner: str | None, event_type: str) -> list[str]:
-        """The ids of ``owner``'s enabled endpoints that asked for ``event_type``."""
+        """The ids of ``owner``'s enabled endpoints that asked for ``event_type``. When they
+        cannot be read the event is not announced, logged and counted (``WebhookEventsNotPut``):
+        the change it tells of has happened and is answered all the same."""
         if not owner:
+            return []
+        try:
+            endpoints = self._endpoints.endpoints(owner)
+        except (ClientError, BotoCoreError) as exc:
+            self._not_announced(owner, 1, f"the endpoints could not be read: {exc}")
             return []
         return [
             endpoint.id
-            for endpoint in self._endpoints.endpoints(owner)
+            for endpoint in endpoints
             if endpoint.view.status == "enabled" and event_type in endpoint.view.events
         ]
 
@@ -116,11 +124,14 @@ class WebhookAnnouncer:
         ``WebhookEventsNotPut`` metric say so."""
         failed, reason = self._bus.put(owner, webhooks, events)
         if failed:
-            metrics.add_metric(name="WebhookEventsNotPut", unit=MetricUnit.Count, value=failed)
-            logger.error(
-                "Webhook events were not put on the bus",
-                extra={"owner": owner, "failed": failed, "reason": reason},
-            )
+            self._not_announced(owner, failed, reason)
+
+    @staticmethod
+    def _not_announced(owner: str, count: int, reason: str | None) -> None:
+        metrics.add_metric(name="WebhookEventsNotPut", unit=MetricUnit.Count, value=count)
+        logger.error(
+            "Webhook events were not announced", extra={"owner": owner, "failed": count, "reason": reason}
+        )
 
 
 def batch_completed(batch: Batch) -> dict[str, Any]:

@@ -373,3 +373,18 @@ def test_a_counted_batch_of_clicks_is_one_delivery_to_the_owner_who_asked_and_on
         "country", "device", "browser", "os", "referrer", "bot", "visitor",
     }  # fmt: skip
     assert "8.8.8.8" not in json.dumps(body)
+
+
+def test_a_change_is_answered_when_the_endpoints_cannot_be_read(
+    api: ModuleType, stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a webhooks table the API cannot read (here: gone)
+    monkeypatch.setenv("WEBHOOKS_TABLE", "no-such-table")
+    from shortener import settings
+
+    settings.api_settings.cache_clear()
+    api_services.api_announcer.cache_clear()
+    # Then a link is still made and answered; nothing is announced
+    created = ApiCaller(api, "alice").request("POST", "/", body={"url": "https://example.com/unannounced"})
+    assert created["statusCode"] == 201, created["body"]
+    assert drain(stack, sender(stack, Clock())) == []
