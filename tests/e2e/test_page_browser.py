@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import http.server
 import io
+import json
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ import pytest
 
 from shortener_cli.client import ShortenerClient
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, StartStack
+from tests.e2e.test_access_e2e import create_key
 from tests.support.webhooks import webhook_receiver
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -1258,3 +1260,119 @@ def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_
         ).accept()
         settled(browser).until(lambda _: browser.find_element(By.ID, "webhooks-empty").is_displayed())
         assert hook_url not in [hook["url"] for hook in stack.request("GET", "webhooks").json()["webhooks"]]
+
+
+# --- The audit log ---
+
+
+def audit_rows(browser: WebDriver) -> list[dict[str, str]]:
+    """The audit view's entries as shown, by column (read again if the table was replaced meanwhile)."""
+    (rows,) = settled(browser).until(
+        lambda _: (
+            [
+                {
+                    cell.get_attribute("data-label") or "": cell.text
+                    for cell in row.find_elements(By.TAG_NAME, "td")
+                }
+                for row in browser.find_elements(By.CSS_SELECTOR, "#audit-list tr.entry")
+            ],
+        )
+    )
+    return rows
+
+
+@pytest.mark.e2e_timeout(180)
+def test_the_audit_log_shows_an_admin_a_links_changes_and_tells_a_member_it_is_for_admins(
+    browser: WebDriver, stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    assert stack.api_key
+    admin_id = stack.api_key.split("_")[1]
+    # Given a link made, pointed to another URL and then disabled through the API with the admin key
+    code = f"audited-{time.time_ns() % 10**9}"
+    first, second = f"http://localhost:{landing}/audit/first", f"http://localhost:{landing}/audit/second"
+    assert stack.post_json("/", {"url": first, "code": code}).status == 201
+    for change in ({"url": second}, {"status": "disabled"}):
+        changed = stack.request(
+            "PATCH", f"links/{code}", json.dumps(change), {"Content-Type": "application/json"}
+        )
+        assert changed.status == 200, changed.text
+    # When the admin opens the Audit log view and filters it by the link's code
+    open_page(browser, stack, stack.api_key)
+    goto(browser, "audit")
+    assert browser.title == "Audit log \u00b7 Shortener"
+    assert browser.switch_to.active_element.get_attribute("id") == "audit-view-heading"
+    settled(browser).until(lambda _: browser.find_element(By.ID, "audit-section").is_displayed())
+    browser.find_element(By.ID, "audit-code").send_keys(code)
+    browser.find_element(By.ID, "audit-show").click()
+    settled(browser).until(
+        lambda _: (
+            code in browser.find_element(By.ID, "audit-summary").text
+            and browser.find_element(By.ID, "view-audit").get_attribute("aria-busy") is None
+        )
+    )
+    # Then its three entries are listed newest first, each with the admin key's id as its actor
+    rows = audit_rows(browser)
+    assert [row["Action"] for row in rows] == ["link.updated", "link.updated", "link.created"], rows
+    assert {(row["Actor"], row["Target"], row["Source address"]) for row in rows} == {
+        (admin_id, code, "127.0.0.1")
+    }
+    assert "3 entries" in browser.find_element(By.ID, "audit-summary").text
+    assert not browser.find_element(By.ID, "audit-more").is_displayed()
+    # When the URL change (the older update) is expanded
+    toggle = browser.find_elements(By.CSS_SELECTOR, "#audit-list tr.entry button.audit-toggle")[1]
+    toggle.click()
+    # Then it shows only the fields that differ, the URL's before -> after among them
+    changes = browser.find_element(By.ID, toggle.get_attribute("aria-controls"))
+    settled(browser).until(lambda _: changes.is_displayed())
+    assert toggle.get_attribute("aria-expanded") == "true" and toggle.text == "Hide changes"
+    fields = [dt.text for dt in changes.find_elements(By.TAG_NAME, "dt")]
+    assert set(fields) == {"url", "updated_at"}, fields
+    assert f"{first} \u2192 {second}" in changes.text, changes.text
+    snap("url-change")
+    # And the export holds the same entries, newest first, as JSON lines in a file named by the day
+    browser.execute_script(
+        "window.exported = null; const click = HTMLAnchorElement.prototype.click;"
+        "HTMLAnchorElement.prototype.click = function () {"
+        "  if (this.download) window.exported = {name: this.download, href: this.href};"
+        "  else click.call(this); };"
+    )
+    browser.find_element(By.ID, "audit-export").click()
+    exported = settled(browser).until(lambda _: browser.execute_script("return window.exported"))
+    assert re.fullmatch(r"audit-\d{4}-\d{2}-\d{2}\.jsonl", exported["name"]), exported
+    text = browser.execute_async_script(
+        "fetch(arguments[0]).then((r) => r.text()).then(arguments[1], (e) => arguments[1]('error: ' + e))",
+        exported["href"],
+    )
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [(entry["action"], entry["target"]) for entry in lines] == [
+        ("link.updated", code),
+        ("link.updated", code),
+        ("link.created", code),
+    ]
+    assert "Saved audit-" in visible_text(browser, "audit-export-status")
+    # And axe-core finds nothing serious or critical, on a desktop and on a phone (where nothing is
+    # wider than the screen)
+    size = browser.get_window_size()
+    findings: dict[int, list[str]] = {}
+    try:
+        for width, height in ((1280, 800), (390, 844)):
+            browser.set_window_size(width, height)
+            findings[width] = axe_findings(browser)
+            widths = browser.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
+            assert widths[0] <= widths[1], (width, widths)
+            snap(f"audit-{width}x{height}")
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+    assert {width: found for width, found in findings.items() if found} == {}
+    # When a member opens the view with their own key
+    _, member_key = create_key(stack, "e2e-audit-member")
+    open_page(browser, stack, member_key)
+    goto(browser, "audit")
+    # Then the view says plainly that only an admin can read the audit log, with no table
+    assert "Only an admin can read the audit log" in visible_text(browser, "audit-denied")
+    assert not browser.find_element(By.ID, "audit-section").is_displayed()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#audit-list tr")
+    assert not browser.find_element(By.ID, "audit-error").is_displayed()
+    snap("member")
