@@ -85,9 +85,7 @@ def main() -> None:
         finally:
             stack.stop()
             receiver.server.shutdown()
-    print(
-        f"Delay from a change's answer to its delivery ({options.links} links, {options.gap:g} s apart):"
-    )
+    print(f"Delay from a change's answer to its delivery ({options.links} links, {options.gap:g} s apart):")
     print(f"  p50 {percentile(delays, 50) * 1000:7.0f} ms")
     print(f"  p99 {percentile(delays, 99) * 1000:7.0f} ms   (the contract: within 30 s locally)")
     print(f"  max {max(delays) * 1000:7.0f} ms")
