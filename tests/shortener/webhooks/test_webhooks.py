@@ -4,9 +4,12 @@ delivers it signed; a failed attempt is retried on schedule, recorded, and the e
 disabled after the last one; deliveries are listed, replayed and bounded per second."""
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -388,3 +391,17 @@ def test_a_change_is_answered_when_the_endpoints_cannot_be_read(
     created = ApiCaller(api, "alice").request("POST", "/", body={"url": "https://example.com/unannounced"})
     assert created["statusCode"] == 201, created["body"]
     assert drain(stack, sender(stack, Clock())) == []
+
+
+def test_the_documented_verification_snippet_accepts_a_delivery_and_refuses_a_tampered_or_old_one() -> None:
+    # The snippet a receiver copies from docs/webhooks.md, run as written
+    text = (Path(__file__).parents[3] / "docs" / "webhooks.md").read_text(encoding="utf-8")
+    [snippet] = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(snippet, namespace)
+    verified = namespace["verified"]
+    secret, body, now = signing.new_secret(), b'{"id":"evt_1","type":"link.created"}', int(time.time())
+    assert verified(secret, signing.signature_header(secret, now, body), body)
+    assert not verified(secret, signing.signature_header(secret, now, body), body + b" ")
+    assert not verified(secret, signing.signature_header(secret, now - 301, body), body)
+    assert not verified("whsec_other", signing.signature_header(secret, now, body), body)
