@@ -24,6 +24,7 @@ from local_stack.s3 import resource_types as s3_types
 from local_stack.s3.service import S3Service
 from local_stack.service import Service
 from local_stack.sns import resource_types as sns_types
+from local_stack.sqs import resource_types as sqs_types
 from local_stack.sqs.service import SqsService
 
 # The services with a part in the stack's start and stop (local_stack/service.py), in the order of
@@ -62,6 +63,7 @@ RESOURCE_PROVIDERS: tuple[ResourceProvider, ...] = (
     apigateway_types.HttpStageProvider(),
     lambda_types.EventInvokeConfigProvider(),
     s3_types.BucketPolicyProvider(),
+    sqs_types.QueuePolicyProvider(),
     cloudfront_types.DistributionProvider(),
     cloudfront_types.CachePolicyProvider(),
     cloudfront_types.OriginRequestPolicyProvider(),

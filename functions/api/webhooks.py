@@ -141,7 +141,7 @@ def list_deliveries(webhook_id: str) -> Response[str]:
     fields = {
         name: value for name in ("limit", "cursor") if (value := event.get_query_string_value(name, None))
     }
-    query = web.parse_request(DeliveriesQuery, fields)
+    query = web.parse_query(DeliveriesQuery, fields)
     return _json(200, api_webhooks().deliveries(caller(event), webhook_id, query).model_dump_json())
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from shortener.access.model import Caller
 from shortener.exceptions import InvalidRequestError, UnsupportedMediaTypeError
-from shortener.request_model import invalid_fields
+from shortener.request_model import invalid_fields, problems
 
 # A host name or address and an optional port: what a Host header may put into a short URL.
 _HOST_HEADER = re.compile(r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -136,6 +136,15 @@ def parse_request[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, A
         return model.model_validate(fields)
     except ValidationError as exc:
         raise invalid_fields(exc) from exc
+
+
+def parse_query[ModelT: BaseModel](model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
+    """A query string's ``fields`` as ``model``, or InvalidRequestError (400, as every GET route
+    answers a bad query) naming each value that is wrong."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        raise InvalidRequestError(problems(exc)) from exc
 
 
 def public_base_url(configured: str, headers: Mapping[str, str] | None, stage: str | None) -> str:

@@ -330,6 +330,9 @@ def test_bodies_are_strict_and_endpoints_are_their_owners(
     wrong = alice.request("POST", "/webhooks", body={"url": receiver.url, "events": ["link.renamed"]})
     assert wrong["statusCode"] == 422
     created = register(alice, receiver.url, ["link.created"])
+    for limit in ("null", "0", "101"):
+        bad = hook(alice, "GET", f"/webhooks/{created['id']}/deliveries", limit=limit)
+        assert bad["statusCode"] == 400 and "limit" in json.loads(bad["body"])["message"], bad["body"]
     for method, path in (
         ("GET", ""),
         ("PATCH", ""),
