@@ -35,7 +35,7 @@ class WebhookCreate(RequestModel):
 
 class WebhookUpdate(RequestModel):
     """The body of ``PATCH /webhooks/{id}``: only the fields given change. Enabling an endpoint
-    that was disabled for its failures starts its count again."""
+    the stack disabled clears its ``disabled_reason``."""
 
     url: str | None = Field(default=None, max_length=2048)
     events: list[WebhookEventType] | None = Field(default=None, min_length=1)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from shortener import clock
+from shortener.exceptions import ShortenerError
 from shortener.observability import logger
 from shortener.webhooks import destinations, signing
 from shortener.webhooks.model import DeliveryAttempt, DeliveryView, WebhookEvent
@@ -168,8 +169,8 @@ class WebhookSender:
     def _send(self, endpoint: Endpoint, delivery: Delivery) -> destinations.Answer:
         try:
             destination = destinations.parse_destination(endpoint.view.url, self._allow_loopback)
-        except Exception as exc:
-            return destinations.Answer(None, getattr(exc, "message", str(exc)), 0)
+        except ShortenerError as exc:
+            return destinations.Answer(None, exc.message, 0)
         body = delivery.body.encode()
         timestamp = int(time.time())
         headers = {

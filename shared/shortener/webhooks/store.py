@@ -90,7 +90,6 @@ class WebhooksStore(aws.DynamoDBTable):
             "status": {"S": view.status},
             "secret": {"S": endpoint.secret},
             "created_at": {"S": _time(view.created_at)},
-            "failures": {"N": "0"},
         }
         if view.updated_at is not None:
             item["updated_at"] = {"S": _time(view.updated_at)}
