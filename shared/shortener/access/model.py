@@ -20,10 +20,18 @@ class Caller(BaseModel):
     role: Role
     key_id: str = ""
     key_name: str = ""
+    # The domains this caller may make links on, comma-separated (the authorizer's context holds
+    # strings only); empty: every domain of the stack.
+    domains: str = ""
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    def may_use_domain(self, domain: str) -> bool:
+        """Whether this caller may make or move a link on ``domain`` (admins: any)."""
+        allowed = {name.strip().lower() for name in self.domains.split(",") if name.strip()}
+        return self.is_admin or not allowed or domain.lower() in allowed
 
     @classmethod
     def anonymous(cls) -> "Caller":
