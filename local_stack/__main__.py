@@ -167,6 +167,7 @@ def banner(stack: LocalStack) -> str:
         f"  API          {stack.api_url}",
         *(
             [f"  Edge         {stack.edge_url}   (the distribution's cache in front of the API)"]
+            + [f"  Domain       {url}   ({name}: its links only)" for name, url in stack.domain_urls.items()]
             if stack.edge_url
             else []
         ),

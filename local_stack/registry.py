@@ -67,6 +67,7 @@ RESOURCE_PROVIDERS: tuple[ResourceProvider, ...] = (
     cloudfront_types.DistributionProvider(),
     cloudfront_types.CachePolicyProvider(),
     cloudfront_types.OriginRequestPolicyProvider(),
+    cloudfront_types.FunctionProvider(),
     cloudfront_types.DeliverySourceProvider(),
     cloudfront_types.DeliveryDestinationProvider(),
     cloudfront_types.DeliveryProvider(),

@@ -6,7 +6,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from local_stack.cloudformation import (
     stack_uuid,
 )
 from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
-from local_stack.cloudfront.edge import EdgeConfig, LocalEdge, edge_config, has_edge
+from local_stack.cloudfront.edge import EdgeConfig, LocalEdge, edge_aliases, edge_config, has_edge
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log, stack_function_logs
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
@@ -137,6 +137,12 @@ class LocalStack:
         return self._edge.url if self._edge is not None else None
 
     @property
+    def domain_urls(self) -> dict[str, str]:
+        """Where each of the stack's other domains answers (its own port on the local edge)."""
+        edge = self._edge
+        return {name: edge.alias_url(name) for name in edge.aliases} if edge is not None else {}
+
+    @property
     def aws_endpoint(self) -> str:
         assert self._moto is not None
         return self._moto.url
@@ -175,11 +181,12 @@ class LocalStack:
         lambda_socket = listening_socket(options.lambda_port)
         api_socket = listening_socket(options.api_port)
         edge_socket = listening_socket(options.edge_port) if has_edge(resources) else None
+        domain_sockets = _domain_sockets(resources, options.edge_port) if edge_socket is not None else {}
         try:
-            self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket)
+            self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket, domain_sockets)
             self._serve_http_apis(resources)
             if edge_socket is not None:
-                self._start_edge(resources, edge_socket)
+                self._start_edge(resources, edge_socket, domain_sockets)
         except BaseException:
             # A server closes its socket when stopped; a socket whose server was not built yet is
             # closed here.
@@ -187,8 +194,9 @@ class LocalStack:
                 lambda_socket.close()
             if self._api is None:
                 api_socket.close()
-            if edge_socket is not None and self._edge is None:
-                edge_socket.close()
+            if self._edge is None:
+                for listening in [*([edge_socket] if edge_socket else []), *domain_sockets.values()]:
+                    listening.close()
             raise
         for service in self._services:
             service.start(self)
@@ -196,9 +204,11 @@ class LocalStack:
             self._edge.start()
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
 
-    def _start_edge(self, resources: Resources, listening: socket.socket) -> None:
-        """The local edge in front of the API (the template deploys the distribution); it starts
-        serving with the services."""
+    def _start_edge(
+        self, resources: Resources, listening: socket.socket, domain_sockets: Mapping[str, socket.socket]
+    ) -> None:
+        """The local edge in front of the API (the template deploys the distribution), and a
+        listener for each of its other names; it starts serving with the services."""
         options = self.options
         config = edge_config(resources, self.aws_endpoint, options.region)
         assert config is not None
@@ -210,6 +220,8 @@ class LocalStack:
             listening=listening,
             country=options.edge_country,
         )
+        for name, domain_socket in domain_sockets.items():
+            self._edge.serve_alias(name, domain_socket)
 
     def _serve_http_apis(self, resources: Resources) -> None:
         """Each HTTP API of the template (the edge's origin) on a free loopback port."""
@@ -261,12 +273,15 @@ class LocalStack:
         lambda_socket: socket.socket,
         api_socket: socket.socket,
         edge_socket: socket.socket | None,
+        domain_sockets: Mapping[str, socket.socket],
     ) -> None:
         """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
         the REST API with its access control."""
         options = self.options
         routes, binary_types, api_id = self._api_definition(resources)
-        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket, edge_socket)
+        self._runtime = self._lambda_runtime(
+            resources, lambda_socket, api_socket, edge_socket, domain_sockets
+        )
         self._lambda_endpoint = LambdaEndpoint(
             options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
         )
@@ -318,11 +333,13 @@ class LocalStack:
         lambda_socket: socket.socket,
         api_socket: socket.socket,
         edge_socket: socket.socket | None,
+        domain_sockets: Mapping[str, socket.socket],
     ) -> LambdaRuntime:
         options = self.options
         functions = resources.functions
         if edge_socket is not None:
-            functions = _short_urls_naming(_url_of(edge_socket), functions)
+            domain_urls = {name: _url_of(listening) for name, listening in domain_sockets.items()}
+            functions = _short_urls_naming(_url_of(edge_socket), domain_urls, functions)
         return LambdaRuntime(
             functions,
             RuntimeSettings(
@@ -469,6 +486,7 @@ class LocalStack:
             "api_url": self.api_url,
             # The local edge's URL (None without the template's Edge condition).
             "edge_url": self.edge_url,
+            "domain_urls": self.domain_urls,
             # Where the local edge sends its misses (the HTTP API the distribution's origin names).
             "edge_origin_url": self._edge.origin_url if self._edge is not None else None,
             "aws_endpoint": self.aws_endpoint,
@@ -521,15 +539,37 @@ class LocalStack:
         return [route for route in routes if route.function in running], binary_types, api_id
 
 
-def _short_urls_naming(edge_url: str, functions: dict[str, FunctionSpec]) -> dict[str, FunctionSpec]:
+def _short_urls_naming(
+    edge_url: str, domain_urls: Mapping[str, str], functions: dict[str, FunctionSpec]
+) -> dict[str, FunctionSpec]:
     """The functions, their empty PUBLIC_BASE_URL filled with the local edge's URL: short URLs name
-    it, as they name the distribution's domain on AWS (docs/edge.md)."""
-    return {
-        logical_id: replace(spec, environment={**spec.environment, "PUBLIC_BASE_URL": edge_url})
-        if spec.environment.get("PUBLIC_BASE_URL") == ""
-        else spec
-        for logical_id, spec in functions.items()
-    }
+    it, as they name the distribution's domain on AWS (docs/edge.md); with the stack's other
+    domains, DOMAIN_URLS says where each answers (its loopback port, not https://<name>/)."""
+    named = {}
+    for logical_id, spec in functions.items():
+        environment = dict(spec.environment)
+        if environment.get("PUBLIC_BASE_URL") == "":
+            environment["PUBLIC_BASE_URL"] = edge_url
+        if "DOMAINS" in environment and domain_urls:
+            environment["DOMAIN_URLS"] = json.dumps(dict(domain_urls))
+        named[logical_id] = (
+            replace(spec, environment=environment) if environment != spec.environment else spec
+        )
+    return named
+
+
+def _domain_sockets(resources: Resources, edge_port: int) -> dict[str, socket.socket]:
+    """The stack's other domains' listeners, each on a port of its own: the next ones after the
+    edge's (any free one when the edge's is)."""
+    sockets: dict[str, socket.socket] = {}
+    try:
+        for index, name in enumerate(edge_aliases(resources)):
+            sockets[name] = listening_socket(edge_port + 1 + index if edge_port else 0)
+    except BaseException:
+        for listening in sockets.values():
+            listening.close()
+        raise
+    return sockets
 
 
 def _url_of(listening: socket.socket) -> str:

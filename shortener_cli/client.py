@@ -91,9 +91,13 @@ class ShortenerClient:
         return csv
 
     def links(self, **query: str) -> dict[str, Any]:
-        """GET /links: a page {"links", "next_cursor"} (query: tag, q, owner, limit, cursor)."""
+        """GET /links: a page {"links", "next_cursor"} (query: tag, q, owner, domain, limit, cursor)."""
         wanted = {key: value for key, value in query.items() if value}
         return self._call("GET", "links" + (f"?{urlencode(wanted)}" if wanted else "")).json()  # type: ignore[no-any-return]
+
+    def domains(self) -> dict[str, Any]:
+        """GET /domains: {"domains": [{"name", "default", "short_url_base", "allowed"}]}."""
+        return self._call("GET", "domains").json()  # type: ignore[no-any-return]
 
     def link(self, code: str) -> dict[str, Any]:
         """GET /links/{code}."""

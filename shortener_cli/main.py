@@ -63,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     shorten = commands.add_parser("shorten", help="shorten one URL and print the short URL")
     shorten.add_argument("url")
     shorten.add_argument("--code", help="a custom code")
+    shorten.add_argument("--domain", help="the domain it answers on (`shortener domains` lists them)")
     add_link_fields(shorten)
+    domains = commands.add_parser("domains", help="list the stack's domains, and which you may use")
+    domains.add_argument("--json", action="store_true", help="print JSON")
 
     bulk = commands.add_parser("bulk", help="upload a CSV with a url column (and an optional code column)")
     bulk.add_argument("file", type=Path)
@@ -111,6 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--name", required=True, help="what the key is for (e.g. ci-pipeline)")
     create.add_argument("--owner", required=True, help="owner id: whose links and jobs the key's calls are")
     create.add_argument("--role", choices=["member", "admin"], default="member")
+    create.add_argument(
+        "--domains",
+        default="",
+        help="the only domains its calls may make links on, comma-separated (default: every one; "
+        "`shortener domains` lists them)",
+    )
     key_commands.add_parser("list", help="list the keys (ids, owners, roles, revoked or not)")
     revoke = key_commands.add_parser("revoke", help="revoke a key at once")
     revoke.add_argument("key_id")
@@ -165,9 +174,13 @@ def _add_clicks_command(commands: Any) -> None:
 def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """links, link, update, delete; block, unblock, blocklist (admins)."""
     links = commands.add_parser("links", help="list your links, newest first")
-    links.add_argument("--tag", help="only links with this tag")
-    links.add_argument("--search", help="only links whose URL contains this")
-    links.add_argument("--owner", help="another owner's links (admins)")
+    for flag, meaning in (
+        ("--tag", "only links with this tag"),
+        ("--search", "only links whose URL contains this"),
+        ("--owner", "another owner's links (admins)"),
+        ("--domain", "only the links of this domain"),
+    ):
+        links.add_argument(flag, help=meaning)
     links.add_argument("--limit", type=int, help="links per page (1-1000; default 100, 1000 with --all)")
     links.add_argument("--all", action="store_true", help="every page, not only the first")
     links.add_argument(
@@ -351,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         "clicks": lambda: _clicks(client, args),
         "links": lambda: _links(client, args),
         "link": lambda: _show(client.link(args.code), args.json),
+        "domains": lambda: _domains(client, args.json),
         "update": lambda: _update(client, args),
         "delete": lambda: _show(client.delete_link(args.code), args.json),
         "qr": lambda: _qr(client, args),
@@ -522,7 +536,8 @@ def batch_progress(batch_id: str, status: dict[str, Any]) -> str:
 
 
 def _shorten(client: ShortenerClient, args: argparse.Namespace) -> int:
-    link = client.shorten(args.url, args.code, link_fields(args))
+    fields = link_fields(args) | ({"domain": args.domain} if args.domain else {})
+    link = client.shorten(args.url, args.code, fields)
     print(output.as_json(link) if args.json else link["short_url"])
     return EXIT_OK
 
@@ -800,6 +815,21 @@ def progress_bar(status: dict[str, Any]) -> str:
     return f"[{bar}] {done:,}/{output.count(total, 'row')}, {failed:,} failed ({status.get('status')})"
 
 
+def _domains(client: ShortenerClient, as_json: bool) -> int:
+    found = client.domains()["domains"]
+    if as_json:
+        print(output.as_json(found))
+        return EXIT_OK
+    for domain in found:
+        notes = [
+            note
+            for note, holds in (("default", domain["default"]), ("not yours", not domain["allowed"]))
+            if holds
+        ]
+        print(f"{domain['name']}  {domain['short_url_base']}" + (f"  ({', '.join(notes)})" if notes else ""))
+    return EXIT_OK
+
+
 def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
     """A page of links, or every page (--all); csv and jsonl are written page by page as they
     come (an export of any size), the table once all are read."""
@@ -811,6 +841,7 @@ def _links(client: ShortenerClient, args: argparse.Namespace) -> int:
             tag=args.tag or "",
             q=args.search or "",
             owner=args.owner or "",
+            domain=args.domain or "",
             limit=str(limit),
             cursor=cursor,
         )
@@ -956,7 +987,7 @@ def _keys(args: argparse.Namespace) -> int:
             target = keys.local_target(found[0])
         manager = target.manager()
         if args.keys_command == "create":
-            created = manager.create(args.name, args.owner, args.role)
+            created = manager.create(args.name, args.owner, args.role, args.domains)
             record = created.record
             print(
                 f"Key {record.key_id} ({record.name!r}, owner {record.owner_id}, {record.role}) created on "

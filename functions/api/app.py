@@ -21,7 +21,7 @@ from bulk_links import router as bulk_links_router
 from clicks import router as clicks_router
 from links import router as links_router
 from qr import router as qr_router
-from request import announce, api_url, audit, base_url, body_fields, caller, stage_cache
+from request import announce, api_url, audit, body_fields, caller, short_urls, stage_cache
 from webhooks import router as webhooks_router
 
 from shortener import clock
@@ -41,7 +41,7 @@ from shortener.http.openapi import Answer, link_to, operation
 from shortener.links.model import LinkView, ShortenRequest, ShortenResult
 from shortener.links.previews import preview_page
 from shortener.links.protection import Interception
-from shortener.links.shortening import Resolution
+from shortener.links.shortening import EVERY_DOMAIN, Resolution
 from shortener.links.targeting import visitor_of
 from shortener.observability import logger, metrics
 from shortener.services.api import api_link_manager, api_password_gate
@@ -112,10 +112,12 @@ def shorten() -> Response[str]:
     event = app.current_event
     request = web.parse_request(ShortenRequest, body_fields(event))
     settings = api_settings()
+    urls = short_urls(event)
+    request = request.model_copy(update={"domain": urls.for_caller(request.domain, caller(event))})
     result = links().shorten(
         request,
         settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
-        base_url(event),
+        urls,
         owner=caller(event).owner_id,
     )
     metrics.add_metric(
@@ -135,7 +137,7 @@ def shorten() -> Response[str]:
 def _created_view(event: APIGatewayProxyEvent, code: str) -> dict[str, object]:
     """The view of a link this request made (what its link.created event carries)."""
     link = api_link_manager().get(caller(event), code)
-    return LinkView.of(link, base_url(event)).model_dump(mode="json")
+    return LinkView.of(link, short_urls(event)).model_dump(mode="json")
 
 
 _APP_LINKS = operation(
@@ -235,6 +237,7 @@ def follow(code: str) -> Response[str]:
         fresh=web.wants_fresh(event.headers),
         count_click=event.http_method != "HEAD",
         from_bot=lambda: is_crawler(web.header(event.headers, "user-agent")),
+        domain=_served_domain(event),
     )
     if resolution.shown is not None:
         return _shown(code, resolution.shown)
@@ -291,6 +294,15 @@ def unlock(code: str) -> Response[str]:
     return _redirect(code, resolution)
 
 
+def _served_domain(event: APIGatewayProxyEvent) -> str | None:
+    """The domain a short link was followed on: through the edge, the one its viewer's host names
+    (the header the edge's viewer-request function adds, docs/domains.md), where only that
+    domain's links answer; on the API's own URL every domain's."""
+    if not edge_origin.from_edge_origin(event.raw_event):
+        return EVERY_DOMAIN
+    return short_urls(event).domain_of_host(web.header(event.headers, edge_origin.VIEWER_HOST_HEADER))
+
+
 def _redirect(code: str, resolution: Resolution) -> Response[str]:
     event = app.current_event
     # Decided after the checks that answer instead of any destination (a password page, a
@@ -320,7 +332,7 @@ def _shown(code: str, shown: Interception) -> Response[str]:
         value=1,
     )
     if shown.shown == "preview" and shown.link.preview is not None:
-        body = preview_page(shown.link.preview, base_url(event) + code)
+        body = preview_page(shown.link.preview, short_urls(event).short_url(shown.link.domain, code))
     else:
         body = _password_page(code)
     _answered(code, shown.shown)

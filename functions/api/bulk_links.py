@@ -4,7 +4,7 @@ Included into the API's resolver by app.py; errors raised here are mapped to JSO
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
-from request import base_url, caller, stage_cache
+from request import caller, short_urls, stage_cache
 
 from shortener.http import web
 from shortener.http.openapi import Answer, operation
@@ -40,8 +40,8 @@ def shorten_links() -> Response[str]:
     outcomes = api_bulk_links().shorten(
         items,
         settings.url_policy().with_own_host(*web.own_hosts(event.raw_event, settings.AWS_REGION)),
-        base_url(event),
-        owner=caller(event).owner_id,
+        short_urls(event),
+        caller=caller(event),
     )
     created = sum(1 for outcome in outcomes if outcome.status == 201)
     metrics.add_metric(name="LinksCreated", unit=MetricUnit.Count, value=created)

@@ -7,19 +7,22 @@ from dataclasses import asdict
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.metrics import MetricUnit
-from request import announce, audit, base_url, body_fields, caller, stage_cache
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from request import announce, audit, body_fields, caller, short_urls, stage_cache
 
 from shortener.access.blocklist import HostGuard
 from shortener.access.blocklist_model import BlockAnswer, Blocklist, BlockRequest
 from shortener.access.model import Caller
 from shortener.access.takedown import HostTakedowns
-from shortener.exceptions import ForbiddenError, NotBlockedError
+from shortener.exceptions import ForbiddenError, InvalidRequestError, NotBlockedError, UnknownDomainError
 from shortener.http import web
 from shortener.http.api import ListLinksQuery
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.http.paging import LINKS_PAGE_SIZE
+from shortener.links.domains import DomainList, DomainView
 from shortener.links.management import Change
 from shortener.links.model import Link, LinkList, LinkUpdate, LinkView
+from shortener.links.search import DEFAULT_DOMAIN
 from shortener.observability import logger, metrics
 from shortener.services.api import api_link_manager, api_links, api_takedowns
 from shortener.settings import api_settings
@@ -47,10 +50,45 @@ def list_links() -> Response[str]:
         q=event.get_query_string_value("q", None),
         job_id=event.get_query_string_value("job_id", None),
         status=event.get_query_string_value("status", None),
+        domain=_listed_domain(event),
     )
-    base = base_url(event)
-    page = LinkList(links=[LinkView.of(link, base) for link in found], next_cursor=cursor)
+    urls = short_urls(event)
+    page = LinkList(links=[LinkView.of(link, urls) for link in found], next_cursor=cursor)
     return Response(200, content_types.APPLICATION_JSON, page.model_dump_json())
+
+
+def _listed_domain(event: APIGatewayProxyEvent) -> str | None:
+    """``GET /links?domain=``'s domain as links store it (422 for one the stack does not serve)."""
+    wanted = event.get_query_string_value("domain", None)
+    if not wanted:
+        return None
+    try:
+        return short_urls(event).stored(wanted) or DEFAULT_DOMAIN
+    except UnknownDomainError as exc:
+        raise InvalidRequestError(exc.message) from exc
+
+
+@router.get(
+    "/domains",
+    **operation(
+        "The stack's domains, and which the caller may use", {200: Answer("The domains", DomainList)}
+    ),
+)
+def list_domains() -> Response[str]:
+    event = router.current_event
+    urls, who = short_urls(event), caller(event)
+    domains = DomainList(
+        domains=[
+            DomainView(
+                name=name,
+                default=index == 0,
+                short_url_base=urls.base_for(None if index == 0 else name),
+                allowed=who.may_use_domain(name),
+            )
+            for index, name in enumerate(urls.names)
+        ]
+    )
+    return Response(200, content_types.APPLICATION_JSON, domains.model_dump_json())
 
 
 @router.get(
@@ -205,9 +243,9 @@ def _changed(change: Change) -> Response[str]:
 
 def _view(link: Link) -> dict[str, object]:
     """A link as the audit log keeps it: its view (never a password)."""
-    return LinkView.of(link, base_url(router.current_event)).model_dump(mode="json")
+    return LinkView.of(link, short_urls(router.current_event)).model_dump(mode="json")
 
 
 def _link_answer(link: Link) -> Response[str]:
-    view = LinkView.of(link, base_url(router.current_event))
+    view = LinkView.of(link, short_urls(router.current_event))
     return Response(200, content_types.APPLICATION_JSON, view.model_dump_json())

@@ -17,6 +17,7 @@ from shortener.audit.trail import actor_of
 from shortener.http import web
 from shortener.jobs.submit import JobOrigin
 from shortener.jobs.topics import job_topic
+from shortener.links.domains import ShortUrls
 from shortener.links.management import StageCacheInvalidator
 from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.services.api import api_announcer, audit_trail, short_link_base, stage_cache_invalidator
@@ -57,6 +58,12 @@ def base_url(event: APIGatewayProxyEvent) -> str:
     """The base that short URLs start with, ending with "/": the configured one (the short domain),
     else the edge's host when it is on, else the host the request came to."""
     return web.public_base_url(short_link_base(), event.headers, event.request_context.stage)
+
+
+def short_urls(event: APIGatewayProxyEvent) -> ShortUrls:
+    """Where each of the stack's domains answers its short links (the default domain at
+    ``base_url``)."""
+    return api_settings().short_urls(base_url(event))
 
 
 def api_url(event: APIGatewayProxyEvent) -> str:

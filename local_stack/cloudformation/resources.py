@@ -328,6 +328,16 @@ def _web_acl_identity(name: str, arn: str, _: str) -> tuple[str, dict[str, Any]]
     return f"{name}|local|REGIONAL", {"Arn": acl_arn, "Id": "local"}
 
 
+def _cloudfront_function_identity(name: str, _: str, __: str) -> tuple[str, dict[str, Any]]:
+    # CloudFront is global: its functions' ARNs name no region.
+    function_arn = f"arn:aws:cloudfront::{ACCOUNT_ID}:function/{name}"
+    return function_arn, {
+        "FunctionARN": function_arn,
+        "FunctionMetadata.FunctionARN": function_arn,
+        "Stage": "LIVE",
+    }
+
+
 def _bucket_identity(name: str, _: str, endpoint: str) -> tuple[str, dict[str, Any]]:
     # CloudFormation's default bucket names may have capitals, which S3 refuses.
     name = name.lower()
@@ -345,6 +355,7 @@ _IDENTITIES: dict[str, _Identity] = {
     ATHENA_WORKGROUP: lambda name, arn, _: (name, {}),
     TABLE: _table_identity,
     QUEUE: _queue_identity,
+    "AWS::CloudFront::Function": _cloudfront_function_identity,
     TOPIC: _topic_identity,
     ALARM: lambda name, arn, _: (name, {"Arn": f"arn:aws:cloudwatch:{arn}:alarm:{name}"}),
     RULE: lambda name, arn, _: (name, {"Arn": f"arn:aws:events:{arn}:rule/{name}"}),

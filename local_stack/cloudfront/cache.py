@@ -1,6 +1,7 @@
 """The local edge's caching rules, as CloudFront applies a distribution's cache policy.
 
-- The key is what the cache policy names: here the path alone (no query, header or cookie).
+- The key is what the cache policy names: here the path and the headers it lists (no query or
+  cookie); an invalidation path matches the path whatever the headers.
 - How long an answer is kept ("Manage how long content stays in the cache (expiration)",
   https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/Expiration.html): the origin's
   ``s-maxage``, else its ``max-age``, clamped to the policy's MinTTL and MaxTTL; without either,
@@ -48,9 +49,20 @@ def directives(cache_control: str) -> dict[str, int | None]:
     return found
 
 
-def cache_key(path: str) -> str:
-    """The cache key of the template's policy: the path alone (the query is neither key nor sent)."""
+def path_of(path: str) -> str:
+    """The request's path without its query (the template's policy keys no query)."""
     return path.split("?", 1)[0]
+
+
+# The path, and the values of the cache policy's headers in its order ("" when not sent).
+CacheKey = tuple[str, tuple[str, ...]]
+
+
+def cache_key(path: str, headers: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> CacheKey:
+    """The cache key of the template's policy: the path and the values of the headers it names
+    (``names``; header names compared in any letter case)."""
+    by_name = {name.lower(): value for name, value in (headers or {}).items()}
+    return path_of(path), tuple(by_name.get(name.lower(), "") for name in names)
 
 
 def ttl_for(policy: CachePolicy, method: str, status: int, cache_control: str) -> int:
@@ -107,10 +119,10 @@ class EdgeCache:
     def __init__(self, capacity: int = 10_000, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity = capacity
         self.clock = clock
-        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._entries: OrderedDict[CacheKey, Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Entry | None:
+    def get(self, key: CacheKey) -> Entry | None:
         """The fresh entry of ``key``, if any (a stale one is dropped)."""
         with self._lock:
             entry = self._entries.get(key)
@@ -122,7 +134,7 @@ class EdgeCache:
             self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: str, entry: Entry) -> None:
+    def put(self, key: CacheKey, entry: Entry) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -133,7 +145,7 @@ class EdgeCache:
         """Drop every entry an invalidation path covers: how many were dropped."""
         patterns = list(paths)
         with self._lock:
-            doomed = [key for key in self._entries if any(matches(pattern, key) for pattern in patterns)]
+            doomed = [key for key in self._entries if any(matches(pattern, key[0]) for pattern in patterns)]
             for key in doomed:
                 del self._entries[key]
         return len(doomed)

@@ -4,6 +4,11 @@ does in front of the API (docs/edge.md, "The local edge").
 
 - Behaviour: the distribution's default behaviour (its allowed and cached methods); other methods
   are refused with 403, as CloudFront does.
+- Viewer-request functions: the CloudFront Function the behaviour associates is run as its Python
+  twin (``VIEWER_FUNCTIONS``, matched by the function's code; a function without a twin stops the
+  stack rather than being skipped).
+- Domains: the distribution's other names (its Aliases beyond the default) each have a loopback
+  listener of their own, where a request is answered as one whose Host is that name.
 - Cache: cache.py's rules (key, TTLs, Cache-Control, error caching), LRU-bounded.
 - Origin requests: to the local listener of the API the distribution's origin names (the HTTP API
   of apigateway/http_api.py; stack.py maps its execute-api host), with the origin's custom
@@ -28,14 +33,14 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from local_stack.apigateway.http_limits import PAYLOAD_LIMIT_BYTES
-from local_stack.cloudfront.cache import CachePolicy, EdgeCache, Entry, cache_key, ttl_for
+from local_stack.cloudfront.cache import CachePolicy, EdgeCache, Entry, cache_key, path_of, ttl_for
 from local_stack.cloudfront.log_fields import record_fields
 from local_stack.cloudfront.viewer import viewer_headers
 from local_stack.embedded import aws_client
@@ -67,6 +72,32 @@ _NOT_PASSED = frozenset(
 _BODY_HEADERS = ("Content-Type", "Content-Length")
 
 
+def _copy_viewer_host(headers: dict[str, str], viewer_host: str) -> None:
+    for name in [name for name in headers if name.lower() == "x-shortener-host"]:
+        del headers[name]
+    headers["X-Shortener-Host"] = viewer_host
+
+
+# The CloudFront Functions the local edge can run: each one's JavaScript (whitespace aside) and its
+# Python twin, which changes the viewer's headers as the JavaScript changes the request.
+VIEWER_FUNCTIONS: dict[str, Callable[[dict[str, str], str], None]] = {
+    "function handler(event) { var request = event.request; var host = request.headers.host; "
+    "request.headers['x-shortener-host'] = {value: host ? host.value : ''}; return request; }": (
+        _copy_viewer_host
+    ),
+}
+
+
+def _viewer_function(code: str) -> Callable[[dict[str, str], str], None]:
+    twin = VIEWER_FUNCTIONS.get(" ".join(code.split()))
+    if twin is None:
+        raise ValueError(
+            "The edge's viewer-request function has no Python twin in local_stack/cloudfront/edge.py "
+            "(VIEWER_FUNCTIONS): the local edge cannot run it"
+        )
+    return twin
+
+
 @dataclass(frozen=True)
 class EdgeConfig:
     """What the local edge applies, read from the deployed distribution and its policies."""
@@ -83,11 +114,25 @@ class EdgeConfig:
     # Whether the origin request policy passes the viewer's query string on (QueryStringBehavior
     # all): to the origin only, never into the cache key, which the cache policy alone makes.
     forwards_query: bool = False
+    # The cache policy's headers: part of the cache key, and sent to the origin.
+    key_headers: tuple[str, ...] = ()
+    # The behaviour's viewer-request function, as its Python twin (None: none associated).
+    viewer_request: Callable[[dict[str, str], str], None] | None = None
 
 
 def has_edge(resources: Any) -> bool:
     """Whether the template deploys the distribution (its Edge condition holds)."""
     return DISTRIBUTION in resources.of_type("AWS::CloudFront::Distribution")
+
+
+def edge_aliases(resources: Any) -> tuple[str, ...]:
+    """The distribution's names beyond its default one (the stack's other domains): its Aliases
+    without DomainName, which is the default domain's name."""
+    config = resources.of_type("AWS::CloudFront::Distribution")[DISTRIBUTION]["DistributionConfig"]
+    default = str(resources.resolver.parameters.get("DomainName") or "").lower()
+    return tuple(
+        name for name in (str(alias).lower() for alias in config.get("Aliases") or []) if name != default
+    )
 
 
 def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None:
@@ -111,6 +156,11 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
     )
     cache_config = cache_policy.get("CachePolicyConfig", {})
     headers = request_policy.get("OriginRequestPolicyConfig", {}).get("HeadersConfig", {})
+    key_headers = (
+        cache_config.get("ParametersInCacheKeyAndForwardedToOrigin", {})
+        .get("HeadersConfig", {})
+        .get("Headers", [])
+    )
     return EdgeConfig(
         distribution_id=distribution_id,
         domain_name=str(deployed["DomainName"]),
@@ -139,7 +189,29 @@ def edge_config(resources: Any, endpoint: str, region: str) -> EdgeConfig | None
         .get("QueryStringsConfig", {})
         .get("QueryStringBehavior")
         == "all",
+        key_headers=tuple(str(name) for name in key_headers),
+        viewer_request=_viewer_request(resources, behaviour),
     )
+
+
+def _viewer_request(
+    resources: Any, behaviour: Mapping[str, Any]
+) -> Callable[[dict[str, str], str], None] | None:
+    """The Python twin of the behaviour's viewer-request CloudFront Function (None without one)."""
+    arn = next(
+        (
+            str(item.get("FunctionARN", ""))
+            for item in behaviour.get("FunctionAssociations") or []
+            if item.get("EventType") == "viewer-request"
+        ),
+        None,
+    )
+    if arn is None:
+        return None
+    for logical_id, properties in resources.of_type("AWS::CloudFront::Function").items():
+        if resources.resolver.attributes.get(logical_id, {}).get("FunctionMetadata.FunctionARN") == arn:
+            return _viewer_function(str(properties.get("FunctionCode", "")))
+    raise ValueError(f"The edge's viewer-request function {arn} is not in the template")
 
 
 def _by_ref(resources: Any, resource_type: str, ref: Any) -> dict[str, Any]:
@@ -196,11 +268,24 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         self._seen: set[str] = set()
         self._loops: list[threading.Thread] = []
         self.origin_requests = 0
+        # What the handler answers for: this listener is the default name's (the viewer's Host).
+        self.edge = self
+        self.viewer_host: str | None = None
+        # The listeners of the distribution's other names, by name.
+        self.aliases: dict[str, AliasListener] = {}
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host!s}:{port}/"
+
+    def alias_url(self, name: str) -> str:
+        host, port = self.aliases[name].server_address[:2]
+        return f"http://{host!s}:{port}/"
+
+    def serve_alias(self, name: str, listening: socket.socket) -> None:
+        """Answer the distribution's name ``name`` on ``listening`` (served from start())."""
+        self.aliases[name] = AliasListener(self, name, listening)
 
     @property
     def origin_url(self) -> str:
@@ -210,8 +295,10 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     def start(self) -> None:
         """Serve, flush the logs and apply invalidations, each on a thread of its own."""
         self._seen = {item["Id"] for item in self._invalidations()}
+        serving = [(alias.serve_forever, f"edge-{name}") for name, alias in self.aliases.items()]
         for target, name in (
             (self.serve_forever, "edge"),
+            *serving,
             (self._flush_loop, "edge-logs"),
             (self._invalidation_loop, "edge-invalidations"),
         ):
@@ -223,7 +310,11 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         self._stopped.set()
         if self._loops:  # shutdown() waits for serve_forever, which never ran otherwise
             self.shutdown()
+            for alias in self.aliases.values():
+                alias.shutdown()
         self.server_close()
+        for alias in self.aliases.values():
+            alias.server_close()
         for thread in self._loops:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
@@ -240,10 +331,18 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
         viewer: str,
         *,
         request_id: str = "",
+        viewer_host: str | None = None,
     ) -> tuple[Answer, str]:
         """The answer to one viewer request and its result type (Hit, Miss, Error); a request to
-        the origin carries the request's id as X-Amz-Cf-Id (its log record's x-edge-request-id)."""
+        the origin carries the request's id as X-Amz-Cf-Id (its log record's x-edge-request-id).
+        ``viewer_host``: the name the viewer asked for (a domain's listener), else its Host."""
         config = self.config
+        if config.viewer_request is not None:
+            headers = dict(headers)
+            host = viewer_host or next(
+                (value for name, value in headers.items() if name.lower() == "host"), ""
+            )
+            config.viewer_request(headers, host)
         if method not in config.allowed_methods:
             return Answer(
                 403,
@@ -251,7 +350,7 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
                 b"This distribution is not configured to allow the HTTP request method that was used "
                 b"for this request.\n",
             ), "Error"
-        key = cache_key(path)
+        key = cache_key(path, headers, config.key_headers)
         cached = method in config.policy.cached_methods
         if cached:
             entry = self.cache.get(key)
@@ -275,9 +374,10 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
     ) -> Answer | None:
         config = self.config
         # The query reaches the origin only when the origin request policy forwards it; the cache
-        # key is the path alone either way (cache_key).
-        target = path if config.forwards_query and "?" in path else cache_key(path)
-        sent = {name: value for name, value in headers.items() if name.lower() in config.forwarded}
+        # key has no query either way (cache_key).
+        target = path if config.forwards_query and "?" in path else path_of(path)
+        keyed = {name.lower() for name in config.key_headers}
+        sent = {name: value for name, value in headers.items() if name.lower() in config.forwarded | keyed}
         sent.update({name: headers[name] for name in _BODY_HEADERS if name in headers})
         sent.update(viewer_headers(headers, viewer, self.country, config.forwarded))
         sent.update(dict(config.origin_headers))
@@ -364,11 +464,26 @@ class LocalEdge(BoundedConnections, ThreadingHTTPServer):
                 log.exception("The edge's invalidations could not be read")
 
 
+class AliasListener(BoundedConnections, ThreadingHTTPServer):
+    """One more name of the distribution (an alias: a domain of the stack's ``Domains``) on a
+    loopback port of its own: its requests are answered by the edge as requests whose Host is
+    that name, which the loopback address cannot say."""
+
+    daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, edge: LocalEdge, name: str, listening: socket.socket) -> None:
+        super().__init__(("127.0.0.1", 0), _EdgeHandler, bind_and_activate=False)
+        adopt(self, listening)
+        self.edge = edge
+        self.viewer_host: str | None = name
+
+
 class _EdgeHandler(BoundedRequestHandler):
     """Reads each request within a bounded time (a stalled one is answered 408 and closed), chunked
     bodies as HTTP/1.1 frames them, as every listener of the stack does (local_stack/http_reading.py)."""
 
-    server: LocalEdge
+    server: LocalEdge | AliasListener
 
     def refusal_answer(self, refused: ReadRefused) -> tuple[int, list[tuple[str, str]], bytes]:
         return (
@@ -385,18 +500,25 @@ class _EdgeHandler(BoundedRequestHandler):
         body = self.read_body(PAYLOAD_LIMIT_BYTES)
         headers = {name: value for name, value in self.headers.items()}
         cf_id = request_id()
-        answer, result = self.server.answer(
-            self.command, self.path, headers, body, self.client_address[0], request_id=cf_id
+        edge, viewer_host = self.server.edge, self.server.viewer_host
+        answer, result = edge.answer(
+            self.command,
+            self.path,
+            headers,
+            body,
+            self.client_address[0],
+            request_id=cf_id,
+            viewer_host=viewer_host,
         )
         path, _, query = self.path.partition("?")
         # Recorded before the answer is sent: a client that has its answer finds its record in the
         # next flush (time-taken is then the time to the answer, not to its last byte).
-        self.server.record(
+        edge.record(
             {
                 "timestamp(ms)": str(int(started * 1000)),
                 "c-ip": self.client_address[0],
                 "cs-method": self.command,
-                "x-host-header": self.headers.get("Host", self.server.config.domain_name),
+                "x-host-header": viewer_host or self.headers.get("Host") or edge.config.domain_name,
                 "cs-uri-stem": path,
                 "cs-uri-query": query or "-",
                 "sc-status": str(answer.status),
@@ -404,7 +526,7 @@ class _EdgeHandler(BoundedRequestHandler):
                 "cs(User-Agent)": quote(self.headers.get("User-Agent", ""), safe="") or "-",
                 "x-edge-result-type": result,
                 "x-edge-request-id": cf_id,
-                "c-country": self.server.country,
+                "c-country": edge.country,
                 "time-taken": f"{time.time() - started:.3f}",
             }
         )
@@ -413,7 +535,7 @@ class _EdgeHandler(BoundedRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(answer.body)))
         self.send_header("X-Cache", f"{result} from cloudfront")
-        self.send_header("Via", f"1.1 {self.server.config.domain_name} (CloudFront)")
+        self.send_header("Via", f"1.1 {edge.config.domain_name} (CloudFront)")
         self.send_header("X-Amz-Cf-Pop", POP)
         self.send_header("X-Amz-Cf-Id", cf_id)
         self.end_headers()

@@ -180,6 +180,19 @@ class ForbiddenError(ShortenerError):
     error = "forbidden"
 
 
+class UnknownDomainError(InvalidFieldsError):
+    """A link asked for on a domain this stack does not serve."""
+
+    error = "unknown_domain"
+
+
+class DomainNotAllowedError(ShortenerError):
+    """The caller's key or group does not allow making links on this domain."""
+
+    status_code = 403
+    error = "domain_not_allowed"
+
+
 class ConflictError(ShortenerError):
     """The link changed while this request was changing it; read it again and retry."""
 

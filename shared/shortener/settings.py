@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from shortener.links.domains import ShortUrls
 from shortener.links.urls import UrlPolicy
 
 
@@ -51,6 +52,11 @@ class LinksMixin(_FromEnvironment):
     CODE_KEY: str = ""
     # The API's custom domain, if it has one: links to it are refused like the other own hosts.
     DOMAIN_NAME: str = ""
+    # The stack's other short domains (template.yaml's Domains), each answering its own links.
+    DOMAINS: Annotated[list[str], BeforeValidator(_comma_separated)] = []
+    # Where each of them answers when that is not https://<name>/: the local stack serves each on a
+    # loopback port of its own ({"<name>": "http://127.0.0.1:<port>/"}).
+    DOMAIN_URLS: Annotated[dict[str, str], BeforeValidator(_json_text)] = {}
     FIND_IF_EXISTS: bool = True
     ALLOWED_SCHEMES: Annotated[list[str], BeforeValidator(_comma_separated)] = ["http", "https"]
     MAX_URL_LENGTH: int = Field(default=2048, ge=16, le=32768)
@@ -72,8 +78,13 @@ class LinksMixin(_FromEnvironment):
             raise ValueError("CODE_ALPHABET must be distinct ASCII letters and digits")
         return value
 
+    def short_urls(self, default_base: str) -> ShortUrls:
+        """Where each domain's short links answer, the default domain's at ``default_base``."""
+        others = {name: self.DOMAIN_URLS.get(name, f"https://{name}/") for name in self.DOMAINS}
+        return ShortUrls(default_base, self.DOMAIN_NAME.lower(), others)
+
     def url_policy(self) -> UrlPolicy:
-        own_hosts = {_host_of(self.PUBLIC_BASE_URL), self.DOMAIN_NAME or None}
+        own_hosts = {_host_of(self.PUBLIC_BASE_URL), self.DOMAIN_NAME or None, *self.DOMAINS}
         return UrlPolicy(
             allowed_schemes=frozenset(self.ALLOWED_SCHEMES),
             max_length=self.MAX_URL_LENGTH,

@@ -58,11 +58,19 @@ def test_the_function_checks_the_edge_header_with_the_distributions_value() -> N
     assert variables["EDGE_ORIGIN_SECRET"] == "s3cret"
 
 
-def test_the_cache_key_is_the_path_alone_and_misses_are_not_kept() -> None:
+def test_the_cache_key_is_the_path_and_the_viewers_host_and_misses_are_not_kept() -> None:
     resources = resolved()
     config = resources.properties("EdgeCachePolicy")["CachePolicyConfig"]
     key = config["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
+    # The viewer's host as the viewer-request function copies it: a link answers on its own
+    # domain only, so one domain's redirect must never answer another's request
+    assert key["HeadersConfig"] == {"HeaderBehavior": "whitelist", "Headers": ["X-Shortener-Host"]}
+    [behaviour_function] = resources.of_type("AWS::CloudFront::Distribution")["EdgeDistribution"][
+        "DistributionConfig"
+    ]["DefaultCacheBehavior"]["FunctionAssociations"]
+    assert behaviour_function["EventType"] == "viewer-request"
+    code = resources.properties("EdgeViewerHost")["FunctionCode"]
+    assert "x-shortener-host" in code and "request.headers.host" in code
     assert key["CookiesConfig"] == {"CookieBehavior": "none"}
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "none"}
     # Only answers that say how long they may be kept are kept

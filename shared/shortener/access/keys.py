@@ -223,7 +223,9 @@ class KeyAudit:
     actor: str
 
     def record(self, action: str, record: ApiKey, before: Mapping[str, Any] | None = None) -> None:
-        view = record.model_dump(mode="json", include={"key_id", "name", "owner_id", "role", "revoked"})
+        view = record.model_dump(
+            mode="json", include={"key_id", "name", "owner_id", "role", "revoked", "domains"}
+        )
         self.trail.record(self.actor, action, record.key_id, before=before, after=view)
 
 
@@ -246,11 +248,18 @@ class KeyManager:
         # The stack's audit log (never the key, nor its hash).
         self._audit = audit
 
-    def create(self, name: str, owner_id: str, role: str = "member") -> CreatedKey:
+    def create(self, name: str, owner_id: str, role: str = "member", domains: str = "") -> CreatedKey:
         """Make a key: its API Gateway API key joins the usage plan first, then the record is
         written, so a key can never be valid without being metered."""
         try:
-            request = NewKeyRequest.model_validate({"name": name, "owner_id": owner_id, "role": role})
+            request = NewKeyRequest.model_validate(
+                {
+                    "name": name,
+                    "owner_id": owner_id,
+                    "role": role,
+                    "domains": domains.lower().replace(" ", ""),
+                }
+            )
         except ValidationError as exc:
             raise InvalidKeyRequestError(problems(exc)) from exc
         key_id, key = new_key()
@@ -262,6 +271,7 @@ class KeyManager:
             role=request.role,
             created_at=self._now(),
             usage_key=new_usage_key(),
+            domains=request.domains,
         )
         self._plan.add_key(self.usage_key_name(record), record.usage_key)
         self._store.put_new(record)

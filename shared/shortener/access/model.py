@@ -58,10 +58,18 @@ class ApiKey(BaseModel):
     usage_key: str
     revoked: bool = False
     revoked_at: datetime | None = None
+    # The domains its calls may make links on, comma-separated ("": every one).
+    domains: str = ""
 
     def caller(self) -> Caller:
         """The caller this key stands for."""
-        return Caller(owner_id=self.owner_id, role=self.role, key_id=self.key_id, key_name=self.name)
+        return Caller(
+            owner_id=self.owner_id,
+            role=self.role,
+            key_id=self.key_id,
+            key_name=self.name,
+            domains=self.domains,
+        )
 
 
 class NewKeyRequest(BaseModel):
@@ -72,6 +80,8 @@ class NewKeyRequest(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     owner_id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._@+-]+$")
     role: KeyRole = "member"
+    # The domains the key may make links on, comma-separated (empty: every one).
+    domains: str = Field(default="", max_length=2048, pattern=r"^[a-z0-9.:,-]*$")
 
     @field_validator("owner_id")
     @classmethod

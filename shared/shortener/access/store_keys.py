@@ -32,6 +32,8 @@ class KeysStore(aws.DynamoDBTable):
             "usage_key": {"S": record.usage_key},
             "revoked": {"BOOL": record.revoked},
         }
+        if record.domains:
+            item["domains"] = {"S": record.domains}
         self.client.put_item(
             TableName=self.table_name, Item=item, ConditionExpression="attribute_not_exists(key_id)"
         )
@@ -75,4 +77,5 @@ def _record(item: dict[str, Any]) -> ApiKey:
         usage_key=item["usage_key"]["S"],
         revoked=item.get("revoked", {}).get("BOOL", False),
         revoked_at=datetime.fromisoformat(revoked_at) if revoked_at else None,
+        domains=item.get("domains", {}).get("S", ""),
     )

@@ -50,6 +50,7 @@ class ListLinksQuery(BaseModel):
     status: Literal["active", "disabled", "expired"] | None = Field(
         default=None, description="Only links with this status as the link list shows it."
     )
+    domain: str | None = Field(default=None, description="Only the links of this domain (GET /domains).")
 
 
 class BulkUploadQuery(BaseModel):

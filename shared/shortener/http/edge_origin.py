@@ -13,6 +13,9 @@ from shortener.links.codes import is_reserved
 
 # The header the distribution's origin adds (EdgeDistribution's OriginCustomHeaders).
 EDGE_HEADER = "X-Shortener-Edge"
+# The viewer's Host, as the edge's viewer-request function (template.yaml's EdgeViewerHost) copies
+# it: the origin, an HTTP API, needs its own Host, and a short link answers only on its domain.
+VIEWER_HOST_HEADER = "X-Shortener-Host"
 EDGE_ONLY = {
     "error": "edge_only",
     "message": "This address answers the edge only; follow the short link instead.",

@@ -28,6 +28,7 @@ from shortener.jobs.metering import Meter, Metering, map_in_context, null_meteri
 from shortener.jobs.model import ChunkIds, JobUsage, RowOutcome
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
+from shortener.links.domains import NO_SHORT_URLS
 from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields
 from shortener.links.rules_model import rule_urls, with_normalised_rules
 from shortener.links.shortening import IdPool, LinkService
@@ -293,7 +294,7 @@ class ChunkProcessor:
             result = self._link_service.shorten(
                 request,
                 policy,
-                base_url="",
+                NO_SHORT_URLS,
                 owner=message.owner,
                 screen=False,
                 counted=True,

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from shortener import clock
 from shortener.access.blocklist import HostGuard
+from shortener.access.model import Caller
 from shortener.exceptions import (
     BlockedHostError,
     InvalidFieldsError,
@@ -30,6 +31,7 @@ from shortener.links.bulk_create_model import (
 )
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
+from shortener.links.domains import ShortUrls
 from shortener.links.model import Link, link_fields
 from shortener.links.rules_model import with_normalised_rules
 from shortener.links.shortening import IdPool, LinkService, check_rule_hosts
@@ -90,31 +92,34 @@ class BulkCreate:
         self._writer = GeneratedLinkWriter(links, self._ids, generator, self._pool)
 
     def shorten(
-        self, items: Sequence[Any], policy: UrlPolicy, base_url: str, *, owner: str | None
+        self, items: Sequence[Any], policy: UrlPolicy, urls: ShortUrls, *, caller: Caller
     ) -> list[BulkLinkOutcome]:
         """One outcome per item, in input order; QuotaExceededError (429, nothing written) when
-        the call's links do not fit ``owner``'s daily quota of rows."""
+        the call's links do not fit the caller's daily quota of rows. An item on a domain the
+        caller may not use is that item's 403 outcome."""
+        owner = caller.owner_id
         if self._quota is not None:
             self._quota.require(owner, rows=len(items), size=0, what="These links")
         # The links of one call sharing a password share its hash (shortener.links.passwords).
         scope = uuid.uuid4().hex
         outcomes: list[BulkLinkOutcome | None] = [None] * len(items)
         requests: dict[int, BulkLinkItem] = {}
-        urls: dict[int, str] = {}
+        targets: dict[int, str] = {}
         for index, item in enumerate(items):
             try:
                 request = with_normalised_rules(_read_item(item), policy)
-                urls[index] = normalise_url(request.url, policy)
+                request = request.model_copy(update={"domain": urls.for_caller(request.domain, caller)})
+                targets[index] = normalise_url(request.url, policy)
                 requests[index] = request
             except ShortenerError as exc:
                 outcomes[index] = _failed(exc)
         guard = self._link_service.guard
-        blocked = guard.blocked(urls.values()) if guard is not None else {}
+        blocked = guard.blocked(targets.values()) if guard is not None else {}
         generated: list[int] = []
         conditional: list[int] = []
         for index, request in requests.items():
-            if urls[index] in blocked:
-                outcomes[index] = _failed(BlockedHostError(blocked[urls[index]]))
+            if targets[index] in blocked:
+                outcomes[index] = _failed(BlockedHostError(blocked[targets[index]]))
             elif (refused := _blocked_rule(guard, request)) is not None:
                 outcomes[index] = _failed(refused)
             elif request.code or self._strategy == "hash":
@@ -123,7 +128,7 @@ class BulkCreate:
                 generated.append(index)
         if generated:
             links = [
-                self._link(requests[index], urls[index], owner, link_id, scope)
+                self._link(requests[index], targets[index], owner, link_id, scope)
                 for index, link_id in zip(generated, self._ids.take(len(generated)), strict=True)
             ]
             written = self._writer.write(links, find_if_exists=self._find_if_exists)
@@ -131,11 +136,12 @@ class BulkCreate:
                 outcomes[index] = BulkLinkOutcome(
                     status=201 if outcome.created else 200,
                     code=outcome.code,
-                    short_url=base_url + outcome.code,
-                    url=urls[index],
+                    short_url=urls.short_url(requests[index].domain, outcome.code),
+                    domain=urls.name_of(requests[index].domain),
+                    url=targets[index],
                 )
         for index, outcome in self._write_conditional(
-            conditional, requests, policy, base_url, owner, scope=scope
+            conditional, requests, policy, urls, owner, scope=scope
         ):
             outcomes[index] = outcome
         return [outcome for outcome in outcomes if outcome is not None]
@@ -146,6 +152,7 @@ class BulkCreate:
             url=url,
             created_at=clock.now(),
             owner=owner,
+            domain=request.domain,
             # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
             # found by its URL (shortener.links.bulk_writes).
             **link_fields(request, scope=scope),
@@ -156,7 +163,7 @@ class BulkCreate:
         indexes: list[int],
         requests: dict[int, BulkLinkItem],
         policy: UrlPolicy,
-        base_url: str,
+        urls: ShortUrls,
         owner: str | None,
         *,
         scope: str,
@@ -170,7 +177,7 @@ class BulkCreate:
         def shorten_one(index: int) -> BulkLinkOutcome:
             try:
                 result = self._link_service.shorten(
-                    requests[index], policy, base_url, owner=owner, screen=False, counted=True, scope=scope
+                    requests[index], policy, urls, owner=owner, screen=False, counted=True, scope=scope
                 )
             except ShortenerError as exc:
                 return _failed(exc)
@@ -178,6 +185,7 @@ class BulkCreate:
                 status=201 if result.created else 200,
                 code=result.code,
                 short_url=result.short_url,
+                domain=result.domain,
                 url=result.url,
             )
 

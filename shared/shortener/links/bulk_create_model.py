@@ -40,6 +40,7 @@ class BulkLinkOutcome(BaseModel):
     status: int
     code: str | None = None
     short_url: str | None = None
+    domain: str | None = None
     url: str | None = None
     error: str | None = None
     message: str | None = None

@@ -46,6 +46,8 @@ RESERVED_WORDS = frozenset(
         # GET /audit (the audit log), /webhooks (endpoints told of events).
         "audit",
         "webhooks",
+        # GET /domains (the stack's domains).
+        "domains",
     }
 )
 

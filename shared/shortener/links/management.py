@@ -172,17 +172,19 @@ class LinkManager:
         q: str | None = None,
         job_id: str | None = None,
         status: str | None = None,
+        domain: str | None = None,
     ) -> tuple[list[Link], str | None]:
         """A page of the caller's links (an admin may name another ``owner``), newest first, and
         the cursor of the next page; only those with ``tag``, matching the search ``q``
         (shortener.links.search), of the bulk job ``job_id`` and of the listed ``status``, when
-        given. The page is full unless no later link matches."""
+        given, and of ``domain`` (as links store it: search.DEFAULT_DOMAIN for the default one). The
+        page is full unless no later link matches."""
         require_key(caller)
         wanted = owner or caller.owner_id
         if wanted != caller.owner_id and not caller.is_admin:
             raise ForbiddenError("Only an admin can list another owner's links.")
         before, size = decode_cursor(cursor), page_size(limit, MAX_LINKS_PAGE_SIZE)
-        where = LinkFilter.of(q=q, tag=tag, job_id=job_id, status=_listed_status(status))
+        where = LinkFilter.of(q=q, tag=tag, job_id=job_id, status=_listed_status(status), domain=domain)
         after = None
         if where.job_id and self._jobs is not None:
             window = self._job_window(where.job_id, wanted)

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from shortener import clock
+from shortener.links.domains import DomainName, ShortUrls
 from shortener.links.passwords import hash_password
 from shortener.links.rules_model import (
     RULE_FIELDS,
@@ -263,6 +264,12 @@ class ShortenRequest(LinkLimits, LinkRules):
         default=None, description="Asked for before redirecting (write-only: views say has_password)."
     )
     preview: Preview | None = Field(default=None, description=_PREVIEW_DESCRIPTION)
+    domain: DomainName | None = Field(
+        default=None,
+        description="The domain the short link answers on (GET /domains lists them); default: the "
+        "stack's default domain.",
+        examples=["go.example.com"],
+    )
 
 
 class Link(StoredRules):
@@ -292,6 +299,8 @@ class Link(StoredRules):
     # The password's salted hash (shortener.links.passwords); the password itself is never kept.
     password_hash: str | None = None
     preview: Preview | None = None
+    # The domain it answers on (shortener.links.domains); None: the stack's default domain.
+    domain: str | None = None
 
     @property
     def active(self) -> bool:
@@ -306,7 +315,8 @@ class Link(StoredRules):
         """Whether the link is never its URL's plain link (the one find-if-exists hands out): it
         has limits, rules, a password or a preview."""
         limited = self.expires_at is not None or self.max_clicks is not None
-        return limited or self.has_rules or self.per_visitor
+        # The plain links find-if-exists hands out are the default domain's.
+        return limited or self.has_rules or self.per_visitor or self.domain is not None
 
     @property
     def clicks_left(self) -> int | None:
@@ -328,6 +338,7 @@ class ShortenResult(BaseModel):
 
     code: str
     short_url: str
+    domain: str
     url: str
     created: bool = Field(default=True, exclude=True)
 
@@ -337,6 +348,7 @@ class LinkView(BaseModel):
 
     code: str
     short_url: str
+    domain: str
     url: str
     title: str
     tags: list[str]
@@ -360,15 +372,16 @@ class LinkView(BaseModel):
     preview: LinkPreview | None = None
 
     @classmethod
-    def of(cls, link: Link, base_url: str) -> "LinkView":
+    def of(cls, link: Link, urls: ShortUrls) -> "LinkView":
         stored = {
             name: getattr(link, name)
             for name in cls.model_fields
-            if name in Link.model_fields and name not in RULE_FIELDS
+            if name in Link.model_fields and name not in RULE_FIELDS and name != "domain"
         }
         return cls(
             **rules_view(link),
-            short_url=base_url + link.code,
+            short_url=urls.short_url(link.domain, link.code),
+            domain=urls.name_of(link.domain),
             clicks_left=link.clicks_left,
             expired=link.expired(clock.now()),
             has_password=link.password_hash is not None,

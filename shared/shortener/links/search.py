@@ -52,6 +52,10 @@ def listed_status(link: Link, now: datetime) -> ListedStatus:
     return "expired" if link.expired(now) else "active"
 
 
+# ``LinkFilter.domain`` of the default domain, whose links store none.
+DEFAULT_DOMAIN = ""
+
+
 @dataclass(frozen=True, slots=True)
 class LinkFilter:
     """The filters of one listing; an empty one lets every link through."""
@@ -60,6 +64,8 @@ class LinkFilter:
     tag: str | None = None
     job_id: str | None = None
     status: ListedStatus | None = None
+    # Only one domain's links: its stored name, or DEFAULT_DOMAIN (None: every domain's).
+    domain: str | None = None
 
     @classmethod
     def of(
@@ -69,14 +75,18 @@ class LinkFilter:
         tag: str | None = None,
         job_id: str | None = None,
         status: str | None = None,
+        domain: str | None = None,
     ) -> "LinkFilter":
-        """The filter of a request's parameters (empty ones are absent); ``status`` already checked."""
+        """The filter of a request's parameters (empty ones are absent); ``status`` already checked,
+        ``domain`` as links store it (DEFAULT_DOMAIN: the default domain's)."""
         listed = next((known for known in LISTED_STATUSES if known == status), None)
-        return cls(q=tuple(words(q or "")), tag=tag or None, job_id=job_id or None, status=listed)
+        return cls(
+            q=tuple(words(q or "")), tag=tag or None, job_id=job_id or None, status=listed, domain=domain
+        )
 
     @property
     def empty(self) -> bool:
-        return not (self.q or self.tag or self.job_id or self.status)
+        return not (self.q or self.tag or self.job_id or self.status or self.domain is not None)
 
     def matches(self, link: Link, now: datetime) -> bool:
         if self.tag is not None and self.tag not in link.tags:
@@ -84,6 +94,8 @@ class LinkFilter:
         if self.job_id is not None and link.job_id != self.job_id:
             return False
         if self.status is not None and listed_status(link, now) != self.status:
+            return False
+        if self.domain is not None and (link.domain or DEFAULT_DOMAIN) != self.domain:
             return False
         return not self.q or matches_words(self.q, link_words(link))
 

@@ -26,6 +26,7 @@ from shortener.exceptions import (
 )
 from shortener.jobs.quotas import DailyQuota
 from shortener.links.codes import CodeGenerator, is_well_formed, validate_custom_code
+from shortener.links.domains import ShortUrls
 from shortener.links.model import Link, ShortenRequest, ShortenResult, link_fields
 from shortener.links.protection import Interception, intercept
 from shortener.links.rules_model import StoredRules, rule_urls, with_normalised_rules
@@ -50,6 +51,11 @@ class LinksStorage(Protocol):
     def insert_with_claim(self, link: Link, key: str) -> ClaimOutcome: ...
     def takedown_generation(self) -> int: ...
     def take_click(self, code: str) -> ClickOutcome: ...
+
+
+# What ``LinkService.resolve`` is told when the request names no domain (the API's own URL): no
+# domain is spelt so.
+EVERY_DOMAIN = "*"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +261,7 @@ class LinkService:
         self,
         request: ShortenRequest,
         policy: UrlPolicy,
-        base_url: str,
+        urls: ShortUrls,
         *,
         owner: str | None = None,
         screen: bool = True,
@@ -268,7 +274,8 @@ class LinkService:
         unless ``counted`` (its call or job counted it already), the link counts as one row of
         ``owner``'s daily quota (QuotaExceededError, nothing written, when it does not fit).
         ``scope`` (a bulk job) shares a password's hash between its rows; with ``row`` (the row of
-        the job's file) the link records both."""
+        the job's file) the link records both. ``request.domain`` is stored as given: the caller
+        checked it (``ShortUrls.for_caller``)."""
         url = normalise_url(request.url, policy)
         request = with_normalised_rules(request, policy)
         if screen and self._guard is not None:
@@ -283,6 +290,7 @@ class LinkService:
             owner=owner,
             job_id=scope if row is not None else None,
             row=row,
+            domain=request.domain,
             **link_fields(request, scope=scope),
         )
         if request.code:
@@ -291,7 +299,13 @@ class LinkService:
             link, created = self._shorten_by_hash(template)
         else:
             link, created = self._shorten_generated(template)
-        return ShortenResult(code=link.code, short_url=base_url + link.code, url=link.url, created=created)
+        return ShortenResult(
+            code=link.code,
+            short_url=urls.short_url(link.domain, link.code),
+            domain=urls.name_of(link.domain),
+            url=link.url,
+            created=created,
+        )
 
     def resolve(
         self,
@@ -301,6 +315,7 @@ class LinkService:
         count_click: bool = True,
         from_bot: Callable[[], bool] = lambda: False,
         unlocked: bool = False,
+        domain: str | None = EVERY_DOMAIN,
     ) -> Resolution:
         """The URL behind ``code``: LinkNotFoundError for an unknown or malformed code (the latter
         without any read), LinkGoneError for a deleted or disabled one, LinkExpiredError for one
@@ -311,7 +326,9 @@ class LinkService:
         visitor is a crawler or link-preview fetcher (asked only of a click-limited link: a preview
         must not use up the click the person it was shown to then makes). A password or preview
         link may answer its page instead (``Resolution.shown``, taking no click); ``unlocked``: the
-        right password came with the request."""
+        right password came with the request. ``domain``: the domain the request came to (None:
+        the default one), where a link of another domain is not found; EVERY_DOMAIN (the API's
+        own URL) answers every domain's links."""
         if not is_well_formed(code):
             raise LinkNotFoundError(f"No link has the code '{code[:64]}'.")
         link = None if fresh or self._cache is None else self._cache.get(code)
@@ -324,6 +341,8 @@ class LinkService:
                 raise LinkNotFoundError(f"No link has the code '{code}'.")
             if self._cache is not None:
                 self._cache.put(link)
+        if domain not in (EVERY_DOMAIN, link.domain):
+            raise LinkNotFoundError(f"No link has the code '{code}' on this domain.")
         self._followable(link, fresh=fresh)
         _unexpired(link)
         shown = intercept(link, crawler=from_bot, unlocked=unlocked) if link.per_visitor else None

@@ -155,6 +155,8 @@ def link_to_item(link: Link) -> dict[str, Any]:
     if link.updated_at is not None:
         item["updated_at"] = {"S": link.updated_at.isoformat()}
     item.update(_job_attributes(link))
+    if link.domain is not None:
+        item["domain"] = {"S": link.domain}
     if link.expires_at is not None:
         item["expires_at"] = {"S": link.expires_at.isoformat()}
         if link.status == "active":
@@ -251,6 +253,7 @@ def link_from_item(item: dict[str, Any]) -> Link:
         served=int(item.get("served", {}).get("N", "0")) if max_clicks else 0,
         **(_rules_from_item(item) if _RULE_KEYS & item.keys() else {}),
         password_hash=item.get("password_hash", {}).get("S"),
+        domain=item.get("domain", {}).get("S"),
         # Read as stored: validated when it was written.
         preview=Preview.model_construct(**{name: value["S"] for name, value in preview.items()})
         if preview

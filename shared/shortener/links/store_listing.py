@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from shortener import aws, clock
 from shortener.links.model import Link
-from shortener.links.search import LinkFilter
+from shortener.links.search import DEFAULT_DOMAIN, LinkFilter
 from shortener.links.store_items import (
     LIST_INDEX,
     LIST_SHARDS,
@@ -227,6 +227,13 @@ class LinkIndex(aws.DynamoDBTable):
         if where.job_id:
             filters.append("job_id = :job_id")
             arguments["ExpressionAttributeValues"][":job_id"] = {"S": where.job_id}
+        if where.domain == DEFAULT_DOMAIN:
+            filters.append("attribute_not_exists(#domain)")
+            arguments.setdefault("ExpressionAttributeNames", {})["#domain"] = "domain"
+        elif where.domain is not None:
+            filters.append("#domain = :domain")
+            arguments.setdefault("ExpressionAttributeNames", {})["#domain"] = "domain"
+            arguments["ExpressionAttributeValues"][":domain"] = {"S": where.domain}
         if where.q:
             # A word starts after a space in ``words``; a link written before links carried their
             # words has none, and is matched here.

@@ -43,8 +43,14 @@ def test_errors_are_cached_for_their_error_caching_min_ttl() -> None:
     assert ttl_for(POLICY, "GET", 500, "no-store") == 0
 
 
-def test_the_key_is_the_path_alone() -> None:
-    assert cache_key("/abc?utm_source=x") == cache_key("/abc") == "/abc"
+def test_the_key_is_the_path_and_the_policys_headers() -> None:
+    assert cache_key("/abc?utm_source=x") == cache_key("/abc") == ("/abc", ())
+    names = ("X-Shortener-Host",)
+    on_a = cache_key("/abc", {"x-shortener-host": "go.a.example", "Accept": "text/html"}, names)
+    on_b = cache_key("/abc", {"X-Shortener-Host": "go.b.example"}, names)
+    assert on_a == ("/abc", ("go.a.example",))
+    assert on_a != on_b
+    assert cache_key("/abc", {}, names) == ("/abc", ("",))
 
 
 @pytest.mark.parametrize(
@@ -69,13 +75,22 @@ def entry(at: float, ttl: int = 60) -> Entry:
 def test_entries_expire_invalidate_and_stay_bounded() -> None:
     now = [0.0]
     cache = EdgeCache(capacity=2, clock=lambda: now[0])
-    cache.put("/a", entry(0))
-    cache.put("/b", entry(0))
-    assert cache.get("/a") is not None  # /a used last: /b goes first
-    cache.put("/c", entry(0))
-    assert cache.get("/b") is None
+    cache.put(("/a", ()), entry(0))
+    cache.put(("/b", ()), entry(0))
+    assert cache.get(("/a", ())) is not None  # /a used last: /b goes first
+    cache.put(("/c", ()), entry(0))
+    assert cache.get(("/b", ())) is None
     assert len(cache) == 2
     assert cache.invalidate(["/c"]) == 1
-    assert cache.get("/c") is None
+    assert cache.get(("/c", ())) is None
     now[0] = 60.0
-    assert cache.get("/a") is None  # expired
+    assert cache.get(("/a", ())) is None  # expired
+
+
+def test_an_invalidation_drops_a_path_on_every_host() -> None:
+    cache = EdgeCache(capacity=10, clock=lambda: 0.0)
+    cache.put(("/a", ("go.a.example",)), entry(0))
+    cache.put(("/a", ("go.b.example",)), entry(0))
+    cache.put(("/b", ("go.a.example",)), entry(0))
+    assert cache.invalidate(["/a"]) == 2
+    assert cache.get(("/b", ("go.a.example",))) is not None

@@ -116,7 +116,13 @@ def test_a_valid_key_is_allowed_on_the_whole_stage_with_its_caller_and_usage_key
     }
     # And the API function learns who calls, and the usage plan which key to meter
     assert response["principalId"] == key_id
-    assert response["context"] == {"owner_id": "team-a", "role": "member", "key_id": key_id, "key_name": "ci"}
+    assert response["context"] == {
+        "owner_id": "team-a",
+        "role": "member",
+        "key_id": key_id,
+        "key_name": "ci",
+        "domains": "",
+    }
     assert response["usageIdentifierKey"] == f"usage-{key_id}"
 
 

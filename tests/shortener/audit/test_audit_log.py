@@ -185,6 +185,7 @@ def test_a_key_made_and_revoked_with_the_command_line_is_in_the_log(
         "owner_id": "team-a",
         "role": "member",
         "revoked": False,
+        "domains": "",
     }
     # never the key itself nor its hash
     assert made.key not in json.dumps([e.model_dump(mode="json") for e in found])

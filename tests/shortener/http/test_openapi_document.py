@@ -87,7 +87,7 @@ def test_request_bodies_and_errors_come_from_the_models(spec: dict[str, Any]) ->
 
 def test_query_parameters_come_from_the_query_models(spec: dict[str, Any]) -> None:
     parameters = {p["name"]: p for p in spec["paths"]["/links"]["get"]["parameters"]}
-    assert set(parameters) == {"limit", "cursor", "owner", "tag", "q", "job_id", "status"}
+    assert set(parameters) == {"limit", "cursor", "owner", "tag", "q", "job_id", "status", "domain"}
     assert parameters["limit"]["schema"]["maximum"] == MAX_LINKS_PAGE_SIZE
     assert parameters["limit"]["schema"]["default"] == LINKS_PAGE_SIZE
     assert parameters["limit"]["in"] == "query"

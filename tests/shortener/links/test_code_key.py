@@ -6,6 +6,7 @@ import pytest
 
 from shortener.exceptions import CodeKeyChangedError
 from shortener.links.codes import CodeGenerator
+from shortener.links.domains import ShortUrls
 from shortener.links.model import ShortenRequest
 from shortener.links.shortening import LinkService
 from shortener.links.store import CounterKeyMismatchError, LinksStore
@@ -48,7 +49,7 @@ def test_a_custom_code_in_the_generated_space_needs_the_counters_key(tables: dic
     request = ShortenRequest(url="https://example.com/custom", code=other.encode(1000))
     # Then it is refused with the 503 that says what changed, and nothing is written
     with pytest.raises(CodeKeyChangedError, match="CodeAlphabet"):
-        service.shorten(request, POLICY, "https://sho.rt/")
+        service.shorten(request, POLICY, ShortUrls("https://sho.rt/"))
     assert LinksStore(table).get(other.encode(1000)) is None
 
 
@@ -58,4 +59,4 @@ def test_a_custom_code_outside_the_generated_space_is_still_accepted(tables: dic
     LinksStore(table).allocate_ids(1, CodeGenerator(key="stack-one").fingerprint)
     service = LinkService(LinksStore(table), CodeGenerator(key="stack-two"), cache_seconds=0)
     request = ShortenRequest(url="https://example.com/custom", code="spring-sale-2026")
-    assert service.shorten(request, POLICY, "https://sho.rt/").code == "spring-sale-2026"
+    assert service.shorten(request, POLICY, ShortUrls("https://sho.rt/")).code == "spring-sale-2026"

@@ -10,6 +10,7 @@ import pytest
 from shortener import clock
 from shortener.exceptions import CodeTakenError
 from shortener.links.codes import code_generator
+from shortener.links.domains import ShortUrls
 from shortener.links.model import Link, ShortenRequest, ShortenResult
 from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore
@@ -39,7 +40,7 @@ def in_parallel[T](jobs: list[Callable[[], T]]) -> list[T | Exception]:
 
 
 def shorten(service: LinkService, url: str, code: str | None = None) -> Callable[[], ShortenResult]:
-    return lambda: service.shorten(ShortenRequest(url=url, code=code), POLICY, "https://sho.rt/")
+    return lambda: service.shorten(ShortenRequest(url=url, code=code), POLICY, ShortUrls("https://sho.rt/"))
 
 
 def assert_stored_as_answered(table: str, results: list[ShortenResult]) -> None:
@@ -137,7 +138,9 @@ def test_counter_skips_ids_reserved_by_custom_codes(tables: dict[str, str]) -> N
     table = tables["LINKS_TABLE"]
     service = container(table, block=10)
     code_for_3 = code_generator().encode(3)
-    service.shorten(ShortenRequest(url="https://custom.example/", code=code_for_3), POLICY, "https://sho.rt/")
+    service.shorten(
+        ShortenRequest(url="https://custom.example/", code=code_for_3), POLICY, ShortUrls("https://sho.rt/")
+    )
     # When the counter hands out ids 1..10
     ids = LinksStore(table).allocate_ids(10, code_generator().fingerprint)
     # Then id 3 is not among them
@@ -154,7 +157,7 @@ def test_custom_code_of_an_already_allocated_id_is_refused(tables: dict[str, str
         container(table).shorten(
             ShortenRequest(url="https://custom.example/", code=code_generator().encode(5)),
             POLICY,
-            "https://sho.rt/",
+            ShortUrls("https://sho.rt/"),
         )
 
 

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from shortener.exceptions import StorageThrottledError
 from shortener.links.codes import code_generator
+from shortener.links.domains import ShortUrls
 from shortener.links.model import Link, ShortenRequest
 from shortener.links.shortening import LinkService
 from shortener.links.store import LinksStore, TransactionRefusedError
@@ -98,7 +99,7 @@ def test_a_throttled_custom_code_is_never_reported_as_taken() -> None:
     # When it is asked for
     # Then the answer is "throttled" (503), not "code taken" (409)
     with pytest.raises(StorageThrottledError) as raised:
-        service.shorten(request, POLICY, "https://sho.rt/")
+        service.shorten(request, POLICY, ShortUrls("https://sho.rt/"))
     assert raised.value.status_code == 503
     assert stub.calls == 8
 
