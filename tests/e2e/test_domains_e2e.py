@@ -1,0 +1,81 @@
+"""Several domains on one local stack (docs/domains.md): a link made before there were several
+still redirects on the default domain after the upgrade; a link answers on its own domain's port
+and 404 on another's, and on the API's own URL always; a key limited to one domain cannot make a
+link on another (403). One stack started twice on one data folder: before and after Domains."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.conftest import RunningStack, StartStack, http_request
+
+DOMAINS = {
+    "Domains": "go.example,shop.example",
+    # The distribution answers names of its own only with a certificate naming them, as on AWS.
+    "EdgeCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/e2e-domains",
+}
+
+
+def status_at(base_url: str, code: str) -> int:
+    return http_request(base_url, "GET", code).status
+
+
+def member_key(stack: RunningStack, domains: str) -> str:
+    command = ["keys", "create", "--name", "brand", "--owner", "brand-a", "--domains", domains]
+    made = subprocess.run(
+        [sys.executable, "-m", "shortener_cli.main", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
+    )
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def test_links_on_two_domains_answer_on_their_own_and_an_old_link_keeps_working(
+    start_stack: StartStack, tmp_path: Path
+) -> None:
+    # Given a stack with one domain, and a link made on it
+    before = start_stack(data_dir=tmp_path / "data")
+    old = before.post_json("", {"url": "https://example.com/before-domains"}).json()
+    assert before.stop() == 0
+    # When the stack is upgraded to several domains (same data folder)
+    stack = start_stack(params=DOMAINS, data_dir=tmp_path / "data")
+    domain_urls = stack.info["domain_urls"]
+    assert set(domain_urls) == {"go.example", "shop.example"}
+    go, shop, default = domain_urls["go.example"], domain_urls["shop.example"], stack.edge_url
+    # Then the old link belongs to the default domain and still redirects there
+    assert status_at(default, old["code"]) == 301
+    assert status_at(go, old["code"]) == 404
+    # And a link on each domain answers on its own, 404 on the others, and on the API's URL
+    on_go = stack.post_json("", {"url": "https://example.com/go", "domain": "go.example"}).json()
+    on_shop = stack.post_json("", {"url": "https://example.com/shop", "domain": "shop.example"}).json()
+    assert on_go["short_url"] == go + on_go["code"]
+    assert (status_at(go, on_go["code"]), status_at(shop, on_go["code"])) == (301, 404)
+    assert (status_at(shop, on_shop["code"]), status_at(go, on_shop["code"])) == (301, 404)
+    assert status_at(default, on_go["code"]) == 404
+    assert {status_at(stack.api_url, code) for code in (old["code"], on_go["code"], on_shop["code"])} == {301}
+    # A redirect kept by the edge for one domain never answers another (the cache key has the host)
+    assert http_request(go, "GET", on_go["code"]).headers["X-Cache"] == "Hit from cloudfront"
+    assert status_at(shop, on_go["code"]) == 404
+    # Each domain serves the app-links document from its root
+    for base in (default, go, shop):
+        assert http_request(base, "GET", "apple-app-site-association").status == 200
+    # And a key limited to go.example makes links there only
+    key = member_key(stack, "go.example")
+    refused = stack.post_json("", {"url": "https://example.com/x", "domain": "shop.example"}, api_key=key)
+    assert refused.status == 403, refused.text
+    assert refused.json()["error"] == "domain_not_allowed"
+    made = stack.post_json("", {"url": "https://example.com/y"}, api_key=key)
+    assert made.status == 201 and made.json()["domain"] == "go.example", made.text
+    listed = stack.request("GET", "links?domain=go.example", api_key=key).json()["links"]
+    assert [link["code"] for link in listed] == [made.json()["code"]]
+    domains = json.loads(stack.request("GET", "domains", api_key=key).body)["domains"]
+    assert [(item["name"], item["allowed"]) for item in domains][1:] == [
+        ("go.example", True),
+        ("shop.example", False),
+    ]
