@@ -5,7 +5,7 @@ import json
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import base_url, body_fields, caller
+from request import body_fields, caller, short_urls
 
 from shortener.http import web
 from shortener.http.api import ErrorBody
@@ -54,7 +54,7 @@ def link_qr(code: str) -> Response[bytes | str]:
     }
     request = web.parse_request(QrRequest, fields)
     link = api_link_manager().get(caller(event), code)
-    image = qr_image(base_url(event) + link.code, request.format, request.size)
+    image = qr_image(short_urls(event).short_url(link.domain, link.code), request.format, request.size)
     headers = {
         "Content-Disposition": f'inline; filename="{link.code}.{request.format}"',
         # The image depends only on the short URL, which never changes for a code.
@@ -86,12 +86,16 @@ def links_qr() -> Response[bytes]:
     whole request is refused naming the code (404, 410): a ZIP never silently lacks a code."""
     event = router.current_event
     request = web.parse_request(QrZipRequest, body_fields(event))
-    manager, base = api_link_manager(), base_url(event)
+    manager, urls = api_link_manager(), short_urls(event)
     who, codes = caller(event), list(dict.fromkeys(request.codes))
     # One consistent BatchGetItem per 100 codes, not a read each.
     read = manager.read_many(who, codes)
     links = [manager.checked(who, code, read.get(code)) for code in codes]
-    body = qr_zip([(link.code, base + link.code) for link in links], request.format, DEFAULT_QR_SIZE)
+    body = qr_zip(
+        [(link.code, urls.short_url(link.domain, link.code)) for link in links],
+        request.format,
+        DEFAULT_QR_SIZE,
+    )
     headers = {"Content-Disposition": f'attachment; filename="qr-codes-{request.format}.zip"'}
     return Response(200, "application/zip", body, headers=headers)
 
