@@ -34,7 +34,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
         time_scale=30, params={"AuthorizerCacheTtlSeconds": 1, "SignInTokenMinutes": 5}
     )
     cognito = running.boto3_client("cognito-idp")
-    pool = running.info["sign_in"]["user_pool_id"]
+    pool = running.sign_in["user_pool_id"]
     cognito.admin_create_user(UserPoolId=pool, Username=MEMBER, MessageAction="SUPPRESS")
     cognito.admin_set_user_password(
         UserPoolId=pool, Username=MEMBER, Password=MEMBER_PASSWORD, Permanent=True
@@ -55,7 +55,7 @@ class Tokens:
 def sign_in(stack: RunningStack, username: str, password: str) -> Tokens:
     """The page's sign-in, step by step: authorize, the form, the code back at the page, the
     exchange with the verifier."""
-    settings = stack.info["sign_in"]
+    settings = stack.sign_in
     page = stack.api_url
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
@@ -105,7 +105,7 @@ def sign_in(stack: RunningStack, username: str, password: str) -> Tokens:
 
 
 def admin(stack: RunningStack) -> Tokens:
-    person = stack.info["sign_in"]
+    person = stack.sign_in
     return sign_in(stack, person["username"], person["password"])
 
 
@@ -127,7 +127,7 @@ def test_the_banners_person_signs_in_and_makes_and_lists_links(stack: RunningSta
     assert made.status == 201, made.text
     assert "https://example.com/e2e/signed-in" in listed_urls(stack, tokens.access_token)
     link = stack.request("GET", f"/links/{made.json()['code']}", api_key=tokens.access_token).json()
-    assert link["owner"] == stack.info["sign_in"]["username"]
+    assert link["owner"] == stack.sign_in["username"]
 
 
 def test_a_members_token_sees_only_their_own_links(stack: RunningStack) -> None:
@@ -148,7 +148,7 @@ def test_a_members_token_sees_only_their_own_links(stack: RunningStack) -> None:
 
 
 def test_a_wrong_password_gets_no_code(stack: RunningStack) -> None:
-    settings = stack.info["sign_in"]
+    settings = stack.sign_in
     query = urlencode(
         {
             "response_type": "code",
@@ -174,7 +174,7 @@ def test_a_wrong_password_gets_no_code(stack: RunningStack) -> None:
 def test_after_sign_out_the_token_is_refused(stack: RunningStack) -> None:
     tokens = sign_in(stack, MEMBER, MEMBER_PASSWORD)
     assert stack.request("GET", "/links", api_key=tokens.access_token).status == 200
-    settings = stack.info["sign_in"]
+    settings = stack.sign_in
 
     revoked = http_request(
         settings["url"],
@@ -209,12 +209,12 @@ def test_keys_still_work_beside_tokens(stack: RunningStack) -> None:
 
 @pytest.mark.e2e_timeout(300)
 def test_people_and_the_banners_password_survive_kill_9(stack: RunningStack) -> None:
-    person = dict(stack.info["sign_in"])
+    person = dict(stack.sign_in)
     stack.kill()
 
     stack.restart()
 
-    assert stack.info["sign_in"]["password"] == person["password"]
+    assert stack.sign_in["password"] == person["password"]
     assert stack.request("GET", "/links", api_key=admin(stack).access_token).status == 200
     assert (
         stack.request("GET", "/links", api_key=sign_in(stack, MEMBER, MEMBER_PASSWORD).access_token).status
