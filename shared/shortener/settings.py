@@ -193,6 +193,10 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
     # Where test deliveries and replays are queued for the webhooks function.
     WEBHOOKS_QUEUE_URL: str = ""
+    # The page's sign-in (docs/sign-in.md): the hosted sign-in's base URL and the page's app
+    # client; both empty when sign-in is off.
+    SIGN_IN_URL: str = ""
+    SIGN_IN_CLIENT_ID: str = ""
 
 
 class WebhookSenderSettings(WebhooksMixin):
@@ -293,6 +297,13 @@ class AuthorizerSettings(_FromEnvironment):
     ACCESS: Literal["keys", "open"] = "keys"
     # Access=open: the usage plan identifier of callers without a key.
     ANONYMOUS_USAGE_KEY: str = ""
+    # Sign-in (docs/sign-in.md; all empty: off): the user pool whose access tokens are accepted in
+    # X-Api-Key, the tokens' issuer (iss), the page's app client, and the usage plan identifier
+    # that signed-in people are metered by.
+    SIGN_IN_USER_POOL_ID: str = ""
+    SIGN_IN_ISSUER: str = ""
+    SIGN_IN_CLIENT_ID: str = ""
+    SIGN_IN_USAGE_KEY: str = ""
 
 
 class StageCacheMixin(_FromEnvironment):

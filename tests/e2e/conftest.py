@@ -135,6 +135,13 @@ class RunningStack(StackProcess):
         return str(self.info["edge_url"])
 
     @property
+    def sign_in(self) -> dict[str, Any]:
+        """The hosted sign-in of the stack's user pool (docs/sign-in.md): ``url``, ``user_pool_id``,
+        ``client_id``, ``issuer``, and the banner's person's ``username`` and ``password``."""
+        assert self.info.get("sign_in"), "this stack has no user pool (its template's SignIn is off)"
+        return dict(self.info["sign_in"])
+
+    @property
     def lambda_endpoint(self) -> str:
         return str(self.info["lambda_endpoint"])
 
@@ -215,6 +222,8 @@ class RunningStack(StackProcess):
         )
         if self.info.get("edge_url"):
             self.args = _with_port(self.args, "--edge-port", self.edge_url)
+        if self.info.get("auth_url"):
+            self.args = _with_port(self.args, "--auth-port", self.info["auth_url"])
         return self.start(timeout)
 
 

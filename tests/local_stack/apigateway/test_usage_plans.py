@@ -131,8 +131,23 @@ def test_the_templates_usage_plan_is_made_with_its_parameters(embedded_aws: Embe
     assert plan["throttle"] == {"rateLimit": 2.5, "burstLimit": 4}
     assert plan["quota"] == {"limit": 7, "period": "DAY"}
     assert plan["apiStages"] == [{"apiId": "local", "stage": "local"}]
-    # Access=keys: no anonymous key
+    # Access=keys: no anonymous key; the one key is signed-in people's (SignIn=on)
+    assert [key["name"] for key in apigateway.get_api_keys()["items"]] == ["test-sign-in"]
+
+
+def test_sign_in_puts_the_signed_in_peoples_key_in_the_plan(embedded_aws: EmbeddedAws) -> None:
+    resources = created(embedded_aws, {})
+    directory = KeyDirectory(aws_client("apigateway", embedded_aws.url, "us-east-1"), "local")
+    people = resources.functions["AuthorizerFunction"].environment["SIGN_IN_USAGE_KEY"]
+    info = directory.lookup(people)
+    assert info is not None and info.enabled and len(info.plans) == 1
+
+
+def test_without_sign_in_there_is_no_key_for_people(embedded_aws: EmbeddedAws) -> None:
+    resources = created(embedded_aws, {"SignIn": "off"})
+    apigateway = aws_client("apigateway", embedded_aws.url, "us-east-1")
     assert apigateway.get_api_keys()["items"] == []
+    assert resources.functions["AuthorizerFunction"].environment["SIGN_IN_USAGE_KEY"] == ""
 
 
 def test_access_open_puts_the_anonymous_key_in_the_plan(embedded_aws: EmbeddedAws) -> None:
