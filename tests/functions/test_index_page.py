@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,3 +153,55 @@ def test_the_status_filters_options_are_the_values_get_links_accepts() -> None:
     offered = {value for value in re.findall(r'<option value="([^"]*)"', select) if value}
     accepted = set(get_args(get_args(ListLinksQuery.model_fields["status"].annotation)[0]))
     assert offered and offered <= accepted, (offered, accepted)
+
+
+# --- Sign-in: the page is told where people sign in ---
+
+SIGN_IN_META = re.compile(r'<meta name="shortener-sign-in" content="([^"]*)">')
+
+
+def sign_in_config(body: str) -> dict | None:
+    """What the page reads from its sign-in meta element (None: sign-in is off)."""
+    from html import unescape
+
+    (content,) = SIGN_IN_META.findall(body)
+    return json.loads(unescape(content)) if content else None
+
+
+@pytest.mark.integration
+def test_the_page_says_where_to_sign_in_when_the_api_function_is_told(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shortener.settings import api_settings
+    from tests.support.api import call, response_header
+    from tests.support.events import api_event
+
+    # Given the API function's sign-in settings, with characters that must not end the attribute
+    monkeypatch.setenv("SIGN_IN_URL", "http://127.0.0.1:3934/")
+    monkeypatch.setenv("SIGN_IN_CLIENT_ID", "client\"'<&>")
+    api_settings.cache_clear()
+    # When the page is asked for
+    answer = call(api, api_event("GET", "/"))
+    # Then its meta element holds them as JSON (the URL without a trailing slash), one attribute
+    assert answer["statusCode"] == 200
+    assert sign_in_config(answer["body"]) == {"url": "http://127.0.0.1:3934", "client_id": "client\"'<&>"}
+    # And the page may post to the sign-in's origin (the token and revoke endpoints)
+    policy = response_header(answer, "Content-Security-Policy") or ""
+    connect = next(part for part in policy.split("; ") if part.startswith("connect-src "))
+    assert "http://127.0.0.1:3934" in connect.split()
+
+
+@pytest.mark.integration
+def test_without_sign_in_settings_the_page_asks_for_a_key_only(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shortener.settings import api_settings
+    from tests.support.api import call
+    from tests.support.events import api_event
+
+    # Given a client id but no sign-in URL (half a configuration is none)
+    monkeypatch.delenv("SIGN_IN_URL", raising=False)
+    monkeypatch.setenv("SIGN_IN_CLIENT_ID", "abc")
+    api_settings.cache_clear()
+    # Then the page's meta element is empty: sign-in is off
+    assert sign_in_config(call(api, api_event("GET", "/"))["body"]) is None
