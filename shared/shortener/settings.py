@@ -182,9 +182,8 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
     # Where test deliveries and replays are queued for the webhooks function.
     WEBHOOKS_QUEUE_URL: str = ""
-    # Where people sign in to the page (the user pool's hosted sign-in, e.g.
-    # https://<prefix>.auth.<region>.amazoncognito.com; locally http://127.0.0.1:<auth port>) and
-    # the page's app client. Either empty: sign-in is off and the page asks for an API key.
+    # The page's sign-in (docs/sign-in.md): the hosted sign-in's base URL and the page's app
+    # client; both empty when sign-in is off.
     SIGN_IN_URL: str = ""
     SIGN_IN_CLIENT_ID: str = ""
 
