@@ -15,6 +15,7 @@ from local_stack.apigateway import ADMIN_KEY_FILE
 from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
 from local_stack.cloudformation import PROJECT_ROOT, IntrinsicError, TemplateError
 from local_stack.cloudwatch.alarms import unevaluated_alarms
+from local_stack.cognito.person import PERSON_FILE
 from local_stack.durability import CorruptStateError, DataDirInUseError
 from local_stack.durability.private_files import make_private
 from local_stack.dynamodb.capacity import CapacitySettings
@@ -43,6 +44,13 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         default=None,
         help=f"the local edge's port, with the template's Edge on (0: any free; default "
         f"{defaults.edge_port}, or any free with --api-port 0, so stacks on free ports never collide)",
+    )
+    parser.add_argument(
+        "--auth-port",
+        type=int,
+        default=None,
+        help=f"the user pool's hosted sign-in port, with the template's SignIn on (0: any free; default "
+        f"{defaults.auth_port}, or any free with --api-port 0)",
     )
     parser.add_argument(
         "--edge-country",
@@ -125,6 +133,7 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         aws_port=args.aws_port,
         lambda_port=args.lambda_port,
         edge_port=_edge_port(args.edge_port, args.api_port, defaults.edge_port),
+        auth_port=_edge_port(args.auth_port, args.api_port, defaults.auth_port),
         edge_country=args.edge_country,
         data_dir=args.data_dir,
         persist=not args.no_persist,
@@ -140,8 +149,8 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
 
 
 def _edge_port(given: int | None, api_port: int, default: int) -> int:
-    """The edge's port: as given; else any free one when the API's is (tests, benchmarks), else
-    the default."""
+    """The edge's (or the hosted sign-in's) port: as given; else any free one when the API's is
+    (tests, benchmarks), else the default."""
     if given is not None:
         return given
     return 0 if api_port == 0 else default
@@ -186,6 +195,7 @@ def banner(stack: LocalStack) -> str:
             else "new on every start"
         )
         lines.append(f"  API key      {stack.api_key}   (admin; send it as X-Api-Key; {kept})")
+    lines += _sign_in_lines(stack)
     if options.persist:
         state = "nothing saved yet"
         if restored:
@@ -227,6 +237,22 @@ def banner(stack: LocalStack) -> str:
         "Ctrl-C stops" + (f" (state saved to {data_dir})." if options.persist else "."),
     ]
     return "\n".join(lines)
+
+
+def _sign_in_lines(stack: LocalStack) -> list[str]:
+    """The hosted sign-in and its person, when the template makes a user pool."""
+    if not stack.auth_url:
+        return []
+    lines = [f"  Sign-in      {stack.auth_url}   (the user pool's hosted sign-in; docs/sign-in.md)"]
+    person = stack.sign_in_person
+    if person is not None:
+        kept = (
+            f"kept in {_shown(stack.options.data_dir / PERSON_FILE)}"
+            if stack.options.persist
+            else "new on every start"
+        )
+        lines.append(f"  Sign in as   {person.username} / {person.password}   (admin; on the page; {kept})")
+    return lines
 
 
 class StopRequest:
@@ -286,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             options.aws_port: "the embedded AWS (--aws-port)",
             options.lambda_port: "the Lambda endpoint (--lambda-port)",
             options.edge_port: "the local edge (--edge-port)",
+            options.auth_port: "the hosted sign-in (--auth-port)",
         }
     ):
         # Checked before anything starts, so a second `make run` says at once what is in the way.

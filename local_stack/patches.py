@@ -21,6 +21,7 @@ from local_stack.athena import queries as athena_queries
 from local_stack.awslambda import quota as lambda_quota
 from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history, subscriptions
+from local_stack.cognito import tokens as cognito_tokens
 from local_stack.dynamodb import compact as dynamodb_compact
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
@@ -42,6 +43,15 @@ class Patch:
 
 
 PATCHES: tuple[Patch, ...] = (
+    Patch(
+        cognito_tokens.install,
+        "CognitoIdpUserPool.create_jwt; CognitoIdpJsonWebKeyResponse.json_web_key",
+        "moto signs every user pool's tokens with one private key published in its source, so anyone "
+        "could forge a token its JWKS verifies, and makes every token valid for an hour. Tokens are "
+        "re-signed with the data folder's own key (its public half is the JWKS answered), valid as "
+        "long as the app client says (divided by --time-scale).",
+        "CognitoService.attach (the stack); tests/local_stack/cognito/test_hosted_sign_in.py",
+    ),
     Patch(
         s3_multipart.install,
         "FakeMultipart.complete",

@@ -14,6 +14,8 @@ from local_stack.awslambda.service import LambdaService
 from local_stack.cloudfront import resource_types as cloudfront_types
 from local_stack.cloudwatch import resource_types as cloudwatch_types
 from local_stack.cloudwatch.service import CloudWatchService
+from local_stack.cognito import resource_types as cognito_types
+from local_stack.cognito.service import CognitoService
 from local_stack.dynamodb.service import DynamoDbService
 from local_stack.events.service import EventsService
 from local_stack.firehose import resource_types as firehose_types
@@ -42,6 +44,7 @@ SERVICES: tuple[Callable[[], Service], ...] = (
     EventsService,
     CloudWatchService,
     LambdaService,
+    CognitoService,
 )
 
 # One provider per CloudFormation type that moto's CloudFormation lacks: used by `make run`
@@ -74,6 +77,11 @@ RESOURCE_PROVIDERS: tuple[ResourceProvider, ...] = (
     glue_types.TableProvider(),
     firehose_types.DeliveryStreamProvider(),
     athena_types.WorkGroupProvider(),
+    cognito_types.UserPoolProvider(),
+    cognito_types.UserPoolClientProvider(),
+    cognito_types.UserPoolDomainProvider(),
+    cognito_types.UserPoolGroupProvider(),
+    cognito_types.UserPoolIdentityProviderProvider(),
 )
 PROVIDERS_BY_TYPE: dict[str, ResourceProvider] = {provider.TYPE: provider for provider in RESOURCE_PROVIDERS}
 

@@ -44,9 +44,18 @@ from local_stack.cloudformation import (
     parameter_values,
     stack_uuid,
 )
-from local_stack.cloudformation.resources import API_STAGE, REST_API, FunctionSpec
+from local_stack.cloudformation.resources import (
+    API_STAGE,
+    REST_API,
+    USER_POOL,
+    USER_POOL_CLIENT,
+    FunctionSpec,
+)
 from local_stack.cloudfront.edge import EdgeConfig, LocalEdge, edge_config, has_edge
 from local_stack.cloudwatch.logs import LogGroup, stack_access_log, stack_function_logs
+from local_stack.cognito import tokens as cognito_tokens
+from local_stack.cognito.hosted_ui import HostedSignIn
+from local_stack.cognito.person import Person, ensure_person
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
 from local_stack.embedded import EmbeddedAws, aws_client
@@ -78,6 +87,8 @@ class StackOptions:
     edge_port: int = 3003
     # CloudFront-Viewer-Country of every request through the local edge: loopback has no country.
     edge_country: str = "US"
+    # The user pool's hosted sign-in (cognito/hosted_ui.py), when the template makes a pool.
+    auth_port: int = 3002
     data_dir: Path = PROJECT_ROOT / ".local-stack"
     persist: bool = True
     time_scale: float = 1.0
@@ -123,6 +134,9 @@ class LocalStack:
         self._servers: list[threading.Thread] = []
         self._keys: KeyDirectory | None = None
         self.api_key: str | None = None
+        # The hosted sign-in of the template's user pool, and the person the banner shows.
+        self._sign_in: HostedSignIn | None = None
+        self.sign_in_person: Person | None = None
         # The secret of the functions' keys (iam/signing_secret.py), made or read at start.
         self.function_secret = ""
 
@@ -135,6 +149,11 @@ class LocalStack:
     def edge_url(self) -> str | None:
         """The local edge's URL (None when the template's Edge condition does not hold)."""
         return self._edge.url if self._edge is not None else None
+
+    @property
+    def auth_url(self) -> str | None:
+        """The hosted sign-in's base URL (None when the template makes no user pool)."""
+        return self._sign_in.url if self._sign_in is not None else None
 
     @property
     def aws_endpoint(self) -> str:
@@ -175,11 +194,14 @@ class LocalStack:
         lambda_socket = listening_socket(options.lambda_port)
         api_socket = listening_socket(options.api_port)
         edge_socket = listening_socket(options.edge_port) if has_edge(resources) else None
+        auth_socket = listening_socket(options.auth_port) if _page_client(resources) else None
         try:
-            self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket)
+            self._serve_functions_and_api(resources, lambda_socket, api_socket, edge_socket, auth_socket)
             self._serve_http_apis(resources)
             if edge_socket is not None:
                 self._start_edge(resources, edge_socket)
+            if auth_socket is not None:
+                self._serve_sign_in(resources, auth_socket, _url_of(api_socket))
         except BaseException:
             # A server closes its socket when stopped; a socket whose server was not built yet is
             # closed here.
@@ -187,14 +209,51 @@ class LocalStack:
                 lambda_socket.close()
             if self._api is None:
                 api_socket.close()
-            if edge_socket is not None and self._edge is None:
-                edge_socket.close()
+            for unserved, server in ((edge_socket, self._edge), (auth_socket, self._sign_in)):
+                if unserved is not None and server is None:
+                    unserved.close()
             raise
         for service in self._services:
             service.start(self)
         if self._edge is not None:
             self._edge.start()
+        self._ensure_sign_in_person()
         admin_key.write_private(options.data_dir / DISCOVERY_FILE, json.dumps(self.ready_info()))
+
+    def _serve_sign_in(self, resources: Resources, listening: socket.socket, page_url: str) -> None:
+        """The hosted sign-in of the template's user pool, its page client's callback the local
+        page (as SignInPageUrl makes it on AWS), and the banner's person."""
+        page = _page_client(resources)
+        assert page is not None and self._moto is not None
+        pool_id, client_id = page
+        options = self.options
+        backend = cognito_tokens.backend(ACCOUNT_ID, options.region)
+        client = backend.describe_user_pool_client(pool_id, client_id)
+        pages = [page_url, page_url.replace("127.0.0.1", "localhost")]
+        for setting in ("CallbackURLs", "LogoutURLs"):
+            client.extended_config[setting] = list(
+                dict.fromkeys(pages + list(client.extended_config.get(setting) or []))
+            )
+        self._sign_in = HostedSignIn(
+            lambda: cognito_tokens.backend(ACCOUNT_ID, options.region),
+            pool_id,
+            listening,
+            jwks=cognito_tokens.public_jwks,
+            exclusive=self._moto.exclusive,
+        )
+        self._serve(self._sign_in.serve_forever, "hosted-sign-in")
+
+    def _ensure_sign_in_person(self) -> None:
+        """The person the banner shows (made through the embedded AWS, so it is journaled)."""
+        if self._sign_in is None:
+            return
+        options = self.options
+        self.sign_in_person = ensure_person(
+            aws_client("cognito-idp", self.aws_endpoint, options.region),
+            self._sign_in.pool_id,
+            options.data_dir,
+            options.persist,
+        )
 
     def _start_edge(self, resources: Resources, listening: socket.socket) -> None:
         """The local edge in front of the API (the template deploys the distribution); it starts
@@ -261,12 +320,13 @@ class LocalStack:
         lambda_socket: socket.socket,
         api_socket: socket.socket,
         edge_socket: socket.socket | None,
+        auth_socket: socket.socket | None = None,
     ) -> None:
         """The Lambda runtime, its Invoke endpoint, the resources (and what was saved of them), then
         the REST API with its access control."""
         options = self.options
         routes, binary_types, api_id = self._api_definition(resources)
-        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket, edge_socket)
+        self._runtime = self._lambda_runtime(resources, lambda_socket, api_socket, edge_socket, auth_socket)
         self._lambda_endpoint = LambdaEndpoint(
             options.region, access=self.access, runtime=self._runtime, listening=lambda_socket
         )
@@ -318,11 +378,15 @@ class LocalStack:
         lambda_socket: socket.socket,
         api_socket: socket.socket,
         edge_socket: socket.socket | None,
+        auth_socket: socket.socket | None = None,
     ) -> LambdaRuntime:
         options = self.options
         functions = resources.functions
         if edge_socket is not None:
             functions = _short_urls_naming(_url_of(edge_socket), functions)
+        page = _page_client(resources)
+        if auth_socket is not None and page is not None:
+            functions = _sign_in_naming(_url_of(auth_socket).rstrip("/"), page[1], functions)
         return LambdaRuntime(
             functions,
             RuntimeSettings(
@@ -422,9 +486,7 @@ class LocalStack:
     def stop(self, save: bool = True) -> StateSummary | None:
         """Stop in reverse order: no new work, workers killed, AWS closed, then the last snapshot.
         ``save=False`` leaves the data dir as a killed process would (its journal intact)."""
-        if self._edge is not None:
-            self._edge.stop()
-            self._edge = None
+        self._stop_front_servers()
         for http_api in self._http_apis.values():
             http_api.shutdown()
             http_api.server_close()
@@ -462,6 +524,16 @@ class LocalStack:
         self._services = []
         return summary
 
+    def _stop_front_servers(self) -> None:
+        """The servers in front of the API: the edge, the hosted sign-in."""
+        if self._edge is not None:
+            self._edge.stop()
+            self._edge = None
+        if self._sign_in is not None:
+            self._sign_in.shutdown()
+            self._sign_in.server_close()
+            self._sign_in = None
+
     def ready_info(self) -> dict[str, Any]:
         """What a program needs to drive the stack (printed as the READY line)."""
         assert self.resources is not None
@@ -482,8 +554,25 @@ class LocalStack:
             "outputs": self.resources.outputs(),
             # The local admin key (None when the template declares no keys).
             "api_key": self.api_key,
+            # The hosted sign-in of the template's user pool (None without one), and its person.
+            "auth_url": self.auth_url,
+            "sign_in": self._sign_in_info(),
             # Whose stack.json this is: `shortener` trusts the file only while this process runs.
             "pid": os.getpid(),
+        }
+
+    def _sign_in_info(self) -> dict[str, Any] | None:
+        if self._sign_in is None or self.resources is None:
+            return None
+        page = _page_client(self.resources)
+        person = self.sign_in_person
+        return {
+            "url": self._sign_in.url,
+            "user_pool_id": self._sign_in.pool_id,
+            "client_id": page[1] if page else None,
+            "issuer": self._sign_in.issuer,
+            "username": person.username if person else None,
+            "password": person.password if person else None,
         }
 
     def _serve(self, serve_forever: Callable[[], None], name: str) -> None:
@@ -527,6 +616,33 @@ def _short_urls_naming(edge_url: str, functions: dict[str, FunctionSpec]) -> dic
     return {
         logical_id: replace(spec, environment={**spec.environment, "PUBLIC_BASE_URL": edge_url})
         if spec.environment.get("PUBLIC_BASE_URL") == ""
+        else spec
+        for logical_id, spec in functions.items()
+    }
+
+
+def _page_client(resources: Resources) -> tuple[str, str] | None:
+    """(user pool id, client id) of the template's user pool and its (first) app client, or None
+    when the template makes no pool (SignIn=off, or an existing pool)."""
+    pools = resources.of_type(USER_POOL)
+    clients = resources.of_type(USER_POOL_CLIENT)
+    if not pools or not clients:
+        return None
+    return resources.physical_id(next(iter(pools))), resources.physical_id(next(iter(clients)))
+
+
+def _sign_in_naming(
+    auth_url: str, client_id: str, functions: dict[str, FunctionSpec]
+) -> dict[str, FunctionSpec]:
+    """The page's sign-in settings (SIGN_IN_URL, SIGN_IN_CLIENT_ID) filled with the local hosted
+    sign-in and the page client, whose callback the stack makes the local page (on AWS, once
+    SignInPageUrl or DomainName names the page)."""
+    return {
+        logical_id: replace(
+            spec,
+            environment={**spec.environment, "SIGN_IN_URL": auth_url, "SIGN_IN_CLIENT_ID": client_id},
+        )
+        if "SIGN_IN_URL" in spec.environment
         else spec
         for logical_id, spec in functions.items()
     }

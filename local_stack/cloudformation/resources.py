@@ -60,6 +60,11 @@ GLUE_DATABASE = "AWS::Glue::Database"
 GLUE_TABLE = "AWS::Glue::Table"
 DELIVERY_STREAM = "AWS::KinesisFirehose::DeliveryStream"
 ATHENA_WORKGROUP = "AWS::Athena::WorkGroup"
+USER_POOL = "AWS::Cognito::UserPool"
+USER_POOL_CLIENT = "AWS::Cognito::UserPoolClient"
+USER_POOL_DOMAIN = "AWS::Cognito::UserPoolDomain"
+USER_POOL_GROUP = "AWS::Cognito::UserPoolGroup"
+USER_POOL_IDENTITY_PROVIDER = "AWS::Cognito::UserPoolIdentityProvider"
 # The local API serves one stage under this name, whatever StageName says (api_gateway.STAGE).
 LOCAL_STAGE = "local"
 
@@ -84,6 +89,8 @@ EMULATED_TYPES = (
     GLUE_TABLE,
     DELIVERY_STREAM,
     ATHENA_WORKGROUP,
+    USER_POOL,
+    USER_POOL_CLIENT,
 )
 # Properties named after what they create, per type: CloudFormation's explicit physical names.
 _NAME_PROPERTIES = {
@@ -104,6 +111,11 @@ _NAME_PROPERTIES = {
     ATHENA_WORKGROUP: "Name",
     GLUE_DATABASE: "DatabaseInput.Name",
     GLUE_TABLE: "TableInput.Name",
+    USER_POOL: "UserPoolName",
+    USER_POOL_CLIENT: "ClientName",
+    USER_POOL_DOMAIN: "Domain",
+    USER_POOL_GROUP: "GroupName",
+    USER_POOL_IDENTITY_PROVIDER: "ProviderName",
 }
 _DEFAULT_TIMEOUT_SECONDS = 3
 _DEFAULT_MEMORY_MB = 128
@@ -363,7 +375,28 @@ _IDENTITIES: dict[str, _Identity] = {
     WEB_ACL: _web_acl_identity,
     BUCKET: _bucket_identity,
     LOG_GROUP: lambda name, arn, _: (name, {"Arn": f"arn:aws:logs:{arn}:log-group:{name}:*"}),
+    USER_POOL: lambda name, arn, _: _user_pool_identity(name, arn),
+    USER_POOL_CLIENT: lambda name, arn, _: (_client_id(name), {"ClientId": _client_id(name), "Name": name}),
 }
+
+
+def _user_pool_identity(name: str, arn: str) -> tuple[str, dict[str, Any]]:
+    """A pool id as Cognito makes them (``<region>_<9 characters>``), the same for the same name on
+    every start, so the users the data dir keeps find their pool again."""
+    region = arn.split(":", 1)[0]
+    pool_id = f"{region}_{_key_id(name)[:9].replace('=', 'A')}"
+    provider = f"cognito-idp.{region}.amazonaws.com/{pool_id}"
+    return pool_id, {
+        "Arn": f"arn:aws:cognito-idp:{arn}:userpool/{pool_id}",
+        "ProviderName": provider,
+        "ProviderURL": provider,
+        "UserPoolId": pool_id,
+    }
+
+
+def _client_id(name: str) -> str:
+    """26 lower-case letters and digits, as Cognito's client ids, the same for the same name."""
+    return base64.b32encode(hashlib.sha256(f"client:{name}".encode()).digest()).decode().lower()[:26]
 
 
 def _key_id(name: str) -> str:
@@ -423,6 +456,15 @@ def create_resources(
         _create_with(resources, providers[resource_type])
     # The edge's distribution, in moto's CloudFront: a change's CreateInvalidation names it.
     _create_with(resources, providers[DISTRIBUTION])
+    # The people's user pool, then what belongs to it (the page's client names a provider).
+    for resource_type in (
+        USER_POOL,
+        USER_POOL_DOMAIN,
+        USER_POOL_IDENTITY_PROVIDER,
+        USER_POOL_CLIENT,
+        USER_POOL_GROUP,
+    ):
+        _create_with(resources, providers[resource_type])
     # The click events' schema, the stream that converts to it, and the workgroup that asks it.
     for resource_type in (GLUE_DATABASE, GLUE_TABLE, DELIVERY_STREAM, ATHENA_WORKGROUP):
         _create_with(resources, providers[resource_type])

@@ -286,6 +286,13 @@ class AuthorizerSettings(_FromEnvironment):
     ACCESS: Literal["keys", "open"] = "keys"
     # Access=open: the usage plan identifier of callers without a key.
     ANONYMOUS_USAGE_KEY: str = ""
+    # Sign-in (docs/sign-in.md; all empty: off): the user pool whose access tokens are accepted in
+    # X-Api-Key, the tokens' issuer (iss), the page's app client, and the usage plan identifier
+    # that signed-in people are metered by.
+    SIGN_IN_USER_POOL_ID: str = ""
+    SIGN_IN_ISSUER: str = ""
+    SIGN_IN_CLIENT_ID: str = ""
+    SIGN_IN_USAGE_KEY: str = ""
 
 
 class StageCacheMixin(_FromEnvironment):

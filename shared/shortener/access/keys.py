@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from shortener import clock
+from shortener.access import sign_in
 from shortener.access.model import ApiKey, Caller, CreatedKey, NewKeyRequest
 from shortener.exceptions import InvalidKeyRequestError, KeyNotFoundError, UsagePlanError
 from shortener.request_model import problems
@@ -33,6 +34,10 @@ KEY_PREFIX = "shk"
 # The refusals a Decision explains to API Gateway's ACCESS_DENIED response (template.yaml).
 _MISSING_KEY = ("missing_api_key", "This route needs an API key: send it in the X-Api-Key header.")
 _INVALID_KEY = ("invalid_api_key", "The API key in X-Api-Key is not valid, or it was revoked.")
+_INVALID_TOKEN = (
+    "invalid_api_key",
+    "The sign-in token in X-Api-Key is not valid, expired or was revoked: sign in again.",
+)
 _KEY_ID_BYTES = 6  # 12 hex characters: unique enough for the keys of one deployment
 _SECRET_BYTES = 32  # 256 bits of secret
 _USAGE_KEY_BYTES = 30  # API Gateway API key values need at least 20 characters
@@ -97,6 +102,12 @@ class KeyLookup(Protocol):
     def get_key(self, key_id: str) -> ApiKey | None: ...
 
 
+class PeopleJudge(Protocol):
+    """shortener.access.sign_in.TokenJudge: the caller of a signed-in person's access token."""
+
+    def caller(self, token: str) -> Caller: ...
+
+
 @dataclass(frozen=True)
 class Decision:
     """The authorizer's verdict on one request, before it becomes API Gateway's output format."""
@@ -135,6 +146,8 @@ class Decision:
         anonymous = self.allow and self.caller is not None and self.caller.role == "anonymous"
         if not self.allow or anonymous:
             error, message = _MISSING_KEY if anonymous else _INVALID_KEY
+            if self.principal_id == "token":
+                error, message = _INVALID_TOKEN
             output["context"] = {**output.get("context", {}), "refusal": error, "refusal_message": message}
         if self.allow and self.usage_key:
             output["usageIdentifierKey"] = self.usage_key
@@ -148,12 +161,16 @@ def authorize(
     *,
     access: AccessMode,
     anonymous_usage_key: str = "",
+    people: PeopleJudge | None = None,
+    people_usage_key: str = "",
 ) -> Decision:
     """Judge the key a request presented (None or "" when it sent none).
 
     Access=keys: only a known, unrevoked key whose hash matches is allowed, on the whole stage.
     Access=open: no key is an anonymous caller, allowed on the shortening routes only; a key that
-    is sent is judged as in keys mode (a typo in a key must be loud, not silently anonymous)."""
+    is sent is judged as in keys mode (a typo in a key must be loud, not silently anonymous).
+    With sign-in on (``people``), a JWT in place of a key is a signed-in person's access token
+    (shortener.access.sign_in), metered by ``people_usage_key``."""
     arn = MethodArn.parse(method_arn)
     everything = (arn.stage_resource(),)
     if not presented:
@@ -164,14 +181,28 @@ def authorize(
             )
         return Decision(False, "none", everything, reason="no key")
     key_id = key_id_of(presented)
+    if key_id is None and people is not None and sign_in.looks_like_token(presented):
+        return _judge_person(presented, people, everything, people_usage_key)
     if key_id is None:
         return Decision(False, "invalid", everything, reason="malformed key")
+    return _judge_key(presented, key_id, keys, everything)
+
+
+def _judge_key(presented: str, key_id: str, keys: KeyLookup, everything: tuple[str, ...]) -> Decision:
     record = keys.get_key(key_id)
     if record is None or not hmac.compare_digest(record.key_hash, key_hash(presented)):
         return Decision(False, key_id, everything, reason="unknown key")
     if record.revoked:
         return Decision(False, key_id, everything, reason="revoked key")
     return Decision(True, key_id, everything, record.caller(), record.usage_key)
+
+
+def _judge_person(token: str, people: PeopleJudge, everything: tuple[str, ...], usage_key: str) -> Decision:
+    try:
+        person = people.caller(token)
+    except sign_in.TokenRefused as exc:
+        return Decision(False, "token", everything, reason=f"token refused: {exc}")
+    return Decision(True, f"person:{person.owner_id}", everything, person, usage_key)
 
 
 # ---- making, listing and revoking keys --------------------------------------------------------
