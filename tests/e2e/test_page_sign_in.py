@@ -232,3 +232,36 @@ def test_an_api_key_is_still_taken_where_sign_in_is_set_up(
     # Then the key is used as before, and "Sign in" makes way for it
     assert "Using the key" in visible_text(browser, "key-saved")
     assert not browser.find_element(By.ID, "sign-in").is_displayed()
+
+
+def test_a_member_signed_in_sees_only_their_own_links_and_is_told_the_audit_log_is_for_admins(
+    browser: WebDriver, signing_stack: RunningStack, landing: str
+) -> None:
+    stack = signing_stack
+    # Given a link of the admin's, and a member of the user pool (in no group)
+    admins = stack.post_json("/", {"url": f"http://127.0.0.1:{landing}/admins-only"})
+    assert admins.status in (200, 201), admins.text
+    pool = stack.boto3_client("cognito-idp")
+    pool_id = pool.list_user_pools(MaxResults=10)["UserPools"][0]["Id"]
+    member = {"username": "member@example.com", "password": "Member-passw0rd"}
+    pool.admin_create_user(
+        UserPoolId=pool_id,
+        Username=member["username"],
+        MessageAction="SUPPRESS",
+        UserAttributes=[{"Name": "email", "Value": member["username"]}],
+    )
+    pool.admin_set_user_password(
+        UserPoolId=pool_id, Username=member["username"], Password=member["password"], Permanent=True
+    )
+    # When the member signs in on the audit log's view
+    config = open_signed_out(browser, stack)
+    browser.execute_script("location.hash = '#/audit'")
+    sign_in(browser, config, member)
+    # Then the page names them as a member, back on the view they started from
+    assert visible_text(browser, "signed-in-role") == "member"
+    assert browser.current_url == stack.api_url + "#/audit"
+    assert "you are signed in as a member" in visible_text(browser, "audit-denied")
+    # And their links are theirs alone: none of the admin's
+    browser.execute_script("location.hash = '#/links'")
+    visible_text(browser, "links-empty")
+    assert admins.json()["short_url"] not in listed(browser)
