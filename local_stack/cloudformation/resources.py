@@ -376,7 +376,7 @@ _IDENTITIES: dict[str, _Identity] = {
     BUCKET: _bucket_identity,
     LOG_GROUP: lambda name, arn, _: (name, {"Arn": f"arn:aws:logs:{arn}:log-group:{name}:*"}),
     USER_POOL: lambda name, arn, _: _user_pool_identity(name, arn),
-    USER_POOL_CLIENT: lambda name, arn, _: (_client_id(name), {"ClientId": _client_id(name), "Name": name}),
+    USER_POOL_CLIENT: lambda name, arn, _: (client_id(name), {"ClientId": client_id(name), "Name": name}),
 }
 
 
@@ -384,7 +384,7 @@ def _user_pool_identity(name: str, arn: str) -> tuple[str, dict[str, Any]]:
     """A pool id as Cognito makes them (``<region>_<9 characters>``), the same for the same name on
     every start, so the users the data dir keeps find their pool again."""
     region = arn.split(":", 1)[0]
-    pool_id = f"{region}_{_key_id(name)[:9].replace('=', 'A')}"
+    pool_id = user_pool_id(name, region)
     provider = f"cognito-idp.{region}.amazonaws.com/{pool_id}"
     return pool_id, {
         "Arn": f"arn:aws:cognito-idp:{arn}:userpool/{pool_id}",
@@ -394,7 +394,12 @@ def _user_pool_identity(name: str, arn: str) -> tuple[str, dict[str, Any]]:
     }
 
 
-def _client_id(name: str) -> str:
+def user_pool_id(name: str, region: str) -> str:
+    """``<region>_<9 characters>``, as Cognito's pool ids, the same for the same name."""
+    return f"{region}_{_key_id(name)[:9]}"
+
+
+def client_id(name: str) -> str:
     """26 lower-case letters and digits, as Cognito's client ids, the same for the same name."""
     return base64.b32encode(hashlib.sha256(f"client:{name}".encode()).digest()).decode().lower()[:26]
 

@@ -2,11 +2,15 @@
 for them). Ids are the ones the stack named them with (cloudformation/resources.py): the same on
 every start, so the people kept in the data folder find their pool again."""
 
+import re
 from typing import Any
 
 from moto.cognitoidp.models import CognitoIdpBackend, cognitoidp_backends
 
+from local_stack.cloudformation.resources import client_id, user_pool_id
 from local_stack.resource_provider import Created
+
+_CLIENT_ID = re.compile(r"^[a-z0-9]{26}$")
 
 
 def _backend(account_id: str, region: str) -> CognitoIdpBackend:
@@ -18,6 +22,9 @@ class UserPoolProvider:
 
     def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
         backend = _backend(account_id, region)
+        # `make run` named it beforehand; `sam deploy` against the embedded AWS gives a name.
+        if not name.startswith(f"{region}_"):
+            name = user_pool_id(name, region)
         config = {
             key: value for key, value in properties.items() if key not in ("UserPoolName", "UserPoolTags")
         }
@@ -41,6 +48,8 @@ class UserPoolClientProvider:
     def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
         backend = _backend(account_id, region)
         pool_id = str(properties["UserPoolId"])
+        if not _CLIENT_ID.match(name):
+            name = client_id(name)
         config = {
             key: value for key, value in properties.items() if key not in ("UserPoolId", "GenerateSecret")
         }

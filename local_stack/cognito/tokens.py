@@ -49,6 +49,7 @@ class Signing:
 _lock = threading.Lock()
 _signing: Signing | None = None
 _original_create_jwt = models.CognitoIdpUserPool.create_jwt
+MOTOS_PUBLISHED_JWKS = responses.CognitoIdpJsonWebKeyResponse.json_web_key
 
 
 def signing_key(data_dir: Path, persist: bool) -> RSAKey:
@@ -63,12 +64,15 @@ def signing_key(data_dir: Path, persist: bool) -> RSAKey:
     return key
 
 
-def use(signing: Signing) -> None:
-    """Sign this process's user pools' tokens with ``signing`` from now on (install() first)."""
+def use(signing: Signing | None) -> None:
+    """Sign this process's user pools' tokens with ``signing`` from now on (install() first);
+    None: moto's own key again."""
     global _signing  # noqa: PLW0603 - moto's classes are process-wide; so is its key
     with _lock:
         _signing = signing
-    responses.CognitoIdpJsonWebKeyResponse.json_web_key = json.dumps(signing.public_jwks()).encode()
+    responses.CognitoIdpJsonWebKeyResponse.json_web_key = (
+        json.dumps(signing.public_jwks()).encode() if signing is not None else MOTOS_PUBLISHED_JWKS
+    )
 
 
 def public_jwks() -> dict[str, Any]:

@@ -215,6 +215,8 @@ class RunningStack(StackProcess):
         )
         if self.info.get("edge_url"):
             self.args = _with_port(self.args, "--edge-port", self.edge_url)
+        if self.info.get("auth_url"):
+            self.args = _with_port(self.args, "--auth-port", self.info["auth_url"])
         return self.start(timeout)
 
 
