@@ -35,7 +35,7 @@ from shortener.exceptions import (
     TooManyTriesError,
     WrongPasswordError,
 )
-from shortener.http import edge_origin, openapi, security_headers, web
+from shortener.http import edge_origin, openapi, security_headers, sign_in, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
 from shortener.links.model import LinkView, ShortenRequest, ShortenResult
@@ -92,7 +92,16 @@ _LINK_OPERATIONS = {
 
 @app.get("/", **operation("The index page", {200: Answer("The page", media_type="text/html")}, keyed=False))
 def index_page() -> Response[str]:
-    return Response(200, "text/html; charset=utf-8", page("index.html"))
+    settings = api_settings()
+    return Response(
+        200, "text/html; charset=utf-8", index_html(settings.SIGN_IN_URL, settings.SIGN_IN_CLIENT_ID)
+    )
+
+
+@lru_cache(maxsize=2)
+def index_html(sign_in_url: str, sign_in_client_id: str) -> str:
+    """The page, told where people sign in (shortener.http.sign_in)."""
+    return sign_in.with_sign_in(page("index.html"), sign_in_url, sign_in_client_id)
 
 
 @app.post(
@@ -433,7 +442,8 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
     return security_headers.secure(
         refused if refused is not None else app.resolve(event, context),
         hsts=web.on_custom_domain(event, settings.CUSTOM_DOMAIN),
-        connect_origins=security_headers.upload_origins(
-            settings.AWS_ENDPOINT_URL_S3 or settings.AWS_ENDPOINT_URL
+        connect_origins=(
+            *security_headers.upload_origins(settings.AWS_ENDPOINT_URL_S3 or settings.AWS_ENDPOINT_URL),
+            *sign_in.sign_in_origins(settings.SIGN_IN_URL),
         ),
     )
