@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.e2e import test_page_browser as page_tests
-from tests.e2e.conftest import PROJECT_ROOT, RunningStack, _factory
+from tests.e2e.conftest import PROJECT_ROOT, RunningStack, _factory, http_request
 from tests.e2e.test_page_browser import (
     STEP_SECONDS,
     Snap,
@@ -39,9 +40,6 @@ landing = page_tests.landing
 pytestmark = pytest.mark.e2e_timeout(240)
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "page-sign-in"
 
-if '"--auth-port"' not in (PROJECT_ROOT / "local_stack" / "__main__.py").read_text(encoding="utf-8"):
-    pytest.skip("the local stack has no hosted sign-in (--auth-port) yet", allow_module_level=True)
-
 
 @pytest.fixture(scope="module")
 def artifacts(request: pytest.FixtureRequest) -> Iterator[Path]:
@@ -56,11 +54,16 @@ def artifacts(request: pytest.FixtureRequest) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def signing_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    """A local stack with its user pool's hosted sign-in on a free port; the authorizer keeps no
-    answers (TTL 0), so a token is refused as soon as it is revoked."""
+    """A local stack with its user pool's hosted sign-in on a free port, and two more domains; the
+    authorizer keeps no answers (TTL 0), so a token is refused as soon as it is revoked."""
     started: list[RunningStack] = []
     start = _factory(tmp_path_factory.mktemp("signing-stack"), started)
-    yield start("--auth-port", "0", params={"AuthorizerCacheTtlSeconds": 0})
+    params = {
+        "AuthorizerCacheTtlSeconds": 0,
+        "Domains": "go.example,shop.example",
+        "EdgeCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/e2e-page",
+    }
+    yield start("--auth-port", "0", "--edge-port", "0", params=params)
     for running in started:
         running.stop()
 
@@ -265,3 +268,61 @@ def test_a_member_signed_in_sees_only_their_own_links_and_is_told_the_audit_log_
     browser.execute_script("location.hash = '#/links'")
     visible_text(browser, "links-empty")
     assert admins.json()["short_url"] not in listed(browser)
+
+
+def add_person(
+    stack: RunningStack, username: str, password: str, groups: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """A person of the local user pool (made through the embedded AWS, as an admin would), in
+    ``groups`` (made when missing)."""
+    pool = stack.boto3_client("cognito-idp")
+    pool_id = pool.list_user_pools(MaxResults=10)["UserPools"][0]["Id"]
+    pool.admin_create_user(
+        UserPoolId=pool_id,
+        Username=username,
+        MessageAction="SUPPRESS",
+        UserAttributes=[{"Name": "email", "Value": username}],
+    )
+    pool.admin_set_user_password(UserPoolId=pool_id, Username=username, Password=password, Permanent=True)
+    for group in groups:
+        existing = {item["GroupName"] for item in pool.list_groups(UserPoolId=pool_id)["Groups"]}
+        if group not in existing:
+            pool.create_group(UserPoolId=pool_id, GroupName=group)
+        pool.admin_add_user_to_group(UserPoolId=pool_id, Username=username, GroupName=group)
+    return {"username": username, "password": password}
+
+
+def test_a_person_of_one_brand_makes_links_on_its_domain_and_filters_the_list_by_domain(
+    browser: WebDriver, signing_stack: RunningStack, landing: str, snap: Snap
+) -> None:
+    stack = signing_stack
+    go_url = stack.info["domain_urls"]["go.example"]
+    # Given a member whose group allows the go.example domain only
+    person = add_person(stack, "brand-go@example.com", "Brand-go-passw0rd", ("domain:go.example",))
+    # When they sign in
+    config = open_signed_out(browser, stack)
+    sign_in(browser, config, person)
+    # Then the page offers that domain only when making a link
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "domain-field").is_displayed()
+    )
+    offered = [option.text for option in browser.find_elements(By.CSS_SELECTOR, "#domain option")]
+    assert offered == ["go.example"]
+    # And the link they make answers on it
+    shorten(browser, f"http://127.0.0.1:{landing}/brand/go")
+    short_url = visible_text(browser, "short")
+    assert short_url.startswith(go_url), short_url
+    code = short_url.removeprefix(go_url)
+    assert http_request(go_url, "GET", code).status == 301
+    assert http_request(stack.info["domain_urls"]["shop.example"], "GET", code).status == 404
+    # And the list can be narrowed to one domain: every domain of the stack is a choice there
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: short_url in listed(browser))
+    choices = [option.text for option in browser.find_elements(By.CSS_SELECTOR, "#links-domain option")]
+    assert choices[1:] == [urlsplit(stack.edge_url).netloc, "go.example", "shop.example"]
+    Select(browser.find_element(By.ID, "links-domain")).select_by_visible_text("shop.example")
+    WebDriverWait(browser, STEP_SECONDS).until(
+        lambda _: browser.find_element(By.ID, "links-empty").is_displayed()
+    )
+    Select(browser.find_element(By.ID, "links-domain")).select_by_visible_text("go.example")
+    WebDriverWait(browser, STEP_SECONDS).until(lambda _: listed(browser) == [short_url])
+    assert axe_on_desktop_and_phone(browser, snap, "domains") == {}
