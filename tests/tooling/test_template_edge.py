@@ -8,6 +8,8 @@ from local_stack.cloudformation.resources import Resources
 from local_stack.cloudfront.log_fields import record_fields
 from tests.tooling.test_template_clicks import resolved
 
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/brands"
+
 STAGE = "AWS::ApiGateway::Stage"
 
 
@@ -58,19 +60,17 @@ def test_the_function_checks_the_edge_header_with_the_distributions_value() -> N
     assert variables["EDGE_ORIGIN_SECRET"] == "s3cret"
 
 
-def test_the_cache_key_is_the_path_and_the_viewers_host_and_misses_are_not_kept() -> None:
+def test_the_cache_key_is_the_path_alone_and_misses_are_not_kept() -> None:
     resources = resolved()
     config = resources.properties("EdgeCachePolicy")["CachePolicyConfig"]
     key = config["ParametersInCacheKeyAndForwardedToOrigin"]
-    # The viewer's host as the viewer-request function copies it: a link answers on its own
-    # domain only, so one domain's redirect must never answer another's request
-    assert key["HeadersConfig"] == {"HeaderBehavior": "whitelist", "Headers": ["X-Shortener-Host"]}
-    [behaviour_function] = resources.of_type("AWS::CloudFront::Distribution")["EdgeDistribution"][
-        "DistributionConfig"
-    ]["DefaultCacheBehavior"]["FunctionAssociations"]
-    assert behaviour_function["EventType"] == "viewer-request"
-    code = resources.properties("EdgeViewerHost")["FunctionCode"]
-    assert "x-shortener-host" in code and "request.headers.host" in code
+    assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
+    # A stack of one domain runs no viewer function (it would cost $0.10 per million requests)
+    behaviour = resources.of_type("AWS::CloudFront::Distribution")["EdgeDistribution"]["DistributionConfig"][
+        "DefaultCacheBehavior"
+    ]
+    assert "FunctionAssociations" not in behaviour
+    assert not resources.of_type("AWS::CloudFront::Function")
     assert key["CookiesConfig"] == {"CookieBehavior": "none"}
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "none"}
     # Only answers that say how long they may be kept are kept
@@ -81,6 +81,24 @@ def test_the_cache_key_is_the_path_and_the_viewers_host_and_misses_are_not_kept(
         for e in distribution["DistributionConfig"]["CustomErrorResponses"]
     }
     assert errors[404] == 0
+
+
+def test_with_several_domains_the_viewers_host_is_in_the_cache_key() -> None:
+    resources = resolved(Domains="go.example,shop.example", EdgeCertificateArn=CERTIFICATE)
+    key = resources.properties("EdgeCachePolicy")["CachePolicyConfig"][
+        "ParametersInCacheKeyAndForwardedToOrigin"
+    ]
+    # The viewer's host as the viewer-request function copies it: a link answers on its own
+    # domain only, so one domain's redirect must never answer another's request
+    assert key["HeadersConfig"] == {"HeaderBehavior": "whitelist", "Headers": ["X-Shortener-Host"]}
+    config = resources.of_type("AWS::CloudFront::Distribution")["EdgeDistribution"]["DistributionConfig"]
+    [association] = config["DefaultCacheBehavior"]["FunctionAssociations"]
+    assert association["EventType"] == "viewer-request"
+    code = resources.properties("EdgeViewerHost")["FunctionCode"]
+    assert "x-shortener-host" in code and "request.headers.host" in code
+    # The distribution answers every domain, with the certificate that names them
+    assert config["Aliases"] == ["go.example", "shop.example"]
+    assert config["ViewerCertificate"]["AcmCertificateArn"] == CERTIFICATE
 
 
 def test_the_origin_hears_the_viewer_headers_the_redirect_needs() -> None:
