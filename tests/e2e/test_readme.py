@@ -183,7 +183,7 @@ DOCS_EXPECTED = {
     "api-json.md": [
         r"^OpenAPI 3\.1\.\d+ \d+ paths$",
         r'^\{"links":\[\{"status":201,"code":"\w+","short_url":"http://127\.0\.0\.1:\d+/\w+".* 200$',
-        r"^code,short_url,url,title,tags,status,created_at,updated_at,owner,is_custom,job_id,ios_url,android_url,"
+        r"^code,short_url,domain,url,title,tags,status,created_at,updated_at,owner,is_custom,job_id,ios_url,android_url,"
         r"geo,variants,utm_source,utm_medium,utm_campaign,utm_term,utm_content,forward_query,"
         r"has_password,preview_title,preview_description,preview_image$",
         r'^\{"code": "[^"]+", "short_url": ',
