@@ -4,12 +4,10 @@ and 404 on another's, and on the API's own URL always; a key limited to one doma
 link on another (403). One stack started twice on one data folder: before and after Domains."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.e2e.conftest import RunningStack, StartStack, http_request
+from tests.e2e.test_access_e2e import shortener
 
 DOMAINS = {
     "Domains": "go.example,shop.example",
@@ -23,15 +21,7 @@ def status_at(base_url: str, code: str) -> int:
 
 
 def member_key(stack: RunningStack, domains: str) -> str:
-    command = ["keys", "create", "--name", "brand", "--owner", "brand-a", "--domains", domains]
-    made = subprocess.run(
-        [sys.executable, "-m", "shortener_cli.main", *command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "SHORTENER_LOCAL_STACK": str(stack.data_dir)},
-    )
+    made = shortener(stack, "keys", "create", "--name", "brand", "--owner", "brand-a", "--domains", domains)
     assert made.returncode == 0, made.stderr
     return made.stdout.strip()
 
