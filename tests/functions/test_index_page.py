@@ -45,8 +45,9 @@ const calls = [];
 const statuses = STATUSES;
 const answer = (status, body) => ({ok: status < 300, status, headers: new Headers(), json: async () => body});
 globalThis.fetch = async (url, options = {}) => {
-  // The caller's recent links and jobs (empty here) are answered apart from the calls under test.
+  // The caller's recent links, domains and jobs (none here) are answered apart from the calls under test.
   if (url.startsWith("/links?")) return answer(200, {links: []});
+  if (url === "/domains") return answer(200, {domains: []});
   if (url.startsWith("/jobs?")) return answer(200, {jobs: []});
   const body = options.body instanceof FormData ? "form" : options.body || null;
   calls.push([options.method || "GET", url, body]);
