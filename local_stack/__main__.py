@@ -341,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(banner(stack), flush=True)
     # One machine-readable line for test harnesses and scripts.
-    print(READY_PREFIX + json.dumps(stack.ready_info()), flush=True)
+    # One write, newline included: print() writes its end apart, and a function's log line written
+    # in between (they run from the start) would break the line the harness reads.
+    sys.stdout.write(READY_PREFIX + json.dumps(stack.ready_info()) + "\n")
+    sys.stdout.flush()
     stop.wait()
     _say("Stopping...")
     summary = stack.stop()
