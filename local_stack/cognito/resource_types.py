@@ -17,6 +17,17 @@ def _backend(account_id: str, region: str) -> CognitoIdpBackend:
     return cognitoidp_backends[account_id][region]
 
 
+class _PartOfAPool:
+    """A resource kept inside its user pool (``Created.owner``), in the pool's ``COLLECTION``."""
+
+    COLLECTION = ""
+
+    def delete(self, created: Created, account_id: str, region: str) -> None:
+        pool = _backend(account_id, region).user_pools.get(created.owner)
+        if pool is not None:
+            getattr(pool, self.COLLECTION).pop(created.physical_id, None)
+
+
 class UserPoolProvider:
     TYPE, NAME_PROPERTY = "AWS::Cognito::UserPool", "UserPoolName"
 
@@ -42,7 +53,8 @@ class UserPoolProvider:
         _backend(account_id, region).user_pools.pop(created.physical_id, None)
 
 
-class UserPoolClientProvider:
+class UserPoolClientProvider(_PartOfAPool):
+    COLLECTION = "clients"
     TYPE, NAME_PROPERTY = "AWS::Cognito::UserPoolClient", "ClientName"
 
     def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
@@ -60,11 +72,6 @@ class UserPoolClientProvider:
         pool.clients[name] = client
         return Created(name, {"ClientId": name, "Name": str(properties.get("ClientName", ""))}, owner=pool_id)
 
-    def delete(self, created: Created, account_id: str, region: str) -> None:
-        pool = _backend(account_id, region).user_pools.get(created.owner)
-        if pool is not None:
-            pool.clients.pop(created.physical_id, None)
-
 
 class UserPoolDomainProvider:
     TYPE, NAME_PROPERTY = "AWS::Cognito::UserPoolDomain", "Domain"
@@ -78,7 +85,8 @@ class UserPoolDomainProvider:
         _backend(account_id, region).user_pool_domains.pop(created.physical_id, None)
 
 
-class UserPoolGroupProvider:
+class UserPoolGroupProvider(_PartOfAPool):
+    COLLECTION = "groups"
     TYPE, NAME_PROPERTY = "AWS::Cognito::UserPoolGroup", "GroupName"
 
     def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
@@ -95,13 +103,9 @@ class UserPoolGroupProvider:
             )
         return Created(group, owner=pool_id)
 
-    def delete(self, created: Created, account_id: str, region: str) -> None:
-        pool = _backend(account_id, region).user_pools.get(created.owner)
-        if pool is not None:
-            pool.groups.pop(created.physical_id, None)
 
-
-class UserPoolIdentityProviderProvider:
+class UserPoolIdentityProviderProvider(_PartOfAPool):
+    COLLECTION = "identity_providers"
     TYPE, NAME_PROPERTY = "AWS::Cognito::UserPoolIdentityProvider", "ProviderName"
 
     def create(self, name: str, properties: dict[str, Any], account_id: str, region: str) -> Created:
@@ -112,8 +116,3 @@ class UserPoolIdentityProviderProvider:
         }
         _backend(account_id, region).create_identity_provider(pool_id, provider, config)
         return Created(provider, owner=pool_id)
-
-    def delete(self, created: Created, account_id: str, region: str) -> None:
-        pool = _backend(account_id, region).user_pools.get(created.owner)
-        if pool is not None:
-            pool.identity_providers.pop(created.physical_id, None)
