@@ -1,6 +1,7 @@
 """`python -m local_stack` (`make run`): the whole system on this machine, in the foreground."""
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from local_stack.apigateway import ADMIN_KEY_FILE
 from local_stack.awslambda.log_format import LOG_FORMATS, configure_logging
@@ -363,5 +365,16 @@ def _say(text: str) -> None:
         print(text, flush=True)
 
 
+def _exit(code: int) -> NoReturn:
+    """End the process once everything is saved and stopped: the exit handlers run (logging's
+    flush among them), the interpreter's teardown does not: freeing moto's in-memory backends one
+    object at a time takes seconds, and there is nothing left to save."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())

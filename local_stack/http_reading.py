@@ -276,7 +276,14 @@ class BoundedConnections(socketserver.ThreadingMixIn):
 
     max_connections = MAX_CONNECTIONS
     daemon_threads = True
+    # How often serve_forever looks for a shutdown request, so how long shutdown() may wait: a
+    # stack stops its servers one after another, at socketserver's 0.5 s each.
+    poll_seconds = 0.05
     shutdown_request: Callable[[Any], None]  # socketserver.TCPServer's
+
+    def serve_forever(self, poll_interval: float | None = None) -> None:
+        serve = super().serve_forever  # type: ignore[misc]  # the server class after this mixin
+        serve(self.poll_seconds if poll_interval is None else poll_interval)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Called on the serving thread only, so the slots are made once.

@@ -37,6 +37,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from moto.cognitoidp.models import CognitoIdpBackend, CognitoIdpUserPool, CognitoIdpUserPoolClient, UserStatus
 
+from local_stack.http_reading import BoundedConnections
 from local_stack.ports import LISTEN_BACKLOG, adopt
 
 CODE_SECONDS = 300
@@ -72,10 +73,9 @@ class SignInError(Exception):
         self.status = status
 
 
-class HostedSignIn(ThreadingHTTPServer):
+class HostedSignIn(BoundedConnections, ThreadingHTTPServer):
     """The hosted sign-in of one user pool."""
 
-    daemon_threads = True
     request_queue_size = LISTEN_BACKLOG
 
     def __init__(
