@@ -4,6 +4,7 @@ or the uploader may not use is a row error, and each result's short URL is on it
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -11,11 +12,9 @@ import boto3
 import pytest
 
 from shortener.exceptions import DomainNotAllowedError, UnknownDomainError
-from shortener.jobs.bulk import BulkOptions, JobOrigin, create_upload_job, results_csv
+from shortener.jobs.bulk import results_csv
 from shortener.jobs.model import RowOutcome
 from shortener.jobs.store.chunk_records import decode_outcomes, encode_outcomes
-from shortener.jobs.tasks_model import SplitRequest
-from shortener.jobs.view_model import DirectUploadRequest
 from shortener.links.domains import JobDomains, ShortUrls
 from shortener.links.model import ATTRIBUTE_COLUMNS, attributes_of
 from shortener.links.store import LinksStore
@@ -79,11 +78,55 @@ def test_each_results_short_url_is_on_its_rows_domain_and_outcomes_keep_it() -> 
     ]
 
 
+@dataclass(frozen=True)
+class Stack:
+    """The API with the domains sho.rt (the default), go.example and shop.example, its tables and
+    its bulk queue, drained by a loop composed as the poller composes it."""
+
+    api: ModuleType
+    tables: dict[str, str]
+    queue_url: str
+
+    def upload(self, text: str, domains: str = "", **query: str) -> dict[str, Any]:
+        """``POST /bulk`` by an owner limited to ``domains`` ("": every one)."""
+        event = api_event("POST", "/bulk", body=text.encode(), headers={"Content-Type": "text/csv"})
+        if query:
+            event["queryStringParameters"] = query
+            event["multiValueQueryStringParameters"] = {name: [value] for name, value in query.items()}
+        return call(self.api, as_uploader(event, domains))
+
+    def processed(self, text: str, domains: str = "", **query: str) -> list[dict[str, str]]:
+        """The results of a job for ``text``, uploaded by an owner limited to ``domains``."""
+        answer = self.upload(text, domains, **query)
+        assert answer["statusCode"] == 202, answer["body"]
+        drain(self.tables, self.queue_url)
+        job_id = json.loads(answer["body"])["job_id"]
+        event = api_event(
+            "GET",
+            f"/jobs/{job_id}/results",
+            resource="/jobs/{job_id}/results",
+            path_parameters={"job_id": job_id},
+        )
+        results = call(self.api, as_uploader(event, ""))
+        assert results["statusCode"] == 200, results["body"]
+        return parse_results(results["body"])
+
+    def domain_of(self, code: str) -> str | None:
+        link = LinksStore(self.tables["LINKS_TABLE"]).get(code, consistent=True)
+        assert link is not None
+        return link.domain
+
+
 @pytest.fixture
-def api_with_domains(api: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:  # noqa: F811
+def stack(
+    api: ModuleType,  # noqa: F811
+    bulk_env: dict[str, str],  # noqa: F811
+    queue_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Stack]:
     monkeypatch.setenv("DOMAINS", "go.example,shop.example")
     api_settings.cache_clear()
-    yield api
+    yield Stack(api, bulk_env, queue_url)
     api_settings.cache_clear()
 
 
@@ -93,44 +136,8 @@ def as_uploader(event: dict[str, Any], domains: str) -> dict[str, Any]:
     return event
 
 
-def upload(handler: ModuleType, text: str, domains: str = "", **query: str) -> dict[str, Any]:
-    event = api_event("POST", "/bulk", body=text.encode(), headers={"Content-Type": "text/csv"})
-    if query:
-        event["queryStringParameters"] = query
-        event["multiValueQueryStringParameters"] = {name: [value] for name, value in query.items()}
-    return call(handler, as_uploader(event, domains))
-
-
-def results(handler: ModuleType, job_id: str) -> list[dict[str, str]]:
-    event = api_event(
-        "GET",
-        f"/jobs/{job_id}/results",
-        resource="/jobs/{job_id}/results",
-        path_parameters={"job_id": job_id},
-    )
-    answer = call(handler, as_uploader(event, ""))
-    assert answer["statusCode"] == 200, answer["body"]
-    return parse_results(answer["body"])
-
-
-def domain_of(tables: dict[str, str], code: str) -> str | None:
-    link = LinksStore(tables["LINKS_TABLE"]).get(code, consistent=True)
-    assert link is not None
-    return link.domain
-
-
-def queued_messages(queue_url: str) -> str:  # noqa: F811
-    return boto3.client("sqs").get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]["ApproximateNumberOfMessages"]
-
-
 @pytest.mark.integration
-def test_a_domain_column_puts_each_rows_link_on_its_domain(
-    api_with_domains: ModuleType,
-    queue_url: str,  # noqa: F811
-    bulk_env: dict[str, str],  # noqa: F811
-) -> None:
+def test_a_domain_column_puts_each_rows_link_on_its_domain(stack: Stack) -> None:
     # Given an uploader who may use the default domain and go.example, and a file naming domains
     text = csv_text(
         [
@@ -143,17 +150,13 @@ def test_a_domain_column_puts_each_rows_link_on_its_domain(
         ],
         header=("url", "code", "domain"),
     )
-    answer = upload(api_with_domains, text, domains="sho.rt,go.example")
-    assert answer["statusCode"] == 202, answer["body"]
     # When the job is processed
-    drain(bulk_env, queue_url)
-    rows = results(api_with_domains, json.loads(answer["body"])["job_id"])
+    a, b, c, d, e, f = stack.processed(text, domains="sho.rt,go.example")
     # Then each made link is on its row's domain, and its short URL says so
-    a, b, c, d, e, f = rows
-    assert domain_of(bulk_env, a["code"]) == "go.example"
-    assert (b["code"], domain_of(bulk_env, "promo-b")) == ("promo-b", "go.example")
-    assert domain_of(bulk_env, c["code"]) is None
-    assert domain_of(bulk_env, f["code"]) is None
+    assert stack.domain_of(a["code"]) == "go.example"
+    assert (b["code"], stack.domain_of("promo-b")) == ("promo-b", "go.example")
+    assert stack.domain_of(c["code"]) is None
+    assert stack.domain_of(f["code"]) is None
     assert [row["short_url"] for row in (a, b, c, f)] == [
         f"https://go.example/{a['code']}",
         "https://go.example/promo-b",
@@ -169,34 +172,21 @@ def test_a_domain_column_puts_each_rows_link_on_its_domain(
     assert e["error"].startswith(
         "unknown_domain: This stack has no domain 'other.example'; its domains are: "
     )
-    assert LinksStore(bulk_env["LINKS_TABLE"]).get("promo-e", consistent=True) is None
+    assert LinksStore(stack.tables["LINKS_TABLE"]).get("promo-e", consistent=True) is None
 
 
 @pytest.mark.integration
-def test_a_job_default_domain_covers_the_rows_without_one(
-    api_with_domains: ModuleType,
-    queue_url: str,  # noqa: F811
-    bulk_env: dict[str, str],  # noqa: F811
-) -> None:
+def test_a_job_default_domain_covers_the_rows_without_one(stack: Stack) -> None:
     text = csv_text([("https://example.com/a", ""), ("https://example.com/b", "sho.rt")], ("url", "domain"))
-    answer = upload(api_with_domains, text, domain="Shop.Example")
-    assert answer["statusCode"] == 202, answer["body"]
-    drain(bulk_env, queue_url)
-    a, b = results(api_with_domains, json.loads(answer["body"])["job_id"])
+    a, b = stack.processed(text, domain="Shop.Example")
     assert a["short_url"] == f"https://shop.example/{a['code']}"
     assert b["short_url"] == f"https://sho.rt/{b['code']}"
-    assert (domain_of(bulk_env, a["code"]), domain_of(bulk_env, b["code"])) == ("shop.example", None)
+    assert (stack.domain_of(a["code"]), stack.domain_of(b["code"])) == ("shop.example", None)
 
 
 @pytest.mark.integration
-def test_an_uploader_kept_from_the_default_domain_gets_their_first(
-    api_with_domains: ModuleType,
-    queue_url: str,  # noqa: F811
-    bulk_env: dict[str, str],  # noqa: F811
-) -> None:
-    answer = upload(api_with_domains, csv_text([("https://example.com/a",)]), domains="shop.example")
-    drain(bulk_env, queue_url)
-    (row,) = results(api_with_domains, json.loads(answer["body"])["job_id"])
+def test_an_uploader_kept_from_the_default_domain_gets_their_first(stack: Stack) -> None:
+    (row,) = stack.processed(csv_text([("https://example.com/a",)]), domains="shop.example")
     assert row["short_url"] == f"https://shop.example/{row['code']}"
 
 
@@ -206,45 +196,40 @@ def test_an_uploader_kept_from_the_default_domain_gets_their_first(
     [("other.example", 422, "unknown_domain"), ("shop.example", 403, "domain_not_allowed")],
 )
 def test_a_job_default_domain_the_uploader_cannot_use_is_refused_at_once(
-    api_with_domains: ModuleType,
-    queue_url: str,  # noqa: F811
-    domain: str,
-    status: int,
-    error: str,
+    stack: Stack, domain: str, status: int, error: str
 ) -> None:
-    answer = upload(
-        api_with_domains, csv_text([("https://example.com/x",)]), domains="go.example", domain=domain
-    )
+    answer = stack.upload(csv_text([("https://example.com/x",)]), domains="go.example", domain=domain)
     assert answer["statusCode"] == status
     assert json.loads(answer["body"])["error"] == error
     assert domain in json.loads(answer["body"])["message"]
-    assert queued_messages(queue_url) == "0"
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=stack.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
 
 
 @pytest.mark.integration
 def test_a_direct_upload_takes_a_default_domain_and_keeps_the_uploaders_domains(
-    api_with_domains: ModuleType,
-    tables: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from shortener.jobs.store import JobsStore
     from tests.support.bulk import create_bulk_bucket
 
     monkeypatch.setenv("BULK_BUCKET", create_bulk_bucket())
     api_settings.cache_clear()
-    api_with_domains.links.cache_clear()
+    stack.api.links.cache_clear()
 
     def post(payload: dict[str, Any]) -> dict[str, Any]:
         event = api_event(
             "POST", "/bulk/uploads", body=json.dumps(payload), headers={"Content-Type": "application/json"}
         )
-        return call(api_with_domains, as_uploader(event, "go.example"))
+        return call(stack.api, as_uploader(event, "go.example"))
 
     assert post({"size": 100, "domain": "shop.example"})["statusCode"] == 403
     assert post({"size": 100, "domain": "nope.example"})["statusCode"] == 422
     good = post({"size": 100, "domain": "GO.example"})
     assert good["statusCode"] == 201, good["body"]
-    job = JobsStore(tables["JOBS_TABLE"]).get_job(json.loads(good["body"])["job_id"])
+    job = JobsStore(stack.tables["JOBS_TABLE"]).get_job(json.loads(good["body"])["job_id"])
     assert job is not None and job.upload is not None and job.domains is not None
     assert job.upload.defaults == {"domain": "go.example"}
     assert job.domains.allowed == ("go.example",)
@@ -260,22 +245,8 @@ def test_a_direct_uploads_messages_carry_the_jobs_domains(tables: dict[str, str]
     world = World(tables)
     data = b"url,domain\nhttps://example.com/a,go.example\nhttps://example.com/b,\n"
     domains = JobDomains.of(URLS, member("go.example"))
-    job, _ = create_upload_job(
-        DirectUploadRequest(file_name="links.csv", size=len(data)),
-        jobs=world.jobs,
-        files=world.files,
-        origin=JobOrigin(base_url="https://sho.rt/", bucket=world.bucket, domains=domains),
-        options=BulkOptions(),
-        url_seconds=600,
-    )
-    assert job.upload is not None
-    etag = boto3.client("s3").put_object(Bucket=world.bucket, Key=job.upload.key, Body=data)["ETag"]
     # When its file is split
-    world.splitter.split(
-        SplitRequest(job_id=job.job_id, bucket=world.bucket, key=job.upload.key, etag=etag.strip('"')),
-        "invocation-1",
-        lambda: 600.0,
-    )
+    world.splitter.split(world.upload(data, domains=domains), "invocation-1", lambda: 600.0)
     # Then its message carries the domains and the rows' cells, for the loops to check
     (message,) = world.queued()
     assert message.domains == domains
