@@ -1,7 +1,9 @@
 """Bulk rows in messages: packing consecutive rows into SQS messages, and processing one message
 (idempotently) into links and row outcomes counted on its job."""
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +128,8 @@ class ChunkProcessor:
         now = clock.now()
         expires_at = expiry(now, self._retention_days)
         job_domains = message.domains or _ONE_DOMAIN
+        # The rows of a message name few domains: each is judged once (a refusal is not kept).
+        domain_for = functools.cache(job_domains.for_row)
         # A link to one of the stack's short domains would lead back to the shortener.
         policy = self._policy.with_own_host(message.own_host, *message.own_hosts, *job_domains.names)
         outcomes: list[RowOutcome | None] = [None] * len(message.rows)
@@ -144,7 +148,7 @@ class ChunkProcessor:
                     row=message.row_number(index), url=url, error=f"invalid_row: {message.problems[index]}"
                 )
                 continue
-            read = _read_row(message, index, url, job_domains)
+            read = _read_row(message, index, url, domain_for)
             if isinstance(read, RowOutcome):
                 outcomes[index] = read
                 continue
@@ -343,13 +347,13 @@ def _generated_row(
 
 
 def _read_row(
-    message: ChunkMessage, index: int, url: str, job_domains: JobDomains
+    message: ChunkMessage, index: int, url: str, domain_for: Callable[[str | None], str | None]
 ) -> RowOutcome | tuple[LinkAttributes | None, str | None]:
     """The row's attributes and the domain its link stores, or its row error: an invalid cell, or
     a domain the stack does not serve or the uploader may not use."""
     try:
         found = _attributes(message, index)
-        return found, job_domains.for_row(found.domain if found is not None else None)
+        return found, domain_for(found.domain if found is not None else None)
     except ValidationError as exc:
         return _invalid_row(message, index, url, exc)
     except ShortenerError as exc:
