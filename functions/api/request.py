@@ -17,7 +17,7 @@ from shortener.audit.trail import actor_of
 from shortener.http import web
 from shortener.jobs.submit import JobOrigin
 from shortener.jobs.topics import job_topic
-from shortener.links.domains import ShortUrls
+from shortener.links.domains import JobDomains, ShortUrls
 from shortener.links.management import StageCacheInvalidator
 from shortener.links.model import ATTRIBUTE_COLUMNS, LinkAttributes
 from shortener.services.api import api_announcer, audit_trail, short_link_base, stage_cache_invalidator
@@ -97,18 +97,21 @@ def stage_cache(event: APIGatewayProxyEvent) -> StageCacheInvalidator | None:
 def job_origin(event: APIGatewayProxyEvent, notify_topic: str | None = None) -> JobOrigin:
     """Where a job started by this request comes from (422 for a topic the stack does not allow)."""
     settings = api_settings()
+    submitter = caller(event)
     return JobOrigin(
         notify_topic=job_topic(notify_topic, settings.JOB_TOPIC_PREFIX),
         own_host=web.request_authority(event.headers),
         base_url=base_url(event),
         api_url=api_url(event),
         bucket=settings.BULK_BUCKET,
-        owner=caller(event).owner_id,
+        owner=submitter.owner_id,
         own_hosts=tuple(web.own_hosts(event.raw_event, settings.AWS_REGION)),
+        domains=JobDomains.of(short_urls(event), submitter),
     )
 
 
 def link_defaults(fields: Mapping[str, Any]) -> dict[str, str]:
-    """A job's defaults for its rows' expires_at, max_clicks, title and tags (422 if invalid)."""
+    """A job's defaults for its rows' link attributes (expires_at, title, tags, domain, ...; 422
+    if invalid)."""
     given = {name: fields[name] for name in ATTRIBUTE_COLUMNS if fields.get(name) is not None}
     return web.parse_request(LinkAttributes, given).as_cells() if given else {}

@@ -1,13 +1,17 @@
 """Several domains on one local stack (docs/domains.md): a link made before there were several
 still redirects on the default domain after the upgrade; a link answers on its own domain's port
 and 404 on another's, and on the API's own URL always; a key limited to one domain cannot make a
-link on another (403). One stack started twice on one data folder: before and after Domains."""
+link on another (403); a bulk file's domain column puts each row's link on its domain. One stack
+started twice on one data folder: before and after Domains."""
 
+import csv
+import io
 import json
 from pathlib import Path
 
 from tests.e2e.conftest import RunningStack, StartStack, http_request
 from tests.e2e.test_access_e2e import shortener
+from tests.e2e.test_links_e2e import wait_for_job
 
 DOMAINS = {
     "Domains": "go.example,shop.example",
@@ -69,3 +73,25 @@ def test_links_on_two_domains_answer_on_their_own_and_an_old_link_keeps_working(
         ("go.example", True),
         ("shop.example", False),
     ]
+    # And a bulk file's domain column puts each row's link on its domain, an unknown one a row error
+    assert_bulk_rows_on_their_domains(stack, {"go.example": go, "shop.example": shop, "": default})
+
+
+def assert_bulk_rows_on_their_domains(stack: RunningStack, bases: dict[str, str]) -> None:
+    rows = [("https://example.com/bulk-go", "Go.Example"), ("https://example.com/bulk-shop", "shop.example")]
+    text = "url,domain\n" + "".join(f"{url},{domain}\n" for url, domain in rows)
+    text += "https://example.com/bulk-default,\nhttps://example.com/bulk-nope,nope.example\n"
+    accepted = stack.request("POST", "bulk", text, {"Content-Type": "text/csv"})
+    assert accepted.status == 202, accepted.text
+    job = wait_for_job(stack, accepted.json()["job_id"], 120)
+    assert (job["status"], job["succeeded"], job["failed"]) == ("done", 3, 1), job
+    results = list(csv.DictReader(io.StringIO(stack.request("GET", f"jobs/{job['job_id']}/results").text)))
+    on_go, on_shop, on_default, unknown = results
+    assert unknown["code"] == "" and unknown["error"].startswith("unknown_domain: This stack has no domain")
+    for row, own, other in (
+        (on_go, "go.example", "shop.example"),
+        (on_shop, "shop.example", ""),
+        (on_default, "", "go.example"),
+    ):
+        assert row["short_url"] == bases[own] + row["code"], row
+        assert (status_at(bases[own], row["code"]), status_at(bases[other], row["code"])) == (301, 404)

@@ -87,6 +87,12 @@ class BulkUploadQuery(BaseModel):
     preview_image: str | None = Field(
         default=None, description="Default preview image (an absolute https URL) of every row's link."
     )
+    domain: str | None = Field(
+        default=None,
+        description="Default domain of every row's link (GET /domains lists them; a row's domain "
+        "cell wins). Refused at once when unknown (422) or not one the caller may use (403).",
+        examples=["go.example.com"],
+    )
 
 
 class ListJobsQuery(BaseModel):

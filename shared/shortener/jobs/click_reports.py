@@ -16,6 +16,7 @@ from shortener.clicks.event_reports import lifetime_totals
 from shortener.clicks.model import LinkTotals, ReportState
 from shortener.jobs.model import Job, RowOutcome
 from shortener.jobs.results import RESULTS_BLOCK_BYTES, RESULTS_CONTENT_TYPE, neutralise
+from shortener.links.domains import ShortUrls
 
 CLICKS_REPORT_HEADER = (
     "row",
@@ -86,7 +87,7 @@ def report_key(job_id: str) -> str:
     return f"results/{job_id}-clicks.csv"
 
 
-def report_lines(outcomes: Sequence[RowOutcome], totals: dict[str, LinkTotals], base_url: str) -> str:
+def report_lines(outcomes: Sequence[RowOutcome], totals: dict[str, LinkTotals], urls: ShortUrls) -> str:
     lines = io.StringIO()
     writer = csv.writer(lines)
     for outcome in outcomes:
@@ -96,7 +97,7 @@ def report_lines(outcomes: Sequence[RowOutcome], totals: dict[str, LinkTotals], 
                 str(outcome.row),
                 neutralise(outcome.url),
                 neutralise(outcome.code),
-                neutralise(base_url + outcome.code if outcome.code else ""),
+                neutralise(urls.short_url(outcome.domain, outcome.code) if outcome.code else ""),
                 str(found.clicks if found else 0),
                 str(found.humans if found else 0),
                 _moment(found.first_click if found else None),
@@ -123,7 +124,7 @@ def _moment(moment: datetime | None) -> str:
 def report_blocks(
     chunks: Iterable[tuple[int, list[RowOutcome]]],
     reader: TotalsReader,
-    base_url: str,
+    urls: ShortUrls,
     block_bytes: int = RESULTS_BLOCK_BYTES,
 ) -> Iterator[bytes]:
     """The report CSV in blocks of about ``block_bytes``, read chunk by chunk (one BatchGetItem
@@ -132,7 +133,7 @@ def report_blocks(
     size = len(pending[0])
     for _, outcomes in chunks:
         totals = reader.totals([outcome.code for outcome in outcomes if outcome.code])
-        data = report_lines(outcomes, totals, base_url).encode()
+        data = report_lines(outcomes, totals, urls).encode()
         pending.append(data)
         size += len(data)
         if size >= block_bytes:
@@ -142,8 +143,8 @@ def report_blocks(
         yield b"".join(pending)
 
 
-def report_text(chunks: Iterable[tuple[int, list[RowOutcome]]], reader: TotalsReader, base_url: str) -> str:
-    return b"".join(report_blocks(chunks, reader, base_url)).decode()
+def report_text(chunks: Iterable[tuple[int, list[RowOutcome]]], reader: TotalsReader, urls: ShortUrls) -> str:
+    return b"".join(report_blocks(chunks, reader, urls)).decode()
 
 
 def report_delivery(state: ReportState | None, now: datetime) -> ReportDelivery:
@@ -195,7 +196,7 @@ class ClickReportWriter:
             return None
         key = report_key(job_id)
         reader = self._totals(job) if self._totals is not None else self._records
-        blocks = report_blocks(self._jobs.iter_chunk_outcomes(job_id), reader, job.base_url)
+        blocks = report_blocks(self._jobs.iter_chunk_outcomes(job_id), reader, job.short_urls())
         self._files.write(
             job.bucket, key, blocks, content_type=RESULTS_CONTENT_TYPE, file_name=f"{job_id}-clicks.csv"
         )

@@ -251,6 +251,7 @@ class _Build:
         self.state = saved
         self.zip = ZipStreamWriter(offset=saved.offset, entries=saved.entries, limits=options.zip_limits)
         width = row_width(job.total)
+        urls = job.short_urls()
         for chunk, outcomes in self.w._jobs.iter_chunk_outcomes(job.job_id, saved.chunk):
             skip = saved.skip if chunk == saved.chunk else 0
             for index in range(skip, len(outcomes)):
@@ -258,7 +259,8 @@ class _Build:
                 self.state.chunk, self.state.skip = chunk, index + 1
                 if not outcome.code:
                     continue
-                image = options.draw(job.base_url + outcome.code, self.format, options.image_size)
+                short_url = urls.short_url(outcome.domain, outcome.code)
+                image = options.draw(short_url, self.format, options.image_size)
                 entry = self.zip.add(
                     label_name(outcome.row, width, outcome.code, self.format),
                     image,

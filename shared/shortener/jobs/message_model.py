@@ -4,6 +4,7 @@ them, and what processing one message did."""
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortener.exceptions import ShortenerError
+from shortener.links.domains import JobDomains
 
 
 class BulkRow(BaseModel):
@@ -44,6 +45,9 @@ class ChunkMessage(BaseModel):
     own_hosts: list[str] = []
     # The uploader's owner id: every link of the job is theirs.
     owner: str | None = None
+    # The stack's domains and the uploader's, as the job was submitted (None: from before rows
+    # had domains; every row then belongs to the default domain).
+    domains: JobDomains | None = None
     # The row numbers, when they do not simply follow ``first_row`` (blank lines in the file).
     numbers: list[int] = []
     # Rows whose line could not be read (by index in ``rows``): why, for their ``invalid_row`` error.

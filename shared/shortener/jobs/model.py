@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shortener.links.domains import JobDomains, ShortUrls
+
 JobStatus = Literal["queued", "running", "done"]
 
 
@@ -174,6 +176,10 @@ class Job(BaseModel):
     # The uploader's owner id (the API key's owner); None for jobs from before owners existed
     # (admins only).
     owner: str | None = None
+    # The stack's domains and those the uploader may use, as the job was submitted: its rows are
+    # checked against them, and its short URLs made on them (None: jobs from before rows had
+    # domains, every row on the default domain).
+    domains: JobDomains | None = None
     # The name of a file sent in the body (a multipart upload's); a direct upload's is upload's.
     file_name: str | None = None
     upload: UploadSource | None = None
@@ -195,6 +201,12 @@ class Job(BaseModel):
     @property
     def processed(self) -> int:
         return self.succeeded + self.failed
+
+    def short_urls(self, default_base: str = "") -> ShortUrls:
+        """Where its rows' short links answer: the default domain's at ``default_base`` (else the
+        job's own ``base_url``), each other domain's where it answered when the job was submitted."""
+        base = default_base or self.base_url
+        return self.domains.short_urls(base) if self.domains is not None else ShortUrls(base)
 
     @property
     def complete(self) -> bool:
@@ -239,6 +251,8 @@ class RowOutcome:
     url: str
     code: str = ""
     error: str = ""
+    # The domain its link answers on (None: the default domain).
+    domain: str | None = None
 
     @property
     def succeeded(self) -> bool:

@@ -4,6 +4,7 @@ receiving and counting cost per message, not per row."""
 from collections.abc import Mapping, Sequence
 
 from shortener.jobs.message_model import BulkRow, ChunkMessage
+from shortener.links.domains import JobDomains
 
 
 class MessagePacker:
@@ -25,8 +26,10 @@ class MessagePacker:
         owner: str | None = None,
         own_hosts: Sequence[str] = (),
         defaults: Mapping[str, str] | None = None,
+        domains: JobDomains | None = None,
     ) -> None:
         self._job_id = job_id
+        self._domains = domains
         self._defaults = dict(defaults or {})
         self._own_host = own_host
         self._owner = owner
@@ -93,6 +96,7 @@ class MessagePacker:
             problems=self._problems,
             attributes=self._attributes,
             defaults=self._defaults,
+            domains=self._domains,
         )
         self.next_chunk += 1
         self._next_row = self._numbers[-1] + 1
@@ -110,6 +114,7 @@ def pack_rows(
     owner: str | None = None,
     own_hosts: Sequence[str] = (),
     defaults: Mapping[str, str] | None = None,
+    domains: JobDomains | None = None,
 ) -> list[ChunkMessage]:
     """Consecutive rows packed into messages (see ``MessagePacker``)."""
     packer = MessagePacker(
@@ -120,6 +125,7 @@ def pack_rows(
         owner=owner,
         own_hosts=own_hosts,
         defaults=defaults,
+        domains=domains,
     )
     messages = [
         message

@@ -1,7 +1,9 @@
 """Bulk rows in messages: packing consecutive rows into SQS messages, and processing one message
 (idempotently) into links and row outcomes counted on its job."""
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,13 +30,16 @@ from shortener.jobs.metering import Meter, Metering, map_in_context, null_meteri
 from shortener.jobs.model import ChunkIds, JobUsage, RowOutcome
 from shortener.links.bulk_writes import GeneratedLinks, GeneratedLinkWriter
 from shortener.links.codes import CodeGenerator
-from shortener.links.domains import NO_SHORT_URLS
+from shortener.links.domains import NO_SHORT_URLS, JobDomains
 from shortener.links.model import Link, LinkAttributes, ShortenRequest, attributes_of, link_fields
 from shortener.links.rules_model import rule_urls, with_normalised_rules
 from shortener.links.shortening import IdPool, LinkService
 from shortener.links.urls import UrlPolicy, normalise_url
 from shortener.request_model import problems
 
+# A message from before jobs had domains: every row on the stack's default domain, which it
+# names as "" (ShortUrls.stored maps no name to it).
+_ONE_DOMAIN = JobDomains(names=("",))
 # Eight chunks of the loop's 250 rows: a container that ends mid-block leaves at most this many
 # ids unused.
 _ID_BLOCK = 2_000
@@ -55,6 +60,7 @@ class _GeneratedRow:
     index: int
     url: str  # normalised
     attributes: LinkAttributes | None = None
+    domain: str | None = None  # as the link stores it (None: the default domain)
 
 
 class ChunkProcessor:
@@ -121,11 +127,17 @@ class ChunkProcessor:
     def _process(self, message: ChunkMessage, meter: Meter) -> ChunkResult:
         now = clock.now()
         expires_at = expiry(now, self._retention_days)
-        policy = self._policy.with_own_host(message.own_host, *message.own_hosts)
+        job_domains = message.domains or _ONE_DOMAIN
+        # The rows of a message name few domains: each is judged once (a refusal is not kept).
+        domain_for = functools.cache(job_domains.for_row)
+        # A link to one of the stack's short domains would lead back to the shortener.
+        policy = self._policy.with_own_host(message.own_host, *message.own_hosts, *job_domains.names)
         outcomes: list[RowOutcome | None] = [None] * len(message.rows)
         generated: list[_GeneratedRow] = []
         conditional: list[int] = []
         attributes: dict[int, LinkAttributes] = {}
+        # Each row's domain, as its link stores it (checked for the uploader: a row error if not).
+        domains: dict[int, str | None] = {}
         for index, (url, code) in enumerate(message.rows):
             if message.refused:
                 outcomes[index] = RowOutcome(row=message.row_number(index), url=url, error=message.refused)
@@ -136,17 +148,18 @@ class ChunkProcessor:
                     row=message.row_number(index), url=url, error=f"invalid_row: {message.problems[index]}"
                 )
                 continue
-            try:
-                if found := _attributes(message, index):
-                    attributes[index] = found
-            except ValidationError as exc:
-                outcomes[index] = _invalid_row(message, index, url, exc)
+            read = _read_row(message, index, url, domain_for)
+            if isinstance(read, RowOutcome):
+                outcomes[index] = read
                 continue
+            found, domains[index] = read
+            if found is not None:
+                attributes[index] = found
             if code or self._strategy == "hash":
                 conditional.append(index)
                 continue
             try:
-                generated.append(_generated_row(index, url, attributes, policy))
+                generated.append(_generated_row(index, url, attributes, domains[index], policy))
             except (InvalidUrlError, AnswersEachVisitorError) as exc:
                 outcomes[index] = _row_error(message, index, url, exc)
         for index, error in self._screen(message, generated, conditional, policy, attributes).items():
@@ -165,8 +178,10 @@ class ChunkProcessor:
                 )
             codes = self._write_generated(message, generated, chunk_ids)
             for row, code in zip(generated, codes, strict=True):
-                outcomes[row.index] = RowOutcome(row=message.row_number(row.index), url=row.url, code=code)
-        for index, outcome in self._write_conditional(message, conditional, policy, attributes):
+                outcomes[row.index] = RowOutcome(
+                    row=message.row_number(row.index), url=row.url, code=code, domain=row.domain
+                )
+        for index, outcome in self._write_conditional(message, conditional, policy, attributes, domains):
             outcomes[index] = outcome
 
         final = [outcome for outcome in outcomes if outcome is not None]
@@ -251,6 +266,7 @@ class ChunkProcessor:
                 ),
                 row.attributes,
                 message.job_id,
+                row.domain,
             )
             for row, link_id in zip(rows, chunk_ids.ids[: len(rows)], strict=True)
         ]
@@ -262,6 +278,7 @@ class ChunkProcessor:
         indexes: list[int],
         policy: UrlPolicy,
         attributes: dict[int, LinkAttributes],
+        domains: dict[int, str | None],
     ) -> list[tuple[int, RowOutcome]]:
         """Rows with a custom code (and every row under the hash strategy): a conditional write
         each. Rows asking for the same code run in input order, so the first one wins."""
@@ -272,7 +289,8 @@ class ChunkProcessor:
 
         def shorten_group(group: list[int]) -> list[tuple[int, RowOutcome]]:
             return [
-                (index, self._shorten_one(message, index, policy, attributes.get(index))) for index in group
+                (index, self._shorten_one(message, index, policy, attributes.get(index), domains[index]))
+                for index in group
             ]
 
         return [
@@ -280,7 +298,12 @@ class ChunkProcessor:
         ]
 
     def _shorten_one(
-        self, message: ChunkMessage, index: int, policy: UrlPolicy, attributes: LinkAttributes | None
+        self,
+        message: ChunkMessage,
+        index: int,
+        policy: UrlPolicy,
+        attributes: LinkAttributes | None,
+        domain: str | None,
     ) -> RowOutcome:
         url, code = message.rows[index]
         try:
@@ -290,6 +313,7 @@ class ChunkProcessor:
             if attributes is not None:
                 # Validated already (the future of expires_at included): copied, not checked again.
                 request = request.model_copy(update={**dict(attributes), "preview": attributes.preview})
+            request = request.model_copy(update={"domain": domain})
             # The chunk was screened against the blocklist already.
             result = self._link_service.shorten(
                 request,
@@ -309,17 +333,31 @@ class ChunkProcessor:
         except ValidationError as exc:
             problem = problems(exc, fields=False)
             return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problem}")
-        return RowOutcome(row=message.row_number(index), url=result.url, code=result.code)
+        return RowOutcome(row=message.row_number(index), url=result.url, code=result.code, domain=domain)
 
 
 def _generated_row(
-    index: int, url: str, attributes: dict[int, LinkAttributes], policy: UrlPolicy
+    index: int, url: str, attributes: dict[int, LinkAttributes], domain: str | None, policy: UrlPolicy
 ) -> _GeneratedRow:
     """The row with its URL and its rules' URLs normalised (InvalidUrlError naming the field;
     AnswersEachVisitorError where the stage caches redirects by path)."""
     if index in attributes:
         attributes[index] = with_normalised_rules(attributes[index], policy)
-    return _GeneratedRow(index, normalise_url(url, policy), attributes.get(index))
+    return _GeneratedRow(index, normalise_url(url, policy), attributes.get(index), domain)
+
+
+def _read_row(
+    message: ChunkMessage, index: int, url: str, domain_for: Callable[[str | None], str | None]
+) -> RowOutcome | tuple[LinkAttributes | None, str | None]:
+    """The row's attributes and the domain its link stores, or its row error: an invalid cell, or
+    a domain the stack does not serve or the uploader may not use."""
+    try:
+        found = _attributes(message, index)
+        return found, domain_for(found.domain if found is not None else None)
+    except ValidationError as exc:
+        return _invalid_row(message, index, url, exc)
+    except ShortenerError as exc:
+        return _row_error(message, index, url, exc)
 
 
 def _attributes(message: ChunkMessage, index: int) -> LinkAttributes | None:
@@ -332,11 +370,12 @@ def _invalid_row(message: ChunkMessage, index: int, url: str, error: ValidationE
     return RowOutcome(row=message.row_number(index), url=url, error=f"invalid_request: {problems(error)}.")
 
 
-def _with_attributes(link: Link, attributes: LinkAttributes | None, job_id: str) -> Link:
+def _with_attributes(link: Link, attributes: LinkAttributes | None, job_id: str, domain: str | None) -> Link:
     if attributes is None:
-        return link
-    # Rows of one job sharing a password share its hash (shortener.links.passwords).
-    return link.model_copy(update=link_fields(attributes, scope=job_id))
+        return link.model_copy(update={"domain": domain}) if domain else link
+    # Rows of one job sharing a password share its hash (shortener.links.passwords); the domain
+    # as checked, not as the cell wrote it.
+    return link.model_copy(update=link_fields(attributes, scope=job_id) | {"domain": domain})
 
 
 def _row_error(message: ChunkMessage, index: int, url: str, error: ShortenerError) -> RowOutcome:

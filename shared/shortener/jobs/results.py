@@ -12,6 +12,7 @@ from typing import Protocol
 from shortener import clock
 from shortener.jobs.metering import Metering, null_metering
 from shortener.jobs.model import Job, JobUsage, ResultsFile, RowOutcome
+from shortener.links.domains import ShortUrls
 
 RESULTS_HEADER = ("row", "url", "code", "short_url", "error")
 RESULTS_CONTENT_TYPE = "text/csv; charset=utf-8"
@@ -41,12 +42,12 @@ def results_key(job_id: str) -> str:
     return f"results/{job_id}.csv"
 
 
-def results_lines(outcomes: Iterable[RowOutcome], base_url: str) -> str:
-    """The CSV lines of ``outcomes`` (no header)."""
+def results_lines(outcomes: Iterable[RowOutcome], urls: ShortUrls) -> str:
+    """The CSV lines of ``outcomes`` (no header), each short URL on its row's domain."""
     lines = io.StringIO()
     writer = csv.writer(lines)
     for outcome in outcomes:
-        short_url = base_url + outcome.code if outcome.code else ""
+        short_url = urls.short_url(outcome.domain, outcome.code) if outcome.code else ""
         writer.writerow(
             [
                 str(outcome.row),
@@ -74,10 +75,10 @@ def ending_line(job: Job) -> str:
     return lines.getvalue()
 
 
-def results_csv(outcomes: Iterable[RowOutcome], base_url: str) -> str:
+def results_csv(outcomes: Iterable[RowOutcome], urls: ShortUrls) -> str:
     """The results CSV (``row,url,code,short_url,error``), one line per outcome, every cell
     spreadsheet-safe."""
-    return _header_line() + results_lines(outcomes, base_url)
+    return _header_line() + results_lines(outcomes, urls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class ResultsPage:
 
 def results_page(
     chunks: Iterable[tuple[int, list[RowOutcome]]],
-    base_url: str,
+    urls: ShortUrls,
     *,
     max_bytes: int | None,
     ending: str = "",
@@ -103,7 +104,7 @@ def results_page(
     size = buffer.tell()
     empty = True
     for chunk, outcomes in chunks:
-        text = results_lines(outcomes, base_url)
+        text = results_lines(outcomes, urls)
         # Bytes, not characters: the limit is on the response. A page has at least one chunk.
         added = len(text.encode())
         if max_bytes is not None and not empty and size + added > max_bytes:
@@ -123,7 +124,7 @@ class _Tally:
 
 def results_blocks(
     chunks: Iterable[tuple[int, list[RowOutcome]]],
-    base_url: str,
+    urls: ShortUrls,
     tally: _Tally,
     block_bytes: int = RESULTS_BLOCK_BYTES,
     ending: str = "",
@@ -134,7 +135,7 @@ def results_blocks(
     pending = [_header_line().encode()]
     pending_size = len(pending[0])
     for _, outcomes in chunks:
-        data = results_lines(outcomes, base_url).encode()
+        data = results_lines(outcomes, urls).encode()
         tally.rows += len(outcomes)
         pending.append(data)
         pending_size += len(data)
@@ -214,7 +215,7 @@ class ResultsWriter:
             tally = _Tally()
             key = results_key(job_id)
             blocks = results_blocks(
-                self._jobs.iter_chunk_outcomes(job_id), job.base_url, tally, ending=ending_line(job)
+                self._jobs.iter_chunk_outcomes(job_id), job.short_urls(), tally, ending=ending_line(job)
             )
             self._files.write(
                 job.bucket,

@@ -183,7 +183,7 @@ class JobQueries:
         if status.delivers_inline(job, self._options.inline_rows):
             page = results_page(
                 self._jobs.iter_chunk_outcomes(job.job_id, from_chunk()),
-                base_url,
+                job.short_urls(base_url),
                 max_bytes=self._options.results_page_bytes,
                 ending=ending_line(job) if job.complete else "",
             )
@@ -209,7 +209,8 @@ class JobQueries:
         clicks = self._clicks()
         if job.total <= self._options.inline_rows:
             reader = self._job_totals(job) if self._job_totals is not None else clicks
-            text = report_text(self._jobs.iter_chunk_outcomes(job.job_id), reader, job.base_url or base_url)
+            urls = job.short_urls(job.base_url or base_url)
+            text = report_text(self._jobs.iter_chunk_outcomes(job.job_id), reader, urls)
             return CsvAnswer(text, f"{job.job_id}-clicks.csv")
         now = self._now()
         delivery = report_delivery(clicks.report_state(job.job_id), now)

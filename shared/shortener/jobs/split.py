@@ -200,6 +200,7 @@ class _Run:
             first_chunk=job.chunks,
             first_row=self.checkpoint.last_row_number + 1,
             defaults=job.upload.defaults if job.upload else None,
+            domains=job.domains,
         )
         self.outgoing: list[tuple[ChunkMessage, ReadPosition]] = []
         self.sent = self.checkpoint  # the end of the last message sent

@@ -19,6 +19,7 @@ from shortener.jobs.packing import pack_rows
 from shortener.jobs.quotas import DailyQuota
 from shortener.jobs.tasks_model import upload_key
 from shortener.jobs.view_model import DirectUploadRequest, PresignedUpload
+from shortener.links.domains import JobDomains
 
 JOB_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 # S3 takes at most 5 GiB in one PUT (larger objects need a multipart upload).
@@ -78,6 +79,14 @@ class JobOrigin:
     own_hosts: tuple[str, ...] = ()
     # The SNS topic that gets the job-ended message too (checked: shortener.jobs.topics).
     notify_topic: str | None = None
+    # The stack's domains and those the uploader may use (``JobDomains.of``).
+    domains: JobDomains | None = None
+
+    def check_default_domain(self, defaults: Mapping[str, str] | None) -> None:
+        """UnknownDomainError (422) or DomainNotAllowedError (403) for a job default domain the
+        uploader could not make links on, as ``POST /`` refuses it: before anything is written."""
+        if self.domains is not None:
+            self.domains.for_row((defaults or {}).get("domain"))
 
 
 def submit_job(
@@ -103,6 +112,7 @@ def submit_job(
     the owner's daily quota, which the rows and the file's ``size`` must fit (QuotaExceededError,
     nothing written, otherwise). ``file_name``: the uploaded file's name, and ``ignored_columns``
     its columns read for nothing, shown with the job."""
+    origin.check_default_domain(defaults)
     if quota is not None:
         quota.require(origin.owner, rows=len(rows), size=size)
     with metering() as meter:
@@ -116,6 +126,7 @@ def submit_job(
             owner=origin.owner,
             own_hosts=origin.own_hosts,
             defaults=defaults,
+            domains=origin.domains,
         )
         job = _new_job(job_id, origin, total=len(rows), chunks=len(messages)).model_copy(
             update={
@@ -156,6 +167,7 @@ def create_upload_job(
 ) -> tuple[Job, PresignedUpload]:
     """Create a job waiting for its file, and a presigned PUT of exactly the declared size into
     the bulk bucket (``uploads/<job id>.csv``); the object's arrival starts the split."""
+    origin.check_default_domain(defaults)
     if request.size > max_bytes:
         raise PayloadTooLargeError(
             f"The file is {request.size:,} bytes; a direct upload takes at most {max_bytes:,} bytes "
@@ -198,6 +210,7 @@ def _new_job(job_id: str, origin: JobOrigin, *, total: int, chunks: int) -> Job:
         own_host=origin.own_host,
         own_hosts=list(origin.own_hosts),
         owner=origin.owner,
+        domains=origin.domains,
         notify_topic=origin.notify_topic,
         usage=_ONE_WRITE,
     )

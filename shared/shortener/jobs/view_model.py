@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortener.jobs.model import JobError, JobPhase, JobStatus
+from shortener.links.domains import DomainName
 from shortener.links.model import MAX_TITLE_LENGTH, ExpiresAt, MaxClicks, Tags
 from shortener.request_model import RequestModel
 
@@ -89,7 +90,7 @@ class JobAccepted(BaseModel):
 
 class DirectUploadRequest(RequestModel):
     """``POST /bulk/uploads``: the file about to be uploaded straight to S3, and the defaults of
-    its rows' title, tags (a list, or one text with commas) and limits."""
+    its rows' title, tags (a list, or one text with commas), limits and domain."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -104,6 +105,11 @@ class DirectUploadRequest(RequestModel):
     tags: Tags | str | None = None
     expires_at: ExpiresAt | None = None
     max_clicks: MaxClicks | None = None
+    domain: DomainName | None = Field(
+        default=None,
+        description="The rows' default domain (GET /domains lists them; a row's domain cell wins).",
+        examples=["go.example.com"],
+    )
 
 
 class PresignedUpload(BaseModel):

@@ -152,7 +152,6 @@ class BulkCreate:
             url=url,
             created_at=clock.now(),
             owner=owner,
-            domain=request.domain,
             # Campaign links (docs/campaign-links.md): a link with limits is one of its own, never
             # found by its URL (shortener.links.bulk_writes).
             **link_fields(request, scope=scope),

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Protocol
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from shortener.exceptions import DomainNotAllowedError, UnknownDomainError
 
@@ -103,6 +103,40 @@ class DomainRule(Protocol):
     """What ``ShortUrls.for_caller`` asks of a caller (shortener.access.model.Caller)."""
 
     def may_use_domain(self, domain: str) -> bool: ...
+
+
+class JobDomains(BaseModel):
+    """The stack's domains and those a bulk job's submitter may use, as they were when the job was
+    submitted: the loops that make its links do not know the caller, so each row's domain is
+    checked against these, and its results make each row's short URL on its own domain."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # Every domain's name, the default first.
+    names: tuple[str, ...] = Field(min_length=1)
+    # Where the other domains' short links answer, by name.
+    others: dict[str, str] = {}
+    # The names the submitter may use; None: every one.
+    allowed: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, urls: ShortUrls, caller: DomainRule) -> "JobDomains":
+        usable = tuple(name for name in urls.names if caller.may_use_domain(name))
+        return cls(
+            names=urls.names, others=dict(urls.others), allowed=None if usable == urls.names else usable
+        )
+
+    def may_use_domain(self, domain: str) -> bool:
+        return self.allowed is None or domain.lower() in self.allowed
+
+    def short_urls(self, default_base: str) -> ShortUrls:
+        """Where each domain's short links answer, the default domain's at ``default_base``."""
+        return ShortUrls(default_base, self.names[0], self.others)
+
+    def for_row(self, wanted: str | None) -> str | None:
+        """The ``domain`` a row's link on ``wanted`` stores (None: the default domain), as
+        ``ShortUrls.for_caller`` judges it for the submitter."""
+        return self.short_urls("").for_caller(wanted, self)
 
 
 def _host_of(base: str) -> str:

@@ -137,6 +137,9 @@ class LinkAttributes(LinkLimits, LinkRules):
     preview_title: PreviewTitle | None = None
     preview_description: PreviewDescription | None = None
     preview_image: HttpsUrl | None = None
+    # The domain the link answers on (any letter case); checked against the stack's domains and
+    # the submitter's where the link is made (shortener.links.domains).
+    domain: DomainName | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -290,7 +290,6 @@ class LinkService:
             owner=owner,
             job_id=scope if row is not None else None,
             row=row,
-            domain=request.domain,
             **link_fields(request, scope=scope),
         )
         if request.code:

@@ -18,6 +18,7 @@ from shortener.jobs.store.chunk_records import (
     encode_id_ranges,
     encode_outcomes,
 )
+from shortener.links.domains import ShortUrls
 from shortener.loops.queue import SEND_BATCH_BYTES, SEND_BATCH_ENTRIES, batches_within_limits
 from tests.support.bulk import BOUNDARY, multipart_body
 
@@ -115,7 +116,7 @@ def test_results_csv_has_the_contract_header_and_one_line_per_outcome() -> None:
         RowOutcome(row=1, url="https://a.example/", code="Ab3d"),
         RowOutcome(row=2, url="nope", error="invalid_url: Not a valid absolute URL: nope"),
     ]
-    lines = list(csv.reader(io.StringIO(results_csv(outcomes, "https://sho.rt/"), newline="")))
+    lines = list(csv.reader(io.StringIO(results_csv(outcomes, ShortUrls("https://sho.rt/")), newline="")))
     assert lines == [
         ["row", "url", "code", "short_url", "error"],
         ["1", "https://a.example/", "Ab3d", "https://sho.rt/Ab3d", ""],
@@ -150,10 +151,10 @@ def test_results_stop_at_a_chunk_boundary_past_the_size_limit_and_say_where_to_g
         (n, [RowOutcome(row=n * 10 + i + 1, url=f"https://a.example/{n}/{i}", code="c") for i in range(10)])
         for n in range(5)
     ]
-    first = results_page(chunks, "https://sho.rt/", max_bytes=800)
+    first = results_page(chunks, ShortUrls("https://sho.rt/"), max_bytes=800)
     rows = [line["row"] for line in csv.DictReader(io.StringIO(first.text, newline=""))]
     assert first.next_chunk is not None
     assert rows == [str(row) for row in range(1, first.next_chunk * 10 + 1)]
     assert len(first.text.encode()) <= 800
-    rest = results_page(chunks[first.next_chunk :], "https://sho.rt/", max_bytes=None)
+    rest = results_page(chunks[first.next_chunk :], ShortUrls("https://sho.rt/"), max_bytes=None)
     assert rest.next_chunk is None

@@ -24,6 +24,7 @@ from shortener.jobs.store.quotas import DailyQuotaStore
 from shortener.jobs.tasks_model import S3Event, SplitRequest
 from shortener.jobs.view_model import DirectUploadRequest
 from shortener.links.codes import code_generator
+from shortener.links.domains import JobDomains
 from shortener.links.store import LinksStore
 from shortener.loops.queue import BulkQueue
 from shortener.services.links import link_service
@@ -85,13 +86,17 @@ class World:
             is_file_changed=lambda exc: isinstance(exc, FileChangedError),
         )
 
-    def upload(self, data: bytes, own_hosts: tuple[str, ...] = ()) -> SplitRequest:
+    def upload(
+        self, data: bytes, own_hosts: tuple[str, ...] = (), domains: JobDomains | None = None
+    ) -> SplitRequest:
         """A job waiting for its file, then the file put where its presigned URL points."""
         job, _ = create_upload_job(
             DirectUploadRequest(file_name="links.csv", size=len(data)),
             jobs=self.jobs,
             files=self.files,
-            origin=JobOrigin(base_url="https://sho.rt/", bucket=self.bucket, own_hosts=own_hosts),
+            origin=JobOrigin(
+                base_url="https://sho.rt/", bucket=self.bucket, own_hosts=own_hosts, domains=domains
+            ),
             options=BulkOptions(),
             url_seconds=600,
         )

@@ -11,6 +11,7 @@ import pytest
 from shortener.clicks.model import LinkTotals, ReportState
 from shortener.jobs.click_reports import report_delivery, report_text
 from shortener.jobs.model import RowOutcome
+from shortener.links.domains import ShortUrls
 
 NOW = datetime(2026, 11, 26, 10, tzinfo=UTC)
 
@@ -30,7 +31,7 @@ def test_each_row_has_its_links_clicks_and_a_failed_row_has_none() -> None:
         (1, [RowOutcome(3, "=HYPERLINK(1)", "", "invalid_url: not a URL")]),
     ]
     reader = Totals()
-    text = report_text(chunks, reader, "https://sho.rt/")
+    text = report_text(chunks, reader, ShortUrls("https://sho.rt/"))
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [(r["row"], r["code"], r["clicks"], r["humans"]) for r in rows] == [
         ("1", "a1", "0", "0"),
@@ -57,7 +58,7 @@ def test_a_rule_links_row_counts_its_answers_by_destination_and_a_plain_links_ro
 
     chunks = [(0, [RowOutcome(1, "https://p.example/", "p1"), RowOutcome(2, "https://r.example/", "r2")])]
     # When the report is written
-    rows = list(csv.DictReader(io.StringIO(report_text(chunks, Reader(), "https://sho.rt/"))))
+    rows = list(csv.DictReader(io.StringIO(report_text(chunks, Reader(), ShortUrls("https://sho.rt/")))))
     # Then the rule link's row has its answers by rule, most first; the plain link's none
     assert [row["destinations"] for row in rows] == ["", "ios=4;default=3;preview=2;geo:DE=1"]
 

@@ -253,12 +253,16 @@ def decode_id_ranges(text: str) -> list[int]:
 
 
 def encode_outcomes(outcomes: Sequence[RowOutcome]) -> bytes:
-    """Row outcomes as compressed JSON (``[url, code]`` or ``[url, "", error]`` per row): URLs
-    compress well, and the chunk item's size is what its transactional write costs."""
+    """Row outcomes as compressed JSON (``[url, code]`` or ``[url, "", error]`` per row, then the
+    row's number and its domain where needed): URLs compress well, and the chunk item's size is
+    what its transactional write costs."""
     first_row = outcomes[0].row if outcomes else 0
-    # A row's number is kept only where it does not follow from the chunk's first (blank lines).
+    # A row's number is kept only where it does not follow from the chunk's first (blank lines),
+    # or where its domain (not the default one) follows it.
     rows = [
-        [o.url, o.code, o.error, o.row]
+        [o.url, o.code, o.error, o.row, o.domain]
+        if o.domain
+        else [o.url, o.code, o.error, o.row]
         if o.row != first_row + index
         else [o.url, o.code, o.error]
         if o.error
@@ -279,6 +283,7 @@ def decode_outcomes(first_row: int, blob: bytes) -> list[RowOutcome]:
             url=row[0],
             code=row[1],
             error=row[2] if len(row) > 2 else "",
+            domain=row[4] if len(row) > 4 else None,
         )
         for index, row in enumerate(rows)
     ]

@@ -20,6 +20,7 @@ from shortener.jobs.model import (
     SplitState,
     UploadSource,
 )
+from shortener.links.domains import JobDomains
 
 JOB_SK = "job"
 # Job items only (chunk items have no owner): an owner's jobs by creation time.
@@ -135,6 +136,8 @@ def _job_to_item(job: Job, expires_at: int) -> dict[str, Any]:
             item[name] = {"S": value}
     if job.own_hosts:
         item["own_hosts"] = {"L": [{"S": host} for host in job.own_hosts]}
+    if job.domains is not None:
+        item["domains"] = {"S": job.domains.model_dump_json(exclude_defaults=True)}
     if job.upload is not None:
         item["upload"] = {
             "M": {
@@ -193,6 +196,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         own_host=text("own_host"),
         own_hosts=[host["S"] for host in item.get("own_hosts", {}).get("L", [])],
         owner=text("owner"),
+        domains=JobDomains.model_validate_json(domains) if (domains := text("domains")) else None,
         notify_topic=text("notify_topic"),
         file_name=text("file_name"),
         upload=UploadSource(
