@@ -67,14 +67,18 @@ class ShortenerClient:
         payload = {"url": url, **({"code": code} if code else {}), **(fields or {})}
         return self._call("POST", "", json.dumps(payload).encode(), "application/json").json()  # type: ignore[no-any-return]
 
-    def upload(self, csv_bytes: bytes, file_name: str | None = None) -> dict[str, Any]:
+    def upload(
+        self, csv_bytes: bytes, file_name: str | None = None, domain: str | None = None
+    ) -> dict[str, Any]:
         """POST /bulk: the job {"job_id", "total", "status_url"}. With ``file_name``, the file goes
         as a multipart form's file field, as the page sends it, so that the job records its name
-        (``file_name`` in GET /jobs/{id} and the jobs list); without, as a text/csv body."""
+        (``file_name`` in GET /jobs/{id} and the jobs list); without, as a text/csv body. ``domain``:
+        the job's default domain (rows without a domain cell)."""
+        path = "bulk" + (f"?{urlencode({'domain': domain})}" if domain else "")
         if file_name is None:
-            return self._call("POST", "bulk", csv_bytes, "text/csv").json()  # type: ignore[no-any-return]
+            return self._call("POST", path, csv_bytes, "text/csv").json()  # type: ignore[no-any-return]
         body, content_type = multipart_file(csv_bytes, file_name)
-        return self._call("POST", "bulk", body, content_type).json()  # type: ignore[no-any-return]
+        return self._call("POST", path, body, content_type).json()  # type: ignore[no-any-return]
 
     def job(self, job_id: str) -> dict[str, Any]:
         """GET /jobs/{id}: status and counters."""
@@ -157,9 +161,12 @@ class ShortenerClient:
         """GET /blocklist (admins): the blocked hosts."""
         return list(self._call("GET", "blocklist").json()["hosts"])
 
-    def start_upload(self, file_name: str, size: int) -> dict[str, Any]:
-        """POST /bulk/uploads: the job {"job_id", "status_url", "upload": {"method", "url", "headers"}}."""
-        payload = json.dumps({"file_name": file_name, "size": size}).encode()
+    def start_upload(self, file_name: str, size: int, domain: str | None = None) -> dict[str, Any]:
+        """POST /bulk/uploads: the job {"job_id", "status_url", "upload": {"method", "url", "headers"}};
+        ``domain`` as in :meth:`upload`."""
+        payload = json.dumps(
+            {"file_name": file_name, "size": size, **({"domain": domain} if domain else {})}
+        ).encode()
         return self._call("POST", "bulk/uploads", payload, "application/json").json()  # type: ignore[no-any-return]
 
     def put_file(self, upload: dict[str, Any], path: Path, progress: Callable[[int], None]) -> None:

@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bulk = commands.add_parser("bulk", help="upload a CSV with a url column (and an optional code column)")
     bulk.add_argument("file", type=Path)
+    bulk.add_argument(
+        "--domain", help="the domain of the rows whose domain cell is empty (`shortener domains` lists them)"
+    )
     bulk.add_argument("--wait", action="store_true", help="wait for the job, with a progress bar")
     bulk.add_argument("--output", type=Path, help="write the results CSV here (implies --wait)")
     bulk.add_argument("--timeout", type=float, default=3600.0, help="give up waiting after this many seconds")
@@ -555,21 +558,23 @@ def _bulk(client: ShortenerClient, args: argparse.Namespace) -> int:
     check_folder(args.output)
     # The form's own lines count towards the API's limit too.
     if data and size + len(multipart_file(b"", args.file.name)[0]) <= SMALL_BODY_BYTES:
-        job = client.upload(data, args.file.name)
+        job = client.upload(data, args.file.name, args.domain)
         print(
             f"job {job['job_id']}: {output.count(job['total'], 'row')} of {args.file.name}", file=sys.stderr
         )
     else:
-        job = _upload_directly(client, args.file, size, sys.stderr)
+        job = _upload_directly(client, args.file, size, sys.stderr, args.domain)
     if not (args.wait or args.output):
         print(output.as_json(job) if args.json else job["job_id"])
         return EXIT_OK
     return _results(client, job["job_id"], args)
 
 
-def _upload_directly(client: ShortenerClient, path: Path, size: int, out: TextIO) -> dict[str, Any]:
+def _upload_directly(
+    client: ShortenerClient, path: Path, size: int, out: TextIO, domain: str | None = None
+) -> dict[str, Any]:
     """POST /bulk/uploads, then the file straight to S3, with a bar for the bytes sent."""
-    job = client.start_upload(path.name, size)
+    job = client.start_upload(path.name, size, domain)
     print(f"job {job['job_id']}: uploading {path.name} ({size / 1e6:,.1f} MB) straight to storage", file=out)
     bar = _Bar(out)
     client.put_file(job["upload"], path, lambda sent: bar.show(upload_bar(sent, size)))

@@ -109,3 +109,11 @@ def test_bulk_sends_the_files_name(api_url: str, tmp_path: Path) -> None:  # noq
     assert main(["--api-url", api_url, "bulk", str(upload)]) == EXIT_OK
     [(_, path, body)] = [request for request in FakeApi.requests if request[0] == "POST"]
     assert path == "/bulk" and b'filename="spring.csv"' in body
+
+
+def test_bulk_sends_the_jobs_default_domain(api_url: str, tmp_path: Path) -> None:  # noqa: F811
+    upload = tmp_path / "brand.csv"
+    upload.write_text("url\nhttps://a/\n")
+    assert main(["--api-url", api_url, "bulk", str(upload), "--domain", "go.example"]) == EXIT_OK
+    [(_, path, _)] = [request for request in FakeApi.requests if request[0] == "POST"]
+    assert path == "/bulk?domain=go.example"

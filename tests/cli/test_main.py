@@ -51,7 +51,7 @@ class FakeApi(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         FakeApi.requests.append(("POST", self.path, body))
-        if self.path == "/bulk":
+        if self.path.split("?")[0] == "/bulk":
             self._json(202, {"job_id": "j1", "total": 2, "status_url": "http://sho.rt/jobs/j1"})
         elif json.loads(body)["url"].startswith("https://"):
             self._json(201, {"code": "abc", "short_url": "http://sho.rt/abc", "url": json.loads(body)["url"]})
@@ -340,9 +340,11 @@ class FakeDirectApi(BaseHTTPRequestHandler):
 
     stored: bytes = b""
     results_asked = 0
+    started: dict[str, Any] = {}
 
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeDirectApi.started = payload
         host = self.headers["Host"]
         upload = {
             "method": "PUT",
@@ -424,6 +426,8 @@ def test_a_direct_upload_sends_the_file_to_storage_and_saves_the_results_file(
             "bulk",
             str(source),
             "--direct",
+            "--domain",
+            "go.example",
             "--output",
             str(output),
             "--poll-interval",
@@ -433,6 +437,7 @@ def test_a_direct_upload_sends_the_file_to_storage_and_saves_the_results_file(
     # Then the file went to storage whole, with a bar for its bytes, and the results file, asked
     # for again while it was being written, was saved
     assert code == EXIT_OK
+    assert FakeDirectApi.started == {"file_name": "links.csv", "size": 26, "domain": "go.example"}
     assert FakeDirectApi.stored == source.read_bytes()
     assert "26 B" not in capsys.readouterr().err  # the bar speaks in MB
     assert output.read_bytes().startswith(b"row,url,code,short_url,error\n1,https://a/")
