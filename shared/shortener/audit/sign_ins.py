@@ -9,11 +9,12 @@ admins who read the log too), so a failure here is reported as ``SignInNotRecord
 handler to log and count, and the sign-in goes on."""
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shortener.audit.model import AuditAction, AuditEntry
+from shortener.audit.trail import AuditTrail
 
 POST_AUTHENTICATION = "PostAuthentication_Authentication"
 SIGNED_IN: AuditAction = "user.signed_in"
@@ -51,21 +52,6 @@ class SignInNotRecorded(Exception):
     """A sign-in whose audit entry was not written; the sign-in itself goes on."""
 
 
-class AuditRecorder(Protocol):
-    """``shortener.audit.trail.AuditTrail``."""
-
-    def record(
-        self,
-        actor: str,
-        action: AuditAction,
-        target: str,
-        *,
-        before: Mapping[str, Any] | None = None,
-        after: Mapping[str, Any] | None = None,
-        source_ip: str | None = None,
-    ) -> AuditEntry: ...
-
-
 def signed_in_details(sign_in: PostAuthenticationEvent) -> dict[str, Any]:
     """The entry's ``after``: who (username, ``sub``, email), through which app client."""
     attributes = sign_in.request.user_attributes
@@ -84,7 +70,7 @@ def signed_in_details(sign_in: PostAuthenticationEvent) -> dict[str, Any]:
 class SignInAudit:
     """Writes a ``user.signed_in`` entry for each post-authentication event."""
 
-    def __init__(self, trail: AuditRecorder) -> None:
+    def __init__(self, trail: AuditTrail) -> None:
         self._trail = trail
 
     def record(self, event: Mapping[str, Any]) -> AuditEntry:

@@ -1,58 +1,47 @@
 """Sign-ins in the audit log: a post-authentication event becomes a ``user.signed_in`` entry, and
 nothing that stops the entry fails the sign-in (it is reported as SignInNotRecorded)."""
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from shortener.audit.model import AuditAction, AuditEntry
+from shortener.audit.model import AuditEntry
 from shortener.audit.sign_ins import SignInAudit, SignInNotRecorded
+from shortener.audit.store import AuditSelection
+from shortener.audit.trail import AuditTrail
 from tests.support.cognito import post_authentication_event
 
 MOMENT = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 
 
-class RecordingTrail:
-    """An audit trail that keeps its entries, or fails each write with ``failure``."""
+class RecordingEntries:
+    """The audit table's entries in a list, or a write that fails with ``failure``."""
 
     def __init__(self, failure: Exception | None = None) -> None:
         self.entries: list[AuditEntry] = []
         self.failure = failure
 
-    def record(
-        self,
-        actor: str,
-        action: AuditAction,
-        target: str,
-        *,
-        before: Mapping[str, Any] | None = None,
-        after: Mapping[str, Any] | None = None,
-        source_ip: str | None = None,
-    ) -> AuditEntry:
+    def put(self, entry: AuditEntry, expires_at: datetime) -> None:
         if self.failure is not None:
             raise self.failure
-        entry = AuditEntry(
-            time=MOMENT,
-            actor=actor,
-            action=action,
-            target=target,
-            before=before and dict(before),
-            after=after and dict(after),
-            source_ip=source_ip,
-        )
         self.entries.append(entry)
-        return entry
+
+    def page(self, selection: AuditSelection, limit: int) -> tuple[list[AuditEntry], str | None]:
+        return self.entries[:limit], None
+
+
+def audit(entries: RecordingEntries) -> SignInAudit:
+    return SignInAudit(AuditTrail(entries, retention_days=400, now=lambda: MOMENT))
 
 
 def test_a_sign_in_is_an_entry_of_the_person_with_their_sub_email_and_client() -> None:
-    # Given the trail and Cognito's event for ada's sign-in through the page's client
-    trail = RecordingTrail()
+    # Given the audit table and Cognito's event for ada's sign-in through the page's client
+    entries = RecordingEntries()
     # When it is recorded
-    SignInAudit(trail).record(post_authentication_event())
+    audit(entries).record(post_authentication_event())
     # Then the entry names ada (the owner id her token gives the API) as actor and target
-    [entry] = trail.entries
+    [entry] = entries.entries
     assert (entry.actor, entry.action, entry.target) == (
         "ada@example.com",
         "user.signed_in",
@@ -70,21 +59,21 @@ def test_a_sign_in_is_an_entry_of_the_person_with_their_sub_email_and_client() -
 
 
 def test_a_person_without_an_email_is_recorded_without_one() -> None:
-    trail = RecordingTrail()
+    entries = RecordingEntries()
     event = post_authentication_event(request={"userAttributes": {"sub": "s-1"}})
-    SignInAudit(trail).record(event)
-    [entry] = trail.entries
+    audit(entries).record(event)
+    [entry] = entries.entries
     assert entry.after is not None
     assert (entry.after["email"], entry.after["sub"]) == (None, "s-1")
     assert "new_device_used" not in entry.after
 
 
 def test_a_failed_write_is_reported_not_raised_as_itself() -> None:
-    # Given a trail whose table refuses the write
-    trail = RecordingTrail(failure=RuntimeError("table unreachable"))
+    # Given an audit table that refuses the write
+    entries = RecordingEntries(failure=RuntimeError("table unreachable"))
     # When a sign-in is recorded, Then the failure is SignInNotRecorded, caused by the write's
     with pytest.raises(SignInNotRecorded, match="table unreachable") as raised:
-        SignInAudit(trail).record(post_authentication_event())
+        audit(entries).record(post_authentication_event())
     assert isinstance(raised.value.__cause__, RuntimeError)
 
 
@@ -98,7 +87,7 @@ def test_a_failed_write_is_reported_not_raised_as_itself() -> None:
     ids=["another trigger", "no username", "not Cognito's shape"],
 )
 def test_an_event_that_is_no_sign_in_is_reported_and_writes_nothing(event: dict[str, Any]) -> None:
-    trail = RecordingTrail()
+    entries = RecordingEntries()
     with pytest.raises(SignInNotRecorded):
-        SignInAudit(trail).record(event)
-    assert trail.entries == []
+        audit(entries).record(event)
+    assert entries.entries == []
