@@ -56,6 +56,7 @@ from local_stack.cloudwatch.logs import LogGroup, stack_access_log, stack_functi
 from local_stack.cognito import tokens as cognito_tokens
 from local_stack.cognito.hosted_ui import HostedSignIn
 from local_stack.cognito.person import Person, ensure_person
+from local_stack.cognito.triggers import TriggerFailed
 from local_stack.durability import DurableState, ServiceState, StateSummary
 from local_stack.dynamodb import CapacitySettings
 from local_stack.embedded import EmbeddedAws, aws_client
@@ -240,8 +241,21 @@ class LocalStack:
             listening,
             jwks=cognito_tokens.public_jwks,
             exclusive=self._moto.exclusive,
+            invoke_trigger=self._invoke_trigger,
         )
         self._serve(self._sign_in.serve_forever, "hosted-sign-in")
+
+    def _invoke_trigger(self, function_arn: str, event: dict[str, Any]) -> Any:
+        """A user pool trigger's function, invoked synchronously (RequestResponse) as Cognito
+        invokes it; TriggerFailed when it fails or is not one of the stack's."""
+        runtime = self._runtime
+        spec = runtime.function(function_arn) if runtime is not None else None
+        if runtime is None or spec is None:
+            raise TriggerFailed(f"no function {function_arn}")
+        outcome = runtime.invoke(spec.name, event)
+        if outcome.error is not None:
+            raise TriggerFailed(str(outcome.error.get("errorMessage") or outcome.error.get("errorType")))
+        return outcome.result
 
     def _ensure_sign_in_person(self) -> None:
         """The person the banner shows (made through the embedded AWS, so it is journaled)."""

@@ -252,9 +252,11 @@ def _add_link_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     )
     audit.add_argument("--from", dest="begin", help="ISO 8601 date or time (default: 30 days ago)")
     audit.add_argument("--to", dest="end", help="ISO 8601 date or time (default: now)")
-    audit.add_argument("--actor", help="only this key id's changes")
-    audit.add_argument("--code", help="only changes of this link (or host, key id, batch id)")
-    audit.add_argument("--action", help="only this kind: link.created, link.updated, host.blocked, ...")
+    audit.add_argument("--actor", help="only this key id's (or signed-in person's) changes")
+    audit.add_argument("--code", help="only changes of this link (or host, key id, batch id, username)")
+    audit.add_argument(
+        "--action", help="only this kind: link.created, link.updated, host.blocked, user.signed_in, ..."
+    )
     audit.add_argument("--all", action="store_true", help="every page, not only the newest 100")
 
 

@@ -35,6 +35,7 @@ from shortener.links.codes import code_generator
 from shortener.services import api as api_services
 from shortener.services import collector as collector_services
 from shortener.services import links as link_services
+from shortener.services import sign_in_audit as sign_in_audit_services
 from shortener.services import webhooks as webhook_services
 from shortener.services import worker as worker_services
 
@@ -81,6 +82,7 @@ def _clear_container_caches() -> None:
         settings.restarter_settings,
         settings.collector_settings,
         settings.webhook_sender_settings,
+        settings.sign_in_audit_settings,
     ):
         getter.cache_clear()
     collector_services.click_collector.cache_clear()
@@ -106,6 +108,7 @@ def _clear_container_caches() -> None:
     api_services.api_announcer.cache_clear()
     api_services.api_webhooks.cache_clear()
     webhook_services.webhook_sender.cache_clear()
+    sign_in_audit_services.sign_in_audit.cache_clear()
     worker_services.batch_runner.cache_clear()
     link_services._snapshot.cache_clear()
 

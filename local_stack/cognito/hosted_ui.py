@@ -8,7 +8,8 @@ https://docs.aws.amazon.com/cognito/latest/developerguide/cognito-userpools-serv
   then response_type=code, PKCE with S256 and the scopes (errors redirect with ``error=``); then the
   sign-in form. ``POST /login``: the password checked against moto's user; a code bound to the
   client, redirect_uri and challenge, single-use, good for 5 minutes; ``302`` to
-  ``<redirect_uri>?code=&state=``.
+  ``<redirect_uri>?code=&state=``. Between the two, the pool's post-authentication trigger
+  (triggers.py): when it fails, so does the sign-in (the form again, with its error).
 - ``POST /oauth2/token``: ``authorization_code`` (the verifier's SHA-256 must be the challenge) and
   ``refresh_token`` grants; answers ``{id_token, access_token, refresh_token, expires_in,
   token_type}``; CORS for the origins of the pool's callback URLs.
@@ -37,6 +38,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from moto.cognitoidp.models import CognitoIdpBackend, CognitoIdpUserPool, CognitoIdpUserPoolClient, UserStatus
 
+from local_stack.cognito.triggers import (
+    POST_AUTHENTICATION,
+    InvokeTrigger,
+    TriggerFailed,
+    post_authentication_event,
+    trigger_arn,
+)
 from local_stack.http_reading import BoundedConnections
 from local_stack.ports import LISTEN_BACKLOG, adopt
 
@@ -88,6 +96,7 @@ class HostedSignIn(BoundedConnections, ThreadingHTTPServer):
         exclusive: Callable[[], AbstractContextManager[Any]] = nullcontext,
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        invoke_trigger: InvokeTrigger | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler, bind_and_activate=False)
         adopt(self, listening)
@@ -97,6 +106,7 @@ class HostedSignIn(BoundedConnections, ThreadingHTTPServer):
         self.exclusive = exclusive
         self.on_change = on_change
         self.clock = clock
+        self._invoke_trigger = invoke_trigger
         self._codes: dict[str, PendingCode] = {}
         self._codes_lock = threading.Lock()
 
@@ -139,6 +149,20 @@ class HostedSignIn(BoundedConnections, ThreadingHTTPServer):
             if not hmac.compare_digest(str(user.password or "").encode(), password.encode()):
                 return None
             return str(user.username)
+
+    def after_authentication(self, username: str, client_id: str) -> None:
+        """The pool's post-authentication trigger, if it has one and functions run: synchronous,
+        after the password was checked and before a code is handed out; TriggerFailed fails the
+        sign-in."""
+        if self._invoke_trigger is None:
+            return
+        with self.exclusive():
+            pool = self.pool
+            function_arn = trigger_arn(pool, POST_AUTHENTICATION)
+            if not function_arn:
+                return
+            event = post_authentication_event(pool, self.pool_id.split("_", 1)[0], username, client_id)
+        self._invoke_trigger(function_arn, event)
 
     def new_code(self, client_id: str, redirect_uri: str, challenge: str, username: str) -> str:
         code = secrets.token_urlsafe(32)
@@ -328,6 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
         signed_in = self.server.check_password(username, form.get("password", ""))
         if signed_in is None:
             self._authorize(query, raw_query, "Incorrect username or password.", username)
+            return
+        try:
+            self.server.after_authentication(signed_in, client.id)
+        except TriggerFailed as exc:
+            self._authorize(query, raw_query, f"PostAuthentication failed with error {exc}.", username)
             return
         code = self.server.new_code(client.id, redirect_uri, query["code_challenge"], signed_in)
         self._redirect(redirect_uri, {"code": code, "state": query.get("state")})

@@ -52,11 +52,24 @@ _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
 # itself still refuses a malformed request (ValidationException), so the check is skipped for DynamoDB.
 _DYNAMODB_CONFIG = _CONFIG.merge(Config(parameter_validation=False))
 
+# Cognito waits 5 seconds for a user pool trigger, then fails the sign-in: a write on the sign-in's
+# path gives up within that (two tries of at most a second to connect and a second to answer).
+_SIGN_IN_PATH_CONFIG = _DYNAMODB_CONFIG.merge(
+    Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 2})
+)
+
 
 # Each client counts its requests on the meter of the work that makes them (shortener.aws_usage).
 @lru_cache(maxsize=1)
 def dynamodb() -> "DynamoDBClient":
     client = serializer.install(boto3.client("dynamodb", config=_DYNAMODB_CONFIG))
+    return usage.install(client)  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def dynamodb_on_sign_in_path() -> "DynamoDBClient":
+    """DynamoDB for the user pool's triggers: bounded well inside Cognito's wait for them."""
+    client = serializer.install(boto3.client("dynamodb", config=_SIGN_IN_PATH_CONFIG))
     return usage.install(client)  # type: ignore[no-any-return]
 
 
@@ -105,7 +118,18 @@ def athena() -> Any:
 
 def reset_clients() -> None:
     """Forget the cached clients (tests that change endpoints or credentials)."""
-    for factory in (dynamodb, sqs, lambda_, s3, events, sns, cloudfront, firehose, athena):
+    for factory in (
+        dynamodb,
+        dynamodb_on_sign_in_path,
+        sqs,
+        lambda_,
+        s3,
+        events,
+        sns,
+        cloudfront,
+        firehose,
+        athena,
+    ):
         factory.cache_clear()
 
 

@@ -38,6 +38,12 @@ class WebhooksMixin(_FromEnvironment):
     LOOPBACK_RECEIVERS: bool = False
 
 
+class AuditMixin(_FromEnvironment):
+    # The audit log ("": none kept), and how long an entry is kept.
+    AUDIT_TABLE: str = ""
+    AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
+
+
 class TablesMixin(_FromEnvironment):
     LINKS_TABLE: str
     JOBS_TABLE: str = ""
@@ -133,7 +139,7 @@ class BulkMixin(_FromEnvironment):
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: int = Field(default=0, ge=0)
 
 
-class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMixin):
+class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMixin, AuditMixin):
     """The API function."""
 
     REDIRECT_STATUS: Annotated[Literal[301, 302, 307, 308], BeforeValidator(int)] = 301
@@ -188,9 +194,6 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     CLICK_EVENTS_TABLE: str = ""
     # Which rule answered each request of a rule link, joined to the events by request id.
     CLICK_ANSWERS_TABLE: str = ""
-    # The audit log of changes ("": none kept), and how long an entry is kept.
-    AUDIT_TABLE: str = ""
-    AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
     # Where test deliveries and replays are queued for the webhooks function.
     WEBHOOKS_QUEUE_URL: str = ""
     # The page's sign-in (docs/sign-in.md): the hosted sign-in's base URL and the page's app
@@ -199,15 +202,19 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     SIGN_IN_CLIENT_ID: str = ""
 
 
-class WebhookSenderSettings(WebhooksMixin):
-    """The webhooks function (the sender of deliveries)."""
+class WebhookSenderSettings(WebhooksMixin, AuditMixin):
+    """The webhooks function (the sender of deliveries); the audit log records an endpoint
+    disabled for its failures."""
 
     WEBHOOKS_QUEUE_URL: str
     # At most this many deliveries a second to one endpoint (WebhookDeliveriesPerSecond).
     WEBHOOK_DELIVERIES_PER_SECOND: int = Field(default=10, ge=1, le=1000)
-    # The audit log, where an endpoint disabled for its failures is recorded.
-    AUDIT_TABLE: str = ""
-    AUDIT_RETENTION_DAYS: int = Field(default=400, ge=1)
+
+
+class SignInAuditSettings(AuditMixin):
+    """The sign-in audit function (the user pool's post-authentication trigger)."""
+
+    AUDIT_TABLE: str
 
 
 class PollerSettings(TablesMixin, LinksMixin):
@@ -362,6 +369,11 @@ def expirer_settings() -> ExpirerSettings:
 @lru_cache(maxsize=1)
 def webhook_sender_settings() -> WebhookSenderSettings:
     return WebhookSenderSettings.model_validate(os.environ)
+
+
+@lru_cache(maxsize=1)
+def sign_in_audit_settings() -> SignInAuditSettings:
+    return SignInAuditSettings.model_validate(os.environ)
 
 
 @lru_cache(maxsize=1)

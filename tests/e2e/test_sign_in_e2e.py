@@ -147,6 +147,30 @@ def test_a_members_token_sees_only_their_own_links(stack: RunningStack) -> None:
     assert owned == {"https://example.com/e2e/members-own"}
 
 
+def test_a_sign_in_is_in_the_audit_log_for_admins(stack: RunningStack) -> None:
+    # Given the member signed in (the pool's post-authentication trigger ran the audit function)
+    members = sign_in(stack, MEMBER, MEMBER_PASSWORD)
+    admins = admin(stack)
+    # When an admin reads the sign-ins in the audit log
+    answer = stack.request("GET", f"/audit?action=user.signed_in&code={MEMBER}", api_key=admins.access_token)
+    # Then the member's sign-in is there, by their username, with their sub and the page's client
+    assert answer.status == 200, answer.text
+    entries = answer.json()["entries"]
+    assert entries and {(e["actor"], e["action"], e["target"]) for e in entries} == {
+        (MEMBER, "user.signed_in", MEMBER)
+    }
+    attributes = stack.boto3_client("cognito-idp").admin_get_user(
+        UserPoolId=stack.sign_in["user_pool_id"], Username=MEMBER
+    )["UserAttributes"]
+    sub = next(item["Value"] for item in attributes if item["Name"] == "sub")
+    assert entries[0]["after"]["sub"] == sub
+    assert entries[0]["after"]["client_id"] == stack.sign_in["client_id"]
+    # and the admin's own sign-in too; a member may not read the log
+    mine = stack.request("GET", "/audit?action=user.signed_in", api_key=admins.access_token).json()
+    assert stack.sign_in["username"] in {entry["actor"] for entry in mine["entries"]}
+    assert stack.request("GET", "/audit", api_key=members.access_token).status == 403
+
+
 def test_a_wrong_password_gets_no_code(stack: RunningStack) -> None:
     settings = stack.sign_in
     query = urlencode(

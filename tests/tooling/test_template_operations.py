@@ -171,7 +171,7 @@ def test_every_operations_alarm_says_what_to_do_and_tells_of_recovery() -> None:
     resources = resolved()
     topic = resources.physical_id("OperationsTopic")
     alarms = [p for p in resources.of_type("AWS::CloudWatch::Alarm").values() if topic in p["AlarmActions"]]
-    assert len(alarms) == 7
+    assert len(alarms) == 8
     for alarm in alarms:
         assert len(alarm["AlarmDescription"]) > 80  # what it means and what to do, not a label
         assert alarm["TreatMissingData"] == "notBreaching"

@@ -5,7 +5,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# What an entry records, named like the webhook events (docs/audit.md).
+# What an entry records, named like the webhook events (docs/audit.md); a sign-in is an entry but
+# no webhook event (it is a person's, not a link owner's).
 AuditAction = Literal[
     "link.created",
     "link.updated",
@@ -19,14 +20,16 @@ AuditAction = Literal[
     "webhook.updated",
     "webhook.deleted",
     "webhook.disabled",
+    "user.signed_in",
 ]
 AUDIT_ACTIONS: tuple[str, ...] = AuditAction.__args__  # type: ignore[attr-defined]
 
 
 class AuditEntry(BaseModel):
-    """One change: when, who (a key's id; ``anonymous`` on an open stack; ``cli:<identity>`` for
-    the operator's command line), what (``action`` on ``target``: a link's code, a host, a key's
-    id, a batch's id), the fields before and after, and the caller's address."""
+    """One change: when, who (a key's id; a signed-in person's username; ``anonymous`` on an open
+    stack; ``cli:<identity>`` for the operator's command line), what (``action`` on ``target``: a
+    link's code, a host, a key's id, a batch's id, a person's username), the fields before and
+    after, and the caller's address."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -53,8 +56,12 @@ class AuditQuery(BaseModel):
         default=None, alias="from", description="ISO 8601 date or time; default: 30 days before `to`."
     )
     to: datetime | None = Field(default=None, description="ISO 8601 date or time; default: now.")
-    actor: str | None = Field(default=None, description="Only this actor's changes (a key's id).")
-    code: str | None = Field(default=None, description="Only changes of this link (or host, key, batch id).")
+    actor: str | None = Field(
+        default=None, description="Only this actor's changes (a key's id, or a person's username)."
+    )
+    code: str | None = Field(
+        default=None, description="Only changes of this link (or host, key, batch id, person's username)."
+    )
     action: AuditAction | None = Field(default=None, description="Only this kind of change.")
     limit: int = Field(default=100, ge=1, le=100, description="Entries per page.")
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.")

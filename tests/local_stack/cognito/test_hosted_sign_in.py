@@ -25,6 +25,7 @@ from local_stack.cloudformation import ACCOUNT_ID
 from local_stack.cloudformation.resources import template_resources
 from local_stack.cognito import resource_types, tokens
 from local_stack.cognito.hosted_ui import CODE_SECONDS, HostedSignIn
+from local_stack.cognito.triggers import TriggerFailed
 from local_stack.embedded.server import EmbeddedAws
 from local_stack.ports import listening_socket
 
@@ -42,6 +43,10 @@ class SignIn:
     pool_id: str
     client_id: str
     clock: list[float]
+    # The post-authentication trigger's invocations (function ARN, event), and what it raises.
+    triggered: list[tuple[str, dict[str, Any]]]
+    trigger_arn: str
+    trigger_failure: list[Exception]
 
     @property
     def cognito(self) -> Any:
@@ -71,16 +76,29 @@ def sign_in(aws: EmbeddedAws, tmp_path: Path) -> Iterator[SignIn]:
     for group in ("AdminGroup", "MemberGroup"):
         resource_types.UserPoolGroupProvider().create(group, resources.properties(group), ACCOUNT_ID, REGION)
     clock = [1000.0]
+    triggered: list[tuple[str, dict[str, Any]]] = []
+    trigger_failure: list[Exception] = []
+
+    def invoke_trigger(function_arn: str, event: dict[str, Any]) -> dict[str, Any]:
+        triggered.append((function_arn, event))
+        if trigger_failure:
+            raise trigger_failure[0]
+        return event
+
     server = HostedSignIn(
         lambda: tokens.backend(ACCOUNT_ID, REGION),
         pool.physical_id,
         listening_socket(0),
         jwks=tokens.public_jwks,
         clock=lambda: clock[0],
+        invoke_trigger=invoke_trigger,
     )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    state = SignIn(server, aws, pool.physical_id, client.physical_id, clock)
+    trigger = resources.resolver.get_att("SignInAuditFunction", "Arn")
+    state = SignIn(
+        server, aws, pool.physical_id, client.physical_id, clock, triggered, trigger, trigger_failure
+    )
     state.cognito.admin_create_user(UserPoolId=state.pool_id, Username="ada", MessageAction="SUPPRESS")
     state.cognito.admin_set_user_password(
         UserPoolId=state.pool_id, Username="ada", Password=PASSWORD, Permanent=True
@@ -183,6 +201,53 @@ def test_a_wrong_password_says_so_in_words_and_sends_no_code(sign_in: SignIn) ->
     assert answer.status == 400
     assert "Location" not in answer.headers
     assert 'role="alert">Incorrect username or password.' in answer.body.decode()
+
+
+def test_a_sign_in_invokes_the_pools_post_authentication_trigger_with_cognitos_event(
+    sign_in: SignIn,
+) -> None:
+    # Given the template's pool, whose LambdaConfig names the sign-in audit function
+    # When ada signs in with the right password
+    answer = code_for(sign_in, pkce()[1])
+    # Then the trigger ran once, before the code was handed out, with the event Cognito sends
+    assert answer.status == 302
+    [(function_arn, event)] = sign_in.triggered
+    assert function_arn == sign_in.trigger_arn
+    sub = sign_in.cognito.admin_get_user(UserPoolId=sign_in.pool_id, Username="ada")["UserAttributes"]
+    assert event == {
+        "version": "1",
+        "triggerSource": "PostAuthentication_Authentication",
+        "region": REGION,
+        "userPoolId": sign_in.pool_id,
+        "userName": "ada",
+        "callerContext": {"awsSdkVersion": "aws-sdk-unknown-unknown", "clientId": sign_in.client_id},
+        "request": {
+            "userAttributes": {
+                **{item["Name"]: item["Value"] for item in sub},
+                "cognito:user_status": "CONFIRMED",
+            },
+            "newDeviceUsed": False,
+        },
+        "response": {},
+    }
+    assert event["request"]["userAttributes"]["sub"]
+
+
+def test_a_wrong_password_invokes_no_trigger(sign_in: SignIn) -> None:
+    code_for(sign_in, pkce()[1], password="not-the-password")
+
+    assert sign_in.triggered == []
+
+
+def test_a_failing_trigger_fails_the_sign_in_and_the_page_says_why(sign_in: SignIn) -> None:
+    # Given a post-authentication function that fails
+    sign_in.trigger_failure.append(TriggerFailed("audit table unreachable"))
+    # When ada signs in with the right password
+    answer = code_for(sign_in, pkce()[1])
+    # Then she gets no code, and the form says what Cognito's managed login says
+    assert answer.status == 400
+    assert "Location" not in answer.headers
+    assert "PostAuthentication failed with error audit table unreachable." in answer.body.decode()
 
 
 def test_the_tokens_verify_against_the_served_jwks_and_say_who_signed_in(sign_in: SignIn) -> None:
