@@ -3,6 +3,8 @@ map that names a domain the stack does not serve or holds something that is not 
 request gets the document of the domain it came on (the default domain's on the API's own URL)."""
 
 import json
+import re
+import shlex
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -12,6 +14,7 @@ from pydantic import ValidationError
 
 from shortener.links.app_site_associations import AppSiteAssociations
 from shortener.settings import ApiSettings, api_settings
+from tests.e2e.conftest import PROJECT_ROOT
 from tests.support.api import call
 from tests.support.events import api_event, http_api_event
 
@@ -35,6 +38,17 @@ def test_each_named_domain_gets_its_own_document_and_the_others_the_default() ->
     assert json.loads(documents.for_domain("go.example")) == GO
     assert json.loads(documents.for_domain("shop.example")) == DEFAULT
     assert json.loads(documents.for_domain(None)) == DEFAULT
+
+
+def test_the_documented_example_is_a_map_the_settings_take() -> None:
+    # Given the parameter as docs/domains.md writes it (a shell word, as sam's overrides take it)
+    text = (PROJECT_ROOT / "docs" / "domains.md").read_text(encoding="utf-8")
+    [line] = re.findall(r"^DomainAppleAppSiteAssociations=.*$", text, re.MULTILINE)
+    value = shlex.split(line)[0].partition("=")[2]
+    # Then the settings take it, and go.brand-a.com serves its document
+    documents = settings(DOMAINS="go.brand-a.com", DOMAIN_APPLE_APP_SITE_ASSOCIATIONS=value)
+    served = json.loads(documents.app_site_associations().for_domain("go.brand-a.com"))
+    assert served["applinks"]["details"][0]["appIDs"] == ["ABCDE12345.com.brand-a.app"]
 
 
 def test_without_the_parameter_every_domain_serves_the_one_document() -> None:
