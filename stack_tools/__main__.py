@@ -44,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     quota.add_argument("--template", type=Path, default=Path("template.yaml"))
     edge = commands.add_parser(
         "check-edge",
-        help="exit 1, saying what to pass, when the edge's us-east-1 parts would make the deploy fail",
+        help=(
+            "exit 1, saying what to pass, when the edge's us-east-1 parts or the domains' "
+            "app-site associations would make the deploy fail"
+        ),
     )
     edge.add_argument("--config-file", type=Path, default=Path("samconfig.toml"))
     edge.add_argument("--config-env", default="default")

@@ -7,11 +7,18 @@ and a web ACL for CloudFront (scope CLOUDFRONT) is created in us-east-1 ("Using 
 CloudFront", https://docs.aws.amazon.com/waf/latest/developerguide/cloudfront-features.html). A stack
 elsewhere takes both by ARN (EdgeCertificateArn, EdgeWebAclArn). CloudFormation would fail on a
 wrong one only halfway, while it creates the distribution (a create that can take minutes and then
-rolls back): this refuses such a deploy at once, saying what to pass."""
+rolls back): this refuses such a deploy at once, saying what to pass.
 
+Each domain's apple-app-site-association (DomainAppleAppSiteAssociations, JSON) is checked here
+too, as the API function's settings check it: a CloudFormation rule cannot parse JSON, and a
+deploy that passed would have the API answer every request with an error until the next one."""
+
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from shortener.links.app_site_associations import check_domain_names, documents_by_domain
 
 EDGE_REGION = "us-east-1"
 _ARN = re.compile(r"arn:aws[a-z-]*:(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):\d{12}:(?P<resource>.+)")
@@ -28,6 +35,8 @@ class EdgePlan:
     edge_certificate_arn: str = ""
     edge_web_acl_arn: str = ""
     access: str = "keys"
+    domains: str = ""
+    domain_app_site_associations: str = ""
 
     @classmethod
     def of(cls, region: str, parameters: Mapping[str, str]) -> "EdgePlan":
@@ -40,14 +49,16 @@ class EdgePlan:
             edge_certificate_arn=parameters.get("EdgeCertificateArn", ""),
             edge_web_acl_arn=parameters.get("EdgeWebAclArn", ""),
             access=parameters.get("Access", "keys"),
+            domains=parameters.get("Domains", ""),
+            domain_app_site_associations=parameters.get("DomainAppleAppSiteAssociations", ""),
         )
 
 
 def refusals(plan: EdgePlan) -> list[str]:
     """Why the deploy would fail, one sentence each; empty when it may go ahead."""
+    found = _app_site_association_refusals(plan)
     if plan.edge != "on":
-        return []
-    found = []
+        return found
     if plan.domain_name:
         certificate = plan.edge_certificate_arn or plan.certificate_arn
         where = _region_of(certificate, "acm")
@@ -78,6 +89,22 @@ def refusals(plan: EdgePlan) -> list[str]:
                 f"arn:aws:wafv2:{EDGE_REGION}:<account>:global/webacl/...)."
             )
     return found
+
+
+def _app_site_association_refusals(plan: EdgePlan) -> list[str]:
+    """What the API's settings would refuse of DomainAppleAppSiteAssociations."""
+    text = plan.domain_app_site_associations
+    if not text.strip():
+        return []
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [f"DomainAppleAppSiteAssociations is not JSON ({exc})."]
+    try:
+        check_domain_names(documents_by_domain(parsed), [name for name in plan.domains.split(",") if name])
+    except ValueError as exc:
+        return [f"{exc}."]
+    return []
 
 
 def warnings(plan: EdgePlan) -> list[str]:

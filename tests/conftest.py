@@ -181,7 +181,7 @@ def api(tables: dict[str, str]) -> ModuleType:
     from functions.api import app
 
     app.links.cache_clear()
-    app.apple_app_site_association.cache_clear()
+    app.app_site_associations.cache_clear()
     return app
 
 

@@ -38,6 +38,7 @@ from shortener.exceptions import (
 from shortener.http import edge_origin, openapi, security_headers, sign_in, web
 from shortener.http.api import ErrorBody
 from shortener.http.openapi import Answer, link_to, operation
+from shortener.links.app_site_associations import AppSiteAssociations
 from shortener.links.model import LinkView, ShortenRequest, ShortenResult
 from shortener.links.previews import preview_page
 from shortener.links.protection import Interception
@@ -69,9 +70,9 @@ _PER_VISITOR = {"Cache-Control": "private, no-store"}
 
 
 @lru_cache(maxsize=1)
-def apple_app_site_association() -> str:
+def app_site_associations() -> AppSiteAssociations:
     # Serialised once per container.
-    return json.dumps(api_settings().APPLE_APP_SITE_ASSOCIATION, separators=(",", ":"))
+    return api_settings().app_site_associations()
 
 
 @lru_cache(maxsize=4)
@@ -151,7 +152,7 @@ def _created_view(event: APIGatewayProxyEvent, code: str) -> dict[str, object]:
 
 _APP_LINKS = operation(
     "The app-links document",
-    {200: Answer("The configured document (JSON)", schema={"type": "object"})},
+    {200: Answer("The document of the domain it is asked on (JSON)", schema={"type": "object"})},
     keyed=False,
     tag="pages",
 )
@@ -160,7 +161,9 @@ _APP_LINKS = operation(
 @app.get("/apple-app-site-association", **_APP_LINKS)
 @app.get("/.well-known/apple-app-site-association", **_APP_LINKS)
 def app_site_association() -> Response[str]:
-    return Response(200, content_types.APPLICATION_JSON, apple_app_site_association())
+    """The document of the domain the request came on (the default domain's on the API's URL)."""
+    document = app_site_associations().for_domain(_viewer_domain(app.current_event))
+    return Response(200, content_types.APPLICATION_JSON, document)
 
 
 @app.get(
@@ -309,6 +312,14 @@ def _served_domain(event: APIGatewayProxyEvent) -> str | None:
     domain's links answer; on the API's own URL every domain's."""
     if not edge_origin.from_edge_origin(event.raw_event):
         return EVERY_DOMAIN
+    return _viewer_domain(event)
+
+
+def _viewer_domain(event: APIGatewayProxyEvent) -> str | None:
+    """The domain the viewer asked for through the edge (None: the default domain, also on the
+    API's own URL, whose requests name no domain)."""
+    if not edge_origin.from_edge_origin(event.raw_event):
+        return None
     return short_urls(event).domain_of_host(web.header(event.headers, edge_origin.VIEWER_HOST_HEADER))
 
 

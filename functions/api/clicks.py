@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-from request import api_url, base_url, caller
+from request import api_url, base_url, caller, short_urls
 
 from shortener.clicks.exports import ExportFile
 from shortener.clicks.model import ClickErasure, LinkClicks, LinksSeries, TopLinks, TopValues
@@ -85,7 +85,7 @@ def caller_top_links() -> Response[str]:
     event = router.current_event
     codes = (event.multi_value_query_string_parameters or {}).get("code") or []
     answer = click_reports().top(
-        caller(event), event.query_string_parameters or {}, codes=codes, base_url=base_url(event)
+        caller(event), event.query_string_parameters or {}, codes=codes, urls=short_urls(event)
     )
     return Response(200, content_types.APPLICATION_JSON, answer.model_dump_json(by_alias=True))
 

@@ -4,10 +4,11 @@ container from the environment that template.yaml sets. Logic never reads os.env
 import json
 import os
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from shortener.links.app_site_associations import AppSiteAssociations, check_domain_names, documents_by_domain
 from shortener.links.domains import ShortUrls
 from shortener.links.urls import UrlPolicy
 
@@ -20,8 +21,15 @@ def _comma_separated(value: Any) -> Any:
 
 def _json_text(value: Any) -> Any:
     if isinstance(value, str):
-        return json.loads(value) if value.strip() else {}
+        try:
+            return json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc})") from exc
     return value
+
+
+def _documents_by_domain(value: Any) -> Any:
+    return documents_by_domain(_json_text(value))
 
 
 class _FromEnvironment(BaseModel):
@@ -166,9 +174,15 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     AWS_ENDPOINT_URL: str = ""
     AWS_ENDPOINT_URL_S3: str = ""
     AWS_REGION: str = "us-east-1"
+    # The default domain's apple-app-site-association document, and any other domain's that the
+    # next one does not name (docs/domains.md).
     APPLE_APP_SITE_ASSOCIATION: Annotated[dict[str, Any], BeforeValidator(_json_text)] = {
         "applinks": {"details": []}
     }
+    # The other domains' own documents ({"<domain>": {...}}): each name one of DOMAINS.
+    DOMAIN_APPLE_APP_SITE_ASSOCIATIONS: Annotated[
+        dict[str, dict[str, Any]], BeforeValidator(_documents_by_domain)
+    ] = {}
     # Below API Gateway's 10 MB cap and Lambda's 6 MB synchronous payload (base64 adds a third).
     MAX_UPLOAD_BYTES: int = Field(default=4_000_000, ge=1)
     # Rows per upload: bounds the messages one request sends within the API's 29 s.
@@ -200,6 +214,17 @@ class ApiSettings(TablesMixin, LinksMixin, BulkMixin, WorkLoopsMixin, WebhooksMi
     # client; both empty when sign-in is off.
     SIGN_IN_URL: str = ""
     SIGN_IN_CLIENT_ID: str = ""
+
+    @model_validator(mode="after")
+    def _app_site_associations_name_domains(self) -> Self:
+        check_domain_names(self.DOMAIN_APPLE_APP_SITE_ASSOCIATIONS, self.DOMAINS)
+        return self
+
+    def app_site_associations(self) -> AppSiteAssociations:
+        """Each domain's apple-app-site-association document, as served."""
+        return AppSiteAssociations.of(
+            self.APPLE_APP_SITE_ASSOCIATION, self.DOMAIN_APPLE_APP_SITE_ASSOCIATIONS
+        )
 
 
 class WebhookSenderSettings(WebhooksMixin, AuditMixin):

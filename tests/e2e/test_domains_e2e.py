@@ -13,10 +13,15 @@ from tests.e2e.conftest import RunningStack, StartStack, http_request
 from tests.e2e.test_access_e2e import shortener
 from tests.e2e.test_links_e2e import wait_for_job
 
+# Each domain's apple-app-site-association: go.example has its own, shop.example the default's.
+DEFAULT_APP_LINKS = {"applinks": {"details": [{"appIDs": ["TEAM000001.com.example.app"]}]}}
+GO_APP_LINKS = {"applinks": {"details": [{"appIDs": ["TEAM000002.com.go.app"]}]}}
 DOMAINS = {
     "Domains": "go.example,shop.example",
     # The distribution answers names of its own only with a certificate naming them, as on AWS.
     "EdgeCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/e2e-domains",
+    "AppleAppSiteAssociation": json.dumps(DEFAULT_APP_LINKS),
+    "DomainAppleAppSiteAssociations": json.dumps({"go.example": GO_APP_LINKS}),
 }
 
 
@@ -28,6 +33,22 @@ def member_key(stack: RunningStack, domains: str) -> str:
     made = shortener(stack, "keys", "create", "--name", "brand", "--owner", "brand-a", "--domains", domains)
     assert made.returncode == 0, made.stderr
     return made.stdout.strip()
+
+
+def each_domain_serves_its_own_app_site_association(stack: RunningStack) -> None:
+    """Each domain's port serves its own document from its root (both paths), a domain with none
+    of its own and the default domain's port the default one, and so does the API's own URL."""
+    domain_urls = stack.info["domain_urls"]
+    expected = {
+        domain_urls["go.example"]: GO_APP_LINKS,
+        domain_urls["shop.example"]: DEFAULT_APP_LINKS,
+        stack.edge_url: DEFAULT_APP_LINKS,
+        stack.api_url: DEFAULT_APP_LINKS,
+    }
+    for base, document in expected.items():
+        for path in ("apple-app-site-association", ".well-known/apple-app-site-association"):
+            answer = http_request(base, "GET", path)
+            assert (answer.status, answer.json()) == (200, document), (base, path, answer.text)
 
 
 def test_links_on_two_domains_answer_on_their_own_and_an_old_link_keeps_working(
@@ -56,9 +77,7 @@ def test_links_on_two_domains_answer_on_their_own_and_an_old_link_keeps_working(
     # A redirect kept by the edge for one domain never answers another (the cache key has the host)
     assert http_request(go, "GET", on_go["code"]).headers["X-Cache"] == "Hit from cloudfront"
     assert status_at(shop, on_go["code"]) == 404
-    # Each domain serves the app-links document from its root
-    for base in (default, go, shop):
-        assert http_request(base, "GET", "apple-app-site-association").status == 200
+    each_domain_serves_its_own_app_site_association(stack)
     # And a key limited to go.example makes links there only
     key = member_key(stack, "go.example")
     refused = stack.post_json("", {"url": "https://example.com/x", "domain": "shop.example"}, api_key=key)

@@ -54,6 +54,21 @@ def test_without_the_edge_nothing_is_checked() -> None:
     )
 
 
+def test_a_domain_app_site_association_the_api_would_refuse_is_refused_before_the_deploy() -> None:
+    def plan(documents: str) -> EdgePlan:
+        return EdgePlan(region="us-east-1", domains="go.example", domain_app_site_associations=documents)
+
+    # A domain of Domains with its document goes ahead
+    assert refusals(plan('{"go.example": {"applinks": {"details": []}}}')) == []
+    # A name not among Domains, a value that is not a document, text that is not JSON: refused
+    [unknown] = refusals(plan('{"og.example": {}}'))
+    assert "og.example" in unknown and "(go.example)" in unknown
+    [not_a_document] = refusals(plan('{"go.example": "TEAM.app"}'))
+    assert "must be a JSON object (the document)" in not_a_document
+    [not_json] = refusals(plan("{go.example: {}}"))
+    assert not_json.startswith("DomainAppleAppSiteAssociations is not JSON")
+
+
 def test_an_open_shortener_behind_the_edge_without_edge_rate_rules_is_warned() -> None:
     assert warnings(EdgePlan(region="us-east-1", access="open"))
     assert not warnings(EdgePlan(region="us-east-1", access="open", edge_web_acl_arn=EDGE_ACL))

@@ -2,6 +2,7 @@
 by path alone, its logs delivered as JSON to EdgeLogGroup; off, the stack is the API alone
 (docs/edge.md)."""
 
+import json
 from typing import Any
 
 from local_stack.cloudformation.resources import Resources
@@ -99,6 +100,29 @@ def test_with_several_domains_the_viewers_host_is_in_the_cache_key() -> None:
     # The distribution answers every domain, with the certificate that names them
     assert config["Aliases"] == ["go.example", "shop.example"]
     assert config["ViewerCertificate"]["AcmCertificateArn"] == CERTIFICATE
+
+
+# What docs/domains.md says is left of the API function's 4 KB of environment variables for the
+# app-site association documents, and what AWS's longer generated names add to the local ones
+# (a 14-character suffix on each table and queue name, a longer queue endpoint).
+DOCUMENTS_BUDGET = 2_000
+AWS_NAMES_MARGIN = 400
+
+
+def test_the_api_functions_variables_leave_the_documented_room_for_app_site_associations() -> None:
+    # Given two domains, each with its own document of DOCUMENTS_BUDGET bytes between them
+    document = {"applinks": {"details": [{"appIDs": ["x" * 935]}]}}
+    documents = json.dumps({"go.example": document, "shop.example": document})
+    assert len(documents) <= DOCUMENTS_BUDGET
+    resources = resolved(
+        Domains="go.example,shop.example",
+        EdgeCertificateArn=CERTIFICATE,
+        DomainAppleAppSiteAssociations=documents,
+    )
+    variables = resources.properties("ApiFunction")["Environment"]["Variables"]
+    # Then they all fit Lambda's 4 KB (keys and values) with room for AWS's longer names
+    size = sum(len(str(key)) + len(str(value)) for key, value in variables.items())
+    assert size + AWS_NAMES_MARGIN <= 4096, size
 
 
 def test_the_origin_hears_the_viewer_headers_the_redirect_needs() -> None:

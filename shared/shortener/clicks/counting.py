@@ -520,17 +520,23 @@ def top_range(start: str | None, end: str | None, now: datetime) -> tuple[dateti
 
 
 def top_links(
-    counts: dict[str, tuple[int, int]], begin: datetime, end: datetime, base_url: str, limit: int = TOP_LINKS
+    counts: dict[str, tuple[int, int]],
+    begin: datetime,
+    end: datetime,
+    short_urls: Callable[[Sequence[str]], Mapping[str, str]],
+    limit: int = TOP_LINKS,
 ) -> TopLinks:
-    """The most followed links of ``counts`` (code -> clicks, humans), most clicks first."""
+    """The most followed links of ``counts`` (code -> clicks, humans), most clicks first, each with
+    its short URL (``short_urls``: code -> URL, asked for the ranked codes only)."""
     ranked = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+    urls = short_urls([code for code, _ in ranked])
     return TopLinks(
         **{"from": begin},
         to=end,
         total=sum(clicks for clicks, _ in counts.values()),
         humans=sum(humans for _, humans in counts.values()),
         links=[
-            TopLink(code=code, short_url=base_url + code, clicks=clicks, humans=humans)
+            TopLink(code=code, short_url=urls[code], clicks=clicks, humans=humans)
             for code, (clicks, humans) in ranked
         ],
     )

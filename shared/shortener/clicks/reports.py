@@ -53,6 +53,7 @@ from shortener.clicks.model import (
     ValueCount,
 )
 from shortener.exceptions import InvalidRequestError, ServiceUnavailableError
+from shortener.links.domains import ShortUrls
 from shortener.links.model import Link
 
 _NO_TOTALS = LinkTotals()
@@ -108,8 +109,10 @@ class ClickReports:
         links: CallerLinks,
         counters: Callable[[], ClickCounters | None],
         now: Callable[[], datetime] = clock.now,
+        *,
         events: Callable[[], ClickEvents | None] = lambda: None,
         tagged: Callable[[str, str], list[str]] = lambda owner, tag: [],
+        link_domains: Callable[[Sequence[str]], Mapping[str, str | None]] = lambda codes: {},
     ) -> None:
         self._links = links
         self._counters = counters
@@ -117,6 +120,9 @@ class ClickReports:
         self._events = events
         # owner, tag -> the codes of the owner's links with the tag (at most MAX_TAGGED_CODES).
         self._tagged = tagged
+        # codes -> the domain of each one's link (None: the default domain; a code no link has any
+        # more is left out).
+        self._link_domains = link_domains
 
     def link(self, caller: Caller, code: str, query: Mapping[str, str | None]) -> LinkClicks:
         """The caller's link's clicks from ``from`` to ``to`` (ISO 8601; the last 30 days by
@@ -279,11 +285,12 @@ class ClickReports:
         return LinksSeries(**{"from": begin}, to=end, interval="day", links=series)
 
     def top(
-        self, caller: Caller, query: Mapping[str, str | None], *, codes: Sequence[str], base_url: str
+        self, caller: Caller, query: Mapping[str, str | None], *, codes: Sequence[str], urls: ShortUrls
     ) -> TopLinks:
         """The caller's most followed links over a range of whole UTC days (an admin's own links
         too: links are filed under their owner), with their clicks, humans and visitors; from the
-        events, filtered as a link's report is and by ``job_id`` and ``codes``, with a breakdown."""
+        events, filtered as a link's report is and by ``job_id`` and ``codes``, with a breakdown.
+        Each link's short URL is on its own domain (``urls``)."""
         begin, to, days = top_range(query.get("from"), query.get("to"), self._now())
         ask = event_ask(query, group_values=OWNER_GROUPS)
         codes = asked_codes(codes)
@@ -302,7 +309,12 @@ class ClickReports:
             counters = self._counters()
             if counters is None:
                 raise ServiceUnavailableError("This stack keeps no clicks (no counters, no click events).")
-            return top_links(counters.owner_links(caller.owner_id, days), begin, to, base_url)
+            return top_links(
+                counters.owner_links(caller.owner_id, days),
+                begin,
+                to,
+                lambda ranked: self._short_urls(ranked, urls),
+            )
         selection = selection_of(
             ask, owner=caller.owner_id, begin=begin, end=to, codes=codes, job_id=query.get("job_id")
         )
@@ -315,14 +327,16 @@ class ClickReports:
         with ThreadPoolExecutor(max_workers=len(asked)) as pool:
             answers = list(pool.map(events.rows, asked))
         [totals] = answers[0] or [{}]
+        top_codes = groups_of(answers[1])
+        short_urls = self._short_urls([str(group.value) for group in top_codes], urls)
         links = [
             TopLink(
                 code=str(group.value),
-                short_url=base_url + str(group.value),
+                short_url=short_urls[str(group.value)],
                 clicks=group.clicks,
                 humans=group.humans,
             )
-            for group in groups_of(answers[1])
+            for group in top_codes
         ]
         return TopLinks(
             **{"from": begin},
@@ -333,6 +347,13 @@ class ClickReports:
             links=links,
             groups=groups_of(answers[2]) if ask.group_by else None,
         )
+
+    def _short_urls(self, codes: Sequence[str], urls: ShortUrls) -> dict[str, str]:
+        """Each code's short URL on its link's own domain. The links are read only on a stack with
+        several domains (one batch read of at most TOP_LINKS items); a code whose link is gone
+        answers on the default domain, as the API's own URL would answer it."""
+        domains = self._link_domains(codes) if urls.others and codes else {}
+        return {code: urls.short_url(domains.get(code), code) for code in codes}
 
     def top_values(self, caller: Caller, query: Mapping[str, str | None]) -> TopValues:
         """``GET /clicks/top``: the top ``limit`` codes, countries or referrers over all of the

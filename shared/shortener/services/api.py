@@ -1,6 +1,7 @@
 """The API function's services, one per container (its redirect cache lives as long as the
 container). Each is named for what the routes do with it; none hands a store to a handler."""
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -185,7 +186,13 @@ def api_webhooks() -> WebhookEndpoints:
 @lru_cache(maxsize=1)
 def click_reports() -> ClickReports:
     """A link's clicks over a range, and the caller's most followed links."""
-    return ClickReports(api_link_manager(), _kept_counters, events=_click_events, tagged=_tagged_codes)
+    return ClickReports(
+        api_link_manager(),
+        _kept_counters,
+        events=_click_events,
+        tagged=_tagged_codes,
+        link_domains=_link_domains,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -222,6 +229,12 @@ def _write_export_file(request: ExportFileRequest) -> None:
 
 # The most codes a click report by tag counts (the links a tag names, newest first).
 MAX_TAGGED_CODES = 1000
+
+
+def _link_domains(codes: Sequence[str]) -> dict[str, str | None]:
+    """The domain of each code's link (None: the default domain), for the short URLs of reports."""
+    links = LinksStore(api_settings().LINKS_TABLE).get_many(codes)
+    return {code: link.domain for code, link in links.items()}
 
 
 def _tagged_codes(owner: str, tag: str) -> list[str]:

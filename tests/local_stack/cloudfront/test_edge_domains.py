@@ -23,20 +23,34 @@ pytestmark = pytest.mark.integration
 
 REGION = "us-east-1"
 NODE = shutil.which("node")
+APP_SITE_ASSOCIATION = "/.well-known/apple-app-site-association"
 
 
 class Origin(BaseHTTPRequestHandler):
-    """A redirect kept for 600 s, naming the host it was asked for in its Location."""
+    """A redirect kept for 600 s, naming the host it was asked for in its Location; the app-site
+    association document, kept as long, naming that host too (as each domain's own document)."""
 
     seen: list[dict[str, str]] = []
 
     def do_GET(self) -> None:
         Origin.seen.append(dict(self.headers.items()))
+        if self.path == APP_SITE_ASSOCIATION:
+            self.app_site_association()
+            return
         self.send_response(301)
         self.send_header("Location", f"https://example.com/{self.headers.get('X-Shortener-Host', '')}")
         self.send_header("Cache-Control", "s-maxage=600")
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def app_site_association(self) -> None:
+        document = json.dumps({"applinks": {"details": [{"appIDs": [self.headers.get("X-Shortener-Host")]}]}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Cache-Control", "s-maxage=600")
+        self.send_header("Content-Length", str(len(document)))
+        self.end_headers()
+        self.wfile.write(document.encode())
 
     def log_message(self, *args: Any) -> None:
         return None
@@ -116,6 +130,30 @@ def test_each_domain_is_its_own_host_to_the_origin_and_in_the_cache(edge: LocalE
         == f"https://example.com/{edge.url.removeprefix('http://').rstrip('/')}"
     )
     assert all(seen["X-Shortener-Host"] != "forged.example" for seen in Origin.seen)
+    edge.flush_logs()
+
+
+def app_ids(url: str) -> tuple[list[str], str | None]:
+    """The app ids of the document the edge answers at ``url``, and its X-Cache."""
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request("GET", APP_SITE_ASSOCIATION)
+    response = connection.getresponse()
+    document = json.loads(response.read())
+    connection.close()
+    return document["applinks"]["details"][0]["appIDs"], response.getheader("X-Cache")
+
+
+def test_each_domain_gets_its_own_app_site_association_also_from_the_cache(edge: LocalEdge) -> None:
+    # Given go.example's document asked for once (the origin says s-maxage: the edge keeps it)
+    alias, default = edge.alias_url("go.example"), edge.url
+    default_host = default.removeprefix("http://").rstrip("/")
+    assert app_ids(alias) == (["go.example"], "Miss from cloudfront")
+    # When the default domain's is asked for, and then both again
+    # Then each is its own, from its own cache entry: the kept one never answers the other domain
+    assert app_ids(default) == ([default_host], "Miss from cloudfront")
+    assert app_ids(alias) == (["go.example"], "Hit from cloudfront")
+    assert app_ids(default) == ([default_host], "Hit from cloudfront")
     edge.flush_logs()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
+from shortener.settings import api_settings
 from tests.shortener.clicks.test_collector import deliveries, follow
 from tests.shortener.clicks.test_counting import SAFARI_IPHONE as IPHONE
 from tests.support.api import ApiCaller
@@ -134,6 +135,27 @@ def test_the_callers_top_links_are_their_own_most_followed_first(
         link["code"]
         for link in json.loads(bob.request("GET", "/clicks", resource="/clicks")["body"])["links"]
     ] == [bobs]
+
+
+@freeze_time("2025-11-27T12:00:00Z")
+def test_each_top_link_has_the_short_url_of_its_own_domain(
+    api: ModuleType, collected: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack with another domain, a link on it and one on the default domain, both followed
+    monkeypatch.setenv("DOMAINS", "go.example")
+    api_settings.cache_clear()
+    alice = ApiCaller(api, "alice")
+    on_go = alice.shorten("https://example.com/go", code="ongo", domain="go.example")["code"]
+    plain = alice.shorten("https://example.com/plain", code="plain")["code"]
+    for event in deliveries([follow(on_go), follow(on_go, at=T0 + 1), follow(plain)]):
+        collected.lambda_handler(event, LambdaContext("collector"))
+    # When the caller asks for their top links
+    top = json.loads(alice.request("GET", "/clicks", resource="/clicks")["body"])
+    # Then each short URL is on its link's own domain
+    assert [(link["code"], link["short_url"]) for link in top["links"]] == [
+        (on_go, "https://go.example/ongo"),
+        (plain, "https://sho.rt/plain"),
+    ]
 
 
 @freeze_time("2025-11-27T12:00:00Z")
