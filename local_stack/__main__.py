@@ -24,6 +24,7 @@ from local_stack.dynamodb.capacity import CapacitySettings
 from local_stack.faults import FAULT_KINDS, FaultError, parse_faults
 from local_stack.ports import taken_ports
 from local_stack.stack import LocalStack, StackOptions
+from stack_tools import edge_preflight
 
 READY_PREFIX = "READY "
 
@@ -126,6 +127,11 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         capacity = CapacitySettings.parse(args.dynamodb_capacity)
     except (ValueError, FaultError) as exc:
         parser.error(str(exc))
+    # What `make deploy` refuses before CloudFormation sees it (its check-edge step) is refused here
+    # too: a parameter the template's rules cannot check would otherwise start a stack whose API
+    # fails every request.
+    if refused := edge_preflight.refusals(edge_preflight.EdgePlan.of(args.region, params)):
+        parser.error(" ".join(refused))
     configure_logging(args.log_level)
     return StackOptions(
         template_path=args.template,
