@@ -127,11 +127,6 @@ def parse_args(argv: list[str] | None = None) -> StackOptions:
         capacity = CapacitySettings.parse(args.dynamodb_capacity)
     except (ValueError, FaultError) as exc:
         parser.error(str(exc))
-    # What `make deploy` refuses before CloudFormation sees it (its check-edge step) is refused here
-    # too: a parameter the template's rules cannot check would otherwise start a stack whose API
-    # fails every request.
-    if refused := edge_preflight.refusals(edge_preflight.EdgePlan.of(args.region, params)):
-        parser.error(" ".join(refused))
     configure_logging(args.log_level)
     return StackOptions(
         template_path=args.template,
@@ -312,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     """Start, print the banner and the READY line, run until SIGINT, SIGTERM or SIGHUP, stop
     cleanly (saving the state)."""
     options = parse_args(argv)
+    # What `make deploy` refuses before CloudFormation sees it (its check-edge step) is refused here
+    # too: a parameter the template's rules cannot check would otherwise start a stack whose API
+    # fails every request.
+    if refused := edge_preflight.refusals(edge_preflight.EdgePlan.of(options.region, options.params)):
+        for reason in refused:
+            print(f"local stack: cannot start: {reason}", file=sys.stderr)
+        return 1
     stop = StopRequest()
     # SIGHUP: the terminal was closed; stop as cleanly as on Ctrl-C.
     stop.install((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
