@@ -54,7 +54,7 @@ globalThis.fetch = async (url, options = {}) => {
   if (url === "/bulk/uploads") return answer(201, {job_id: "j1", status_url: "/jobs/j1", upload: {
     method: "PUT", url: "https://bucket.s3/uploads/j1.csv?X-Amz-Signature=s",
     headers: {"Content-Length": String(SIZE)}}});
-  if (url === "/bulk") return answer(202, {job_id: "j1", total: 2, status_url: "/jobs/j1"});
+  if (url.split("?")[0] === "/bulk") return answer(202, {job_id: "j1", total: 2, status_url: "/jobs/j1"});
   return answer(200, statuses.length > 1 ? statuses.shift() : statuses[0]);
 };
 globalThis.XMLHttpRequest = class {
@@ -70,6 +70,7 @@ globalThis.XMLHttpRequest = class {
 const seen = {};
 SCRIPT
 (async () => {
+  element("bulk-domain").value = BULK_DOMAIN;
   await element("bulk-form").listeners.submit({preventDefault() {}});
   console.log(JSON.stringify({calls, seen, results: element("bulk-results"), error: element("bulk-error"),
     status: element("bulk-status").textContent}));
@@ -90,11 +91,16 @@ DONE = {
 }
 
 
-def run_page(size: int, statuses: list[dict]) -> dict:
+def run_page(size: int, statuses: list[dict], domain: str = "") -> dict:
+    """What the page did for a file of ``size`` bytes, the job answering ``statuses`` in turn;
+    ``domain``: the upload form's domain choice ("" the stack's default)."""
     page = PAGE.read_text(encoding="utf-8")
     script = page[page.index("<script>") + len("<script>") : page.index("</script>")]
     program = (
-        HARNESS.replace("SCRIPT", script).replace("SIZE", str(size)).replace("STATUSES", json.dumps(statuses))
+        HARNESS.replace("SCRIPT", script)
+        .replace("SIZE", str(size))
+        .replace("STATUSES", json.dumps(statuses))
+        .replace("BULK_DOMAIN", json.dumps(domain))
     )
     assert NODE is not None
     output = subprocess.run([NODE, "-e", program], capture_output=True, text=True, timeout=60, check=True)
@@ -129,6 +135,17 @@ def test_a_small_file_is_sent_in_the_request_as_before() -> None:
     assert seen["calls"][0] == ["POST", "/bulk", "form"]
     assert not any(call[2] == "xhr" for call in seen["calls"])
     assert seen["results"]["href"] == DONE["results_file_url"]
+
+
+@pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
+def test_the_domain_chosen_for_an_upload_is_the_jobs_default_either_way() -> None:
+    # A small file: in the URL of POST /bulk (the form's fields are the file alone)
+    small = run_page(2_000, [DONE], domain="go.example")["calls"][0]
+    assert small == ["POST", "/bulk?domain=go.example", "form"]
+    # A large one: in the body of POST /bulk/uploads
+    large = run_page(12_000_000, [DONE], domain="go.example")["calls"][0]
+    assert large[:2] == ["POST", "/bulk/uploads"]
+    assert json.loads(large[2]) == {"file_name": "catalogue.csv", "size": 12_000_000, "domain": "go.example"}
 
 
 @pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
