@@ -23,7 +23,6 @@ from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history, subscriptions
 from local_stack.cognito import tokens as cognito_tokens
 from local_stack.dynamodb import compact as dynamodb_compact
-from local_stack.dynamodb import expressions as dynamodb_expressions
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
 from local_stack.embedded import server
@@ -170,14 +169,6 @@ PATCHES: tuple[Patch, ...] = (
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_index.py",
     ),
     Patch(
-        dynamodb_expressions.install,
-        "moto.dynamodb.models.get_filter_expression (and models.table's)",
-        "moto parsed a condition expression on every use, twice per conditional put of a "
-        "transaction: a bulk message's claims parsed one text hundreds of times. The parsed tree "
-        "is kept per text, names and values (bounded) and every item evaluated against it.",
-        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_expressions.py",
-    ),
-    Patch(
         dynamodb_results.install,
         "ActionResult.execute_result (DynamoDB Query, Scan, GetItem, BatchGetItem and "
         "TransactGetItems answers)",
@@ -221,7 +212,6 @@ def install_moto_fixes() -> None:
     dynamodb_index.install()
     dynamodb_compact.install()
     dynamodb_results.install()
-    dynamodb_expressions.install()
     # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
     delete_refusals.install()
     # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
