@@ -23,6 +23,7 @@ from local_stack.cloudformation import deploy
 from local_stack.cloudwatch import history, subscriptions
 from local_stack.cognito import tokens as cognito_tokens
 from local_stack.dynamodb import compact as dynamodb_compact
+from local_stack.dynamodb import expressions as dynamodb_expressions
 from local_stack.dynamodb import index as dynamodb_index
 from local_stack.dynamodb import results as dynamodb_results
 from local_stack.embedded import server
@@ -169,6 +170,14 @@ PATCHES: tuple[Patch, ...] = (
         "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_index.py",
     ),
     Patch(
+        dynamodb_expressions.install,
+        "ConditionExpressionParser.parse",
+        "moto raised KeyError for a name or value an expression does not define and ValueError for "
+        "text it cannot parse: a 500 that boto3 retries, where DynamoDB answers "
+        "ValidationException. Those are ValidationException now.",
+        "install_moto_fixes (the stack, tests/conftest.py); tests/local_stack/dynamodb/test_expressions.py",
+    ),
+    Patch(
         dynamodb_results.install,
         "ActionResult.execute_result (DynamoDB Query, Scan, GetItem, BatchGetItem and "
         "TransactGetItems answers)",
@@ -212,6 +221,8 @@ def install_moto_fixes() -> None:
     dynamodb_index.install()
     dynamodb_compact.install()
     dynamodb_results.install()
+    # Expressions DynamoDB refuses are ValidationException, not a 500.
+    dynamodb_expressions.install()
     # A stack whose bucket holds objects ends DELETE_FAILED, as on AWS.
     delete_refusals.install()
     # A bucket policy's aws:SecureTransport condition evaluated (moto ignores conditions).
