@@ -40,10 +40,19 @@ _USER_AGENT = " ".join(
         "app/shortener",
     ]
 )
-# Adaptive retries absorb DynamoDB throttling; the pool fits a container's threads.
-_CONFIG = Config(
-    retries={"mode": "adaptive", "max_attempts": 8}, max_pool_connections=50, user_agent=_USER_AGENT
-)
+# Background work (loops, splits, results, batches) retries adaptively: after a throttle, botocore
+# paces the container's requests to what the table takes, which is what a backlog needs. A function
+# that answers a waiting caller (the API, the authorizer) sets boto3's own AWS_RETRY_MODE=standard
+# and AWS_MAX_ATTEMPTS in the template: adaptive pacing can space a quiet container's requests
+# down to two seconds apart (botocore's lowest send rate, 0.5 a second), so a request that meets a
+# throttling table would outlast API Gateway's 29 seconds; standard retries back off for about a
+# second, then the caller gets the API's 503 and its Retry-After. The pool fits a container's threads.
+_RETRIES: Any = {
+    "mode": os.environ.get("AWS_RETRY_MODE", "adaptive"),
+    # As boto3 reads AWS_MAX_ATTEMPTS: every attempt, the first included (nine: eight retries).
+    "total_max_attempts": int(os.environ.get("AWS_MAX_ATTEMPTS", "9")),
+}
+_CONFIG = Config(retries=_RETRIES, max_pool_connections=50, user_agent=_USER_AGENT)
 # Presigned URLs need Signature Version 4 (botocore would presign S3 with version 2 by default).
 _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
 # botocore's client-side check of every request against the service model was the largest share of
