@@ -166,16 +166,21 @@ def test_deleting_a_token_stops_its_loop(scaling_stack: tuple[RunningStack, Stac
     )
 
 
+STALE_IN = 3 * SCHEDULE_PERIOD
+
+
 @pytest.mark.e2e_timeout(300)
 def test_a_loop_that_died_without_a_retry_is_revived_by_the_restarter(
     scaling_stack: tuple[RunningStack, StackProbe],
 ) -> None:
     running, probe = scaling_stack
     # Given a token whose loop is gone for good: its row names a loop id no invocation runs (a
-    # loop whose retries were exhausted, or whose re-invoke was lost); the loop that ran it stops
+    # loop whose retries were exhausted, or whose re-invoke was lost); the loop that ran it stops.
+    # Its last heartbeat is dated so that it goes stale in STALE_IN seconds: more than two of the
+    # restarter's runs away, so a restarter that did not wait for staleness would be seen.
     [token] = probe.tokens()
     dead_loop_id = "dead-" + token["loop_id"]
-    died_at = int(time.time())
+    died_at = int(time.time() - (RUN.stale_heartbeat_seconds - STALE_IN))
     running.boto3_client("dynamodb").put_item(
         TableName=probe.tokens_table,
         Item={
@@ -191,7 +196,7 @@ def test_a_loop_that_died_without_a_retry_is_revived_by_the_restarter(
     # only bounds a hang), and not before the heartbeat is stale
     revived = wait_for(
         lambda: next((t for t in probe.tokens() if t["loop_id"] != dead_loop_id), None),
-        RUN.stale_heartbeat_seconds + 4 * SCHEDULE_PERIOD + 60,
+        STALE_IN + 4 * SCHEDULE_PERIOD + 60,
         "take-over by the restarter",
     )
     assert time.time() - died_at >= RUN.stale_heartbeat_seconds - 1
