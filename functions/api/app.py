@@ -32,6 +32,7 @@ from shortener.exceptions import (
     LinkGoneError,
     LinkNotFoundError,
     ShortenerError,
+    StorageThrottledError,
     TooManyTriesError,
     WrongPasswordError,
 )
@@ -45,7 +46,7 @@ from shortener.links.protection import Interception
 from shortener.links.shortening import EVERY_DOMAIN, Resolution
 from shortener.links.targeting import visitor_of
 from shortener.observability import logger, metrics
-from shortener.services.api import api_link_manager, api_password_gate
+from shortener.services.api import answer_throttling_as_busy, api_link_manager, api_password_gate
 from shortener.services.api import api_links as links
 from shortener.settings import api_settings
 
@@ -64,6 +65,8 @@ app.include_router(audit_router)
 # Answers about a missing or removed link must not be kept by browsers or proxies: the code may
 # be created (404) or re-enabled (410) later.
 _NO_STORE = {"Cache-Control": "no-store"}
+# A throttling table takes requests again within seconds (botocore's own retries waited about one).
+_THROTTLED = {**_NO_STORE, "Retry-After": "2"}
 # A password link's answers (its page, its redirect) and a preview belong to one visitor: no cache
 # may keep them for another (docs/edge.md).
 _PER_VISITOR = {"Cache-Control": "private, no-store"}
@@ -433,6 +436,14 @@ def _missing(error: ShortenerError, html_page: str) -> Response[str]:
 @app.exception_handler(ShortenerError)
 def domain_error(error: ShortenerError) -> Response[str]:
     return _error(error.status_code, error.error, error.message)
+
+
+@app.exception_handler(StorageThrottledError)
+def storage_throttled(error: StorageThrottledError) -> Response[str]:
+    return _error(error.status_code, error.error, error.message, headers=_THROTTLED)
+
+
+answer_throttling_as_busy(app, storage_throttled)
 
 
 @app.not_found

@@ -1,10 +1,14 @@
 """The API function's services, one per container (its redirect cache lives as long as the
 container). Each is named for what the routes do with it; none hands a store to a handler."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from botocore.exceptions import ClientError
+
+from shortener import aws
 from shortener.access.takedown import HostTakedowns
 from shortener.audit.store import AuditStore
 from shortener.audit.trail import AuditTrail
@@ -17,7 +21,7 @@ from shortener.clicks.reports import ClickReports
 from shortener.clicks.store import ClicksStore
 from shortener.clicks.store_erasures import ErasureRecords
 from shortener.clicks.store_exports import ExportRecords
-from shortener.exceptions import ServiceUnavailableError
+from shortener.exceptions import ServiceUnavailableError, StorageThrottledError
 from shortener.jobs.batches import Batches
 from shortener.jobs.bucket import BulkFiles
 from shortener.jobs.click_reports import job_event_totals
@@ -320,3 +324,17 @@ def api_bulk_links() -> BulkCreate:
         find_if_exists=settings.FIND_IF_EXISTS,
         quota=quotas.daily_quota(settings),
     )
+
+
+def answer_throttling_as_busy(
+    app: APIGatewayRestResolver, answer: Callable[[StorageThrottledError], Response[str]]
+) -> None:
+    """Throttling that outlasted a call's retries, on any route, is answered as the busy service
+    (``answer``, the route's answer to ``StorageThrottledError``: 503), never as the function's
+    failure (API Gateway's 502). The stores that say so themselves raise it before this sees it."""
+
+    @app.exception_handler(ClientError)
+    def throttled(error: ClientError) -> Response[str]:
+        if aws.is_throttling(error):
+            return answer(StorageThrottledError(aws.THROTTLED_MESSAGE))
+        raise error
