@@ -60,6 +60,10 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
+# What a wait looks past besides an element not there yet: one the page re-rendered between being
+# found and being read (a stale reference), as when signing out or a list's refresh replaces it.
+RERENDERED = (StaleElementReferenceException,)
+
 LANDING_PAGE = b"<!doctype html><title>Landed</title><h1>The long link's page</h1>"
 
 
@@ -195,7 +199,9 @@ def targets(browser: WebDriver) -> list[str]:
 def visible_text(browser: WebDriver, element_id: str, seconds: float = STEP_SECONDS) -> str:
     """The text of an element once it is shown (polled until the deadline)."""
     element = browser.find_element(By.ID, element_id)
-    WebDriverWait(browser, seconds).until(lambda _: element.is_displayed() and element.text.strip())
+    WebDriverWait(browser, seconds, ignored_exceptions=RERENDERED).until(
+        lambda _: element.is_displayed() and element.text.strip()
+    )
     return str(element.text)
 
 
@@ -387,7 +393,7 @@ def test_a_csv_upload_shows_progress_and_its_results(
     browser.find_element(By.ID, "bulk-submit").click()
     snap("uploading")
     # Then progress is shown until every row is done, and the results link appears
-    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5).until(
+    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "bulk-results").is_displayed()
     )
     snap("results")
@@ -427,7 +433,7 @@ def test_a_job_followed_before_a_reload_resumes_its_progress(
     # When the page is loaded again
     browser.refresh()
     # Then it shows that job's progress through to its results
-    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5).until(
+    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "bulk-results").is_displayed()
     )
     snap("resumed")
@@ -520,7 +526,7 @@ def test_a_file_above_4_mb_goes_from_the_browser_straight_to_storage(
     browser.find_element(By.ID, "bulk-submit").click()
     # Then the browser sends it to the presigned URL (the storage's CORS answers it), the job reads
     # it, and its results file is linked
-    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5).until(
+    WebDriverWait(browser, JOB_SECONDS, poll_frequency=0.5, ignored_exceptions=RERENDERED).until(
         lambda _: (
             browser.find_element(By.ID, "bulk-results").is_displayed()
             or browser.find_element(By.ID, "bulk-error").is_displayed()
@@ -555,7 +561,7 @@ def test_a_links_clicks_are_drawn_as_inline_svg_with_its_top_countries(
     agent = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"}
     for _ in range(2):
         assert stack.request("GET", "page-clicks", headers=agent, api_key=None).status == 301
-    WebDriverWait(browser, 90, poll_frequency=0.5).until(
+    WebDriverWait(browser, 90, poll_frequency=0.5, ignored_exceptions=RERENDERED).until(
         lambda _: stack.request("GET", "links/page-clicks/clicks").json()["total"] == 2
     )
     # When the person opens the link's page from the links table
@@ -660,7 +666,7 @@ def upload_rows(stack: RunningStack, urls: list[str]) -> str:
 def settled(browser: WebDriver) -> WebDriverWait:
     """A wait that reads again when the page replaced an element while it was being read (the
     lists are re-rendered after every change; under load a read can fall between the two)."""
-    return WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
+    return WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED)
 
 
 def listed(browser: WebDriver) -> list[str]:
@@ -839,9 +845,9 @@ def test_a_link_is_disabled_enabled_and_deleted_from_the_list(
     assert visible_text(browser, "clicks-heading") == f"Clicks of {code}"
     browser.back()
     link_item(browser, short_url).find_element(By.CSS_SELECTOR, "button.delete").click()
-    confirmation = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
-        lambda _: browser.switch_to.alert
-    )
+    confirmation = WebDriverWait(
+        browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException, *RERENDERED)
+    ).until(lambda _: browser.switch_to.alert)
     assert short_url in confirmation.text
     confirmation.accept()
     # Then it leaves the list and answers 410 Gone for good
@@ -910,7 +916,7 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
 
     # When its links are disabled from the upload's item
     job_item().find_element(By.CSS_SELECTOR, "button.job-disable").click()
-    WebDriverWait(browser, JOB_SECONDS).until(
+    WebDriverWait(browser, JOB_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: job_item().find_element(By.CSS_SELECTOR, ".batch-status").text == "Disabled 4 of 4 links."
     )
     snap("disabled")
@@ -921,10 +927,10 @@ def test_a_jobs_links_are_disabled_then_deleted_from_its_upload(
         lambda _: job_item().find_element(By.CSS_SELECTOR, "button.job-delete").is_enabled()
     )
     job_item().find_element(By.CSS_SELECTOR, "button.job-delete").click()
-    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException, *RERENDERED)).until(
         lambda _: browser.switch_to.alert
     ).accept()
-    WebDriverWait(browser, JOB_SECONDS).until(
+    WebDriverWait(browser, JOB_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: job_item().find_element(By.CSS_SELECTOR, ".batch-status").text == "Deleted 4 of 4 links."
     )
     # Then they are gone from the owner's links
@@ -980,7 +986,7 @@ def test_three_selected_links_are_disabled_in_one_action(
     snap("selected")
     browser.find_element(By.ID, "selection-disable").click()
     # Then one batch changes the three, the table says so, and each answers 410 Gone
-    WebDriverWait(browser, JOB_SECONDS).until(
+    WebDriverWait(browser, JOB_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "selection-status").text == "Disabled 3 of 3 links."
     )
     settled(browser).until(
@@ -1027,7 +1033,7 @@ def test_all_links_that_match_are_disabled_beyond_the_rows_shown(
     snap("all-that-match")
     browser.find_element(By.ID, "selection-disable").click()
     # Then one batch changes exactly the 25 matches, rows beyond the page included
-    WebDriverWait(browser, JOB_SECONDS).until(
+    WebDriverWait(browser, JOB_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "selection-status").text == "Disabled 25 of 25 links."
     )
     snap("disabled")
@@ -1054,7 +1060,7 @@ def test_the_qr_zip_of_a_selection_holds_one_qr_code_a_selected_link(
     browser.find_element(By.ID, "select-all").click()
     # When "QR ZIP" is pressed
     browser.find_element(By.ID, "selection-qr").click()
-    WebDriverWait(browser, JOB_SECONDS).until(
+    WebDriverWait(browser, JOB_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "selection-status").text.startswith(
             "Saved the QR codes of 3 links"
         )
@@ -1089,7 +1095,7 @@ def test_an_upload_is_followed_to_its_click_report(
     assert len(codes) == 4
     for _ in range(2):
         assert stack.request("GET", second, api_key=None).status == 301
-    WebDriverWait(browser, 90, poll_frequency=0.5).until(
+    WebDriverWait(browser, 90, poll_frequency=0.5, ignored_exceptions=RERENDERED).until(
         lambda _: stack.request("GET", f"links/{second}/clicks").json()["total"] == 2
     )
     assert stack.api_key
@@ -1238,7 +1244,7 @@ def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_
         # When a test delivery is sent from its item
         endpoint().find_element(By.CSS_SELECTOR, "button.webhook-test").click()
         # Then its deliveries open and, refreshed as it is sent, list it delivered, answered 200
-        WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,)).until(
+        WebDriverWait(browser, 60, ignored_exceptions=RERENDERED).until(
             lambda _: any(
                 "webhook.test" in li.text and "Delivered" in li.text and "response 200" in li.text
                 for li in endpoint().find_elements(By.CSS_SELECTOR, ".deliveries li.delivery")
@@ -1267,7 +1273,7 @@ def test_a_webhook_is_added_shows_its_secret_once_and_a_test_delivery_is_listed_
         assert secret not in browser.page_source
         # When the endpoint is removed (a confirmation first), it leaves the list and the API
         endpoint().find_element(By.CSS_SELECTOR, "button.webhook-remove").click()
-        WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException,)).until(
+        WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=(NoAlertPresentException, *RERENDERED)).until(
             lambda _: browser.switch_to.alert
         ).accept()
         settled(browser).until(lambda _: browser.find_element(By.ID, "webhooks-empty").is_displayed())

@@ -23,6 +23,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from tests.e2e import test_page_browser as page_tests
 from tests.e2e.conftest import PROJECT_ROOT, RunningStack, _factory, http_request
 from tests.e2e.test_page_browser import (
+    RERENDERED,
     STEP_SECONDS,
     Snap,
     axe_on_desktop_and_phone,
@@ -112,15 +113,17 @@ def kept_tokens(browser: WebDriver) -> dict[str, Any] | None:
 def sign_in(browser: WebDriver, config: dict[str, str], user: dict[str, Any]) -> None:
     """Through the hosted sign-in, as a person does: the button, the form, back to the page."""
     browser.find_element(By.ID, "sign-in-button").click()
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: "/oauth2/authorize" in browser.current_url)
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
+        lambda _: "/oauth2/authorize" in browser.current_url
+    )
     assert browser.current_url.startswith(config["url"] + "/oauth2/authorize?")
-    form = WebDriverWait(browser, STEP_SECONDS).until(
+    form = WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.CSS_SELECTOR, "input[name=username]")
     )
     form.send_keys(user["username"])
     browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(user["password"])
     browser.find_element(By.CSS_SELECTOR, "form [type=submit]").click()
-    WebDriverWait(browser, STEP_SECONDS).until(
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "signed-in").is_displayed()
     )
 
@@ -156,7 +159,9 @@ def test_a_person_signs_in_makes_a_link_sees_it_listed_and_signs_out(
     shorten(browser, url)
     short_url = visible_text(browser, "short")
     # Then it is listed among their links, as it would be with a key
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: short_url in listed(browser))
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
+        lambda _: short_url in listed(browser)
+    )
     # And the API takes their token as it takes a key: the link is theirs
     mine = stack.request("GET", "links?limit=100", api_key=tokens["access_token"])
     assert mine.status == 200, mine.text
@@ -168,7 +173,7 @@ def test_a_person_signs_in_makes_a_link_sees_it_listed_and_signs_out(
     browser.find_element(By.ID, "sign-out").click()
 
     # Then the page is back to signed out, says so, and has forgotten the tokens
-    WebDriverWait(browser, STEP_SECONDS).until(
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "sign-in-button").is_displayed()
     )
     assert visible_text(browser, "sign-in-status") == "You have signed out."
@@ -303,7 +308,7 @@ def test_a_person_of_one_brand_makes_links_on_its_domain_and_filters_the_list_by
     config = open_signed_out(browser, stack)
     sign_in(browser, config, person)
     # Then the page offers that domain only when making a link
-    WebDriverWait(browser, STEP_SECONDS).until(
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "domain-field").is_displayed()
     )
     offered = [option.text for option in browser.find_elements(By.CSS_SELECTOR, "#domain option")]
@@ -316,13 +321,17 @@ def test_a_person_of_one_brand_makes_links_on_its_domain_and_filters_the_list_by
     assert http_request(go_url, "GET", code).status == 301
     assert http_request(stack.info["domain_urls"]["shop.example"], "GET", code).status == 404
     # And the list can be narrowed to one domain: every domain of the stack is a choice there
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: short_url in listed(browser))
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
+        lambda _: short_url in listed(browser)
+    )
     choices = [option.text for option in browser.find_elements(By.CSS_SELECTOR, "#links-domain option")]
     assert choices[1:] == [urlsplit(stack.edge_url).netloc, "go.example", "shop.example"]
     Select(browser.find_element(By.ID, "links-domain")).select_by_visible_text("shop.example")
-    WebDriverWait(browser, STEP_SECONDS).until(
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
         lambda _: browser.find_element(By.ID, "links-empty").is_displayed()
     )
     Select(browser.find_element(By.ID, "links-domain")).select_by_visible_text("go.example")
-    WebDriverWait(browser, STEP_SECONDS).until(lambda _: listed(browser) == [short_url])
+    WebDriverWait(browser, STEP_SECONDS, ignored_exceptions=RERENDERED).until(
+        lambda _: listed(browser) == [short_url]
+    )
     assert axe_on_desktop_and_phone(browser, snap, "domains") == {}
